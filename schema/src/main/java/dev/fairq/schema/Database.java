@@ -1,0 +1,69 @@
+package dev.fairq.schema;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import org.flywaydb.core.Flyway;
+import org.jooq.DSLContext;
+import org.jooq.SQLDialect;
+import org.jooq.conf.Settings;
+import org.jooq.impl.DSL;
+
+import javax.sql.DataSource;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+
+/** Connection plumbing: pools, dedicated connections, migrations and the jOOQ context. */
+public final class Database {
+    static {
+        System.setProperty("org.jooq.no-logo", "true");
+        System.setProperty("org.jooq.no-tips", "true");
+    }
+
+    private Database() {}
+
+    /** A pool sized by the caller: a worker needs its claim, completion and heartbeat connections, no more. */
+    public static HikariDataSource pool(String jdbcUrl, String user, String password, int maxSize, String name) {
+        HikariConfig config = new HikariConfig();
+        config.setJdbcUrl(jdbcUrl);
+        config.setUsername(user);
+        config.setPassword(password);
+        config.setMaximumPoolSize(maxSize);
+        config.setMinimumIdle(Math.min(2, maxSize));
+        config.setPoolName(name);
+        config.setConnectionTimeout(10_000);
+        // Server-side prepared statements from the first execution: the hot queue statements are few.
+        config.addDataSourceProperty("prepareThreshold", "1");
+        config.addDataSourceProperty("ApplicationName", name);
+        return new HikariDataSource(config);
+    }
+
+    /**
+     * A connection outside any pool, for what must not share one: the scheduler's advisory lock (the lock
+     * lives and dies with this session) and LISTEN (notifications arrive on the session that listens).
+     */
+    public static Connection dedicated(String jdbcUrl, String user, String password, String name) throws SQLException {
+        java.util.Properties props = new java.util.Properties();
+        if (user != null) props.setProperty("user", user);
+        if (password != null) props.setProperty("password", password);
+        props.setProperty("ApplicationName", name);
+        props.setProperty("tcpKeepAlive", "true");
+        return DriverManager.getConnection(jdbcUrl, props);
+    }
+
+    public static void migrate(DataSource dataSource) {
+        Flyway.configure().dataSource(dataSource).locations("classpath:db/migration").load().migrate();
+    }
+
+    public static DSLContext dsl(DataSource dataSource) {
+        return DSL.using(dataSource, SQLDialect.POSTGRES, settings());
+    }
+
+    public static DSLContext dsl(Connection connection) {
+        return DSL.using(connection, SQLDialect.POSTGRES, settings());
+    }
+
+    private static Settings settings() {
+        return new Settings().withExecuteLogging(false).withRenderSchema(false);
+    }
+}

@@ -1,0 +1,16 @@
+package dev.fairq.schema;
+
+/** How one attempt ended, as the worker reports it to {@link JobStore#finish}. */
+public sealed interface JobOutcome {
+    long jobId();
+
+    int attempt();
+
+    record Succeeded(long jobId, int attempt) implements JobOutcome {}
+
+    /**
+     * @param dead         true: dead-letter now (permanent error or attempts used up)
+     * @param retryDelayMs when not dead: the job becomes pending again this long after now (database clock)
+     */
+    record Failed(long jobId, int attempt, boolean dead, long retryDelayMs, String error) implements JobOutcome {}
+}

@@ -1,0 +1,125 @@
+package dev.fairq.schema;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+
+import java.time.Duration;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Pattern;
+
+/**
+ * What a caller asks to run. Build with {@link #builder(String, String)}; {@link Builder#build()} validates
+ * and throws {@link InvalidJobException} naming each field at fault.
+ *
+ * @param runAt       when the job may start; null means now (or now + {@code delay})
+ * @param delay       alternative to runAt, measured on the database clock
+ * @param maxAttempts null means the default (25)
+ * @param requestHash optional fingerprint of the original request, so a replay of a {@code job_key} can be
+ *                    told apart from a different request reusing the key
+ */
+public record JobRequest(String tenantId, String queue, String type, String payloadJson, int priority,
+                         OffsetDateTime runAt, Duration delay, String jobKey, String orderingKey,
+                         Integer maxAttempts, String requestHash) {
+
+    public static final String DEFAULT_QUEUE = "default";
+    public static final int DEFAULT_MAX_ATTEMPTS = 25;
+    public static final int MIN_PRIORITY = -100;
+    public static final int MAX_PRIORITY = 100;
+    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}");
+
+    public static Builder builder(String tenantId, String type) {
+        return new Builder(tenantId, type);
+    }
+
+    public int effectiveMaxAttempts() {
+        return maxAttempts == null ? DEFAULT_MAX_ATTEMPTS : maxAttempts;
+    }
+
+    /** Every problem with this request, empty when it can be stored. */
+    public List<FieldError> validate() {
+        List<FieldError> errors = new ArrayList<>();
+        if (tenantId == null || tenantId.isBlank()) errors.add(new FieldError("tenant_id", "is required"));
+        if (type == null || type.isBlank()) {
+            errors.add(new FieldError("type", "is required"));
+        } else if (!NAME.matcher(type).matches()) {
+            errors.add(new FieldError("type", "must be 1-100 letters, digits, '_', '.', ':' or '-'"));
+        }
+        if (queue == null || !NAME.matcher(queue).matches()) {
+            errors.add(new FieldError("queue", "must be 1-100 letters, digits, '_', '.', ':' or '-'"));
+        }
+        if (payloadJson == null) {
+            errors.add(new FieldError("payload", "is required"));
+        } else if (!isJson(payloadJson)) {
+            errors.add(new FieldError("payload", "must be valid JSON"));
+        }
+        if (priority < MIN_PRIORITY || priority > MAX_PRIORITY) {
+            errors.add(new FieldError("priority", "must be between " + MIN_PRIORITY + " and " + MAX_PRIORITY));
+        }
+        if (runAt != null && delay != null) errors.add(new FieldError("run_at", "give run_at or delay_ms, not both"));
+        if (delay != null && (delay.isNegative() || delay.compareTo(Duration.ofDays(366)) > 0)) {
+            errors.add(new FieldError("delay_ms", "must be between 0 and one year"));
+        }
+        if (jobKey != null && (jobKey.isEmpty() || jobKey.length() > 255)) {
+            errors.add(new FieldError("job_key", "must be 1-255 characters"));
+        }
+        if (orderingKey != null && (orderingKey.isEmpty() || orderingKey.length() > 255)) {
+            errors.add(new FieldError("ordering_key", "must be 1-255 characters"));
+        }
+        if (maxAttempts != null && (maxAttempts < 1 || maxAttempts > 1000)) {
+            errors.add(new FieldError("max_attempts", "must be between 1 and 1000"));
+        }
+        return errors;
+    }
+
+    private static boolean isJson(String text) {
+        try {
+            Json.MAPPER.readTree(text);
+            return !text.isBlank();
+        } catch (JsonProcessingException e) {
+            return false;
+        }
+    }
+
+    public static final class Builder {
+        private final String tenantId;
+        private final String type;
+        private String queue = DEFAULT_QUEUE;
+        private String payloadJson = "{}";
+        private int priority;
+        private OffsetDateTime runAt;
+        private Duration delay;
+        private String jobKey;
+        private String orderingKey;
+        private Integer maxAttempts;
+        private String requestHash;
+
+        private Builder(String tenantId, String type) {
+            this.tenantId = tenantId;
+            this.type = type;
+        }
+
+        public Builder queue(String queue) { this.queue = queue; return this; }
+        public Builder payload(String json) { this.payloadJson = json; return this; }
+        public Builder priority(int priority) { this.priority = priority; return this; }
+        public Builder runAt(OffsetDateTime runAt) { this.runAt = runAt; return this; }
+        public Builder delay(Duration delay) { this.delay = delay; return this; }
+        public Builder jobKey(String jobKey) { this.jobKey = jobKey; return this; }
+        public Builder orderingKey(String orderingKey) { this.orderingKey = orderingKey; return this; }
+        public Builder maxAttempts(Integer maxAttempts) { this.maxAttempts = maxAttempts; return this; }
+        public Builder requestHash(String requestHash) { this.requestHash = requestHash; return this; }
+
+        /** Builds without validating; {@link JobStore} validates again before it writes anything. */
+        public JobRequest buildUnchecked() {
+            return new JobRequest(tenantId, queue, type, payloadJson, priority, runAt, delay, jobKey, orderingKey,
+                    maxAttempts, requestHash);
+        }
+
+        public JobRequest build() {
+            JobRequest request = buildUnchecked();
+            List<FieldError> errors = request.validate();
+            if (!errors.isEmpty()) throw new InvalidJobException(errors);
+            return request;
+        }
+    }
+}

@@ -1,0 +1,700 @@
+package dev.fairq.schema;
+
+import dev.fairq.schema.generated.enums.JobStatus;
+import dev.fairq.schema.generated.tables.records.JobsRecord;
+import org.jooq.DSLContext;
+import org.jooq.Record;
+import org.jooq.Result;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+import static dev.fairq.schema.generated.Tables.JOBS;
+
+/**
+ * All the SQL of the queue, in life-cycle order: enqueue, admission (used by the scheduler), claim, heartbeat,
+ * finish, reap, release, and the operator actions (cancel, replay, discard). Each statement is a constant
+ * with a comment where it is subtle; each is served by an index named in V1__queue.sql.
+ *
+ * <p>Methods that take a {@link DSLContext} run on it as given: pass the caller's transaction to enqueue
+ * atomically with the caller's own writes; pass a pool-backed context for a statement in its own short
+ * transaction. Methods that write several statements open a transaction on the context they are given
+ * (nested in the caller's when there is one).
+ */
+public final class JobStore {
+    private static final Logger log = LoggerFactory.getLogger(JobStore.class);
+
+    /** Jobs of one request array; a bigger batch is split (PostgreSQL array binds have no hard limit). */
+    public static final int MAX_BATCH = 10_000;
+
+    // ---------------------------------------------------------------------------------------------------
+    // Enqueue
+    // ---------------------------------------------------------------------------------------------------
+
+    /**
+     * Inserts a batch in one statement. Ids are taken in request order up front (nextval runs after the
+     * ORDER BY), so a job that has to be inserted again in a second step keeps its place in its key.
+     * The first job of each (tenant, ordering_key) in the batch tries to become the key's head; ON CONFLICT
+     * DO NOTHING turns both a duplicate job_key and an already-taken head into "not inserted", and the
+     * caller sorts those out ({@link #enqueueAll}). RETURNING gives the inserted rows; the outer SELECT
+     * gives every input row with its id so the two can be matched.
+     */
+    private static final String INSERT_JOBS = """
+            WITH input AS MATERIALIZED (
+                SELECT coalesce(r.preset_id, nextval(pg_get_serial_sequence('jobs', 'id'))) AS id, r.*
+                FROM unnest(?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::smallint[], ?::text[],
+                            ?::bigint[], ?::text[], ?::text[], ?::integer[], ?::text[], ?::boolean[])
+                     WITH ORDINALITY AS r(preset_id, tenant_id, queue, type, payload, priority, run_at,
+                                          delay_ms, job_key, ordering_key, max_attempts, request_hash, may_head, ord)
+                ORDER BY r.ord
+            ), inserted AS (
+                INSERT INTO jobs (id, tenant_id, queue, type, payload, priority, run_at, job_key, ordering_key,
+                                  key_head, max_attempts, request_hash)
+                SELECT id, tenant_id, queue, type, payload::jsonb, priority,
+                       coalesce(run_at::timestamptz, now() + coalesce(delay_ms, 0) * interval '1 millisecond'),
+                       job_key, ordering_key,
+                       may_head AND ordering_key IS NOT NULL
+                           AND row_number() OVER (PARTITION BY tenant_id, ordering_key ORDER BY ord) = 1,
+                       max_attempts, request_hash
+                FROM input
+                ORDER BY ord
+                ON CONFLICT DO NOTHING
+                RETURNING id
+            )
+            SELECT input.ord, input.id, inserted.id IS NOT NULL AS inserted
+            FROM input LEFT JOIN inserted USING (id)
+            ORDER BY input.ord
+            """;
+
+    /**
+     * The max_queued check counts at most max_queued rows per tenant (an index range scan that stops at
+     * the limit), so its cost is bounded by the limit, not by the backlog. It is a soft limit: concurrent
+     * enqueues of one tenant can each see room and overshoot by the batches in flight, a deliberate trade
+     * against serialising every enqueue of a tenant on a counter row.
+     */
+    private static final String QUEUED_COUNTS = """
+            SELECT t.id, t.max_queued,
+                   (SELECT count(*) FROM (SELECT 1 FROM jobs j
+                                          WHERE j.tenant_id = t.id AND j.status IN ('pending', 'ready')
+                                          LIMIT t.max_queued) q) AS queued
+            FROM tenants t WHERE t.id = ANY(?::text[])
+            """;
+
+    /**
+     * Enqueues one job in the caller's transaction. With a job_key that the tenant already used (a live
+     * job, or a finished one still within retention) it returns that job and creates nothing.
+     */
+    public EnqueueResult enqueue(DSLContext tx, JobRequest request) {
+        return enqueueAll(tx, List.of(request)).get(0);
+    }
+
+    /**
+     * Enqueues many jobs in the caller's transaction, in a few statements whatever the count. Results come
+     * back in request order. Validation errors name the index of the request ({@code jobs[3].type}) and
+     * nothing is written.
+     */
+    public List<EnqueueResult> enqueueAll(DSLContext tx, List<JobRequest> requests) {
+        if (requests.isEmpty()) return List.of();
+        List<FieldError> errors = new ArrayList<>();
+        for (int i = 0; i < requests.size(); i++) {
+            String prefix = requests.size() == 1 ? "" : "jobs[" + i + "].";
+            for (FieldError e : requests.get(i).validate()) errors.add(e.prefixed(prefix));
+        }
+        if (!errors.isEmpty()) throw new InvalidJobException(errors);
+        checkQueueRoom(tx, requests);
+
+        List<EnqueueResult> results = new ArrayList<>(requests.size());
+        for (int from = 0; from < requests.size(); from += MAX_BATCH) {
+            results.addAll(insertBatch(tx, requests.subList(from, Math.min(requests.size(), from + MAX_BATCH))));
+        }
+        return results;
+    }
+
+    private void checkQueueRoom(DSLContext tx, List<JobRequest> requests) {
+        Map<String, Integer> adding = new LinkedHashMap<>();
+        for (JobRequest r : requests) adding.merge(r.tenantId(), 1, Integer::sum);
+        Result<Record> rows = tx.resultQuery(QUEUED_COUNTS, (Object) adding.keySet().toArray(String[]::new)).fetch();
+        Map<String, Record> byTenant = new HashMap<>();
+        for (Record r : rows) byTenant.put(r.get(0, String.class), r);
+        for (Map.Entry<String, Integer> e : adding.entrySet()) {
+            Record row = byTenant.get(e.getKey());
+            if (row == null) throw new UnknownTenantException(e.getKey());
+            long max = row.get(1, Long.class);
+            long queued = row.get(2, Long.class);
+            if (queued + e.getValue() > max) throw new QueueFullException(e.getKey(), queued, max);
+        }
+    }
+
+    private List<EnqueueResult> insertBatch(DSLContext tx, List<JobRequest> batch) {
+        int n = batch.size();
+        Long[] presetIds = new Long[n];
+        boolean[] mayHead = new boolean[n];
+        java.util.Arrays.fill(mayHead, true);
+        Map<Integer, Long> idByIndex = new HashMap<>();
+        Set<Integer> inserted = new HashSet<>();
+        List<Integer> todo = new ArrayList<>();
+        for (int i = 0; i < n; i++) todo.add(i);
+
+        // At most three rounds: insert; then for the rows that conflicted, either the job_key exists (return
+        // that job) or the key already had a head (insert again as a waiting job, same id). A job_key that
+        // a concurrent transaction takes between two rounds sends its row round once more.
+        Map<Integer, JobsRecord> existing = new HashMap<>();
+        for (int round = 0; round < 4 && !todo.isEmpty(); round++) {
+            List<Integer> notInserted = runInsert(tx, batch, todo, presetIds, mayHead, idByIndex, inserted);
+            if (notInserted.isEmpty()) break;
+            existing.putAll(findByJobKey(tx, batch, notInserted));
+            todo = new ArrayList<>();
+            for (int i : notInserted) {
+                if (existing.containsKey(i)) continue;
+                if (batch.get(i).jobKey() != null && round >= 2) {
+                    throw new IllegalStateException("job_key " + batch.get(i).jobKey() + " conflicted but was not found");
+                }
+                presetIds[i] = idByIndex.get(i);
+                mayHead[i] = false;
+                todo.add(i);
+            }
+        }
+        if (!todo.isEmpty()) throw new IllegalStateException("enqueue did not settle after retries");
+
+        List<Long> newIds = new ArrayList<>();
+        for (int i : inserted) newIds.add(idByIndex.get(i));
+        Map<Long, JobsRecord> created = new HashMap<>();
+        for (JobsRecord r : tx.selectFrom(JOBS).where(JOBS.ID.in(newIds)).fetch()) created.put(r.getId(), r);
+
+        List<EnqueueResult> results = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            if (inserted.contains(i)) {
+                results.add(new EnqueueResult(created.get(idByIndex.get(i)), true));
+            } else {
+                results.add(new EnqueueResult(existing.get(i), false));
+            }
+        }
+        return results;
+    }
+
+    private List<Integer> runInsert(DSLContext tx, List<JobRequest> batch, List<Integer> indexes, Long[] presetIds,
+                                    boolean[] mayHead, Map<Integer, Long> idByIndex, Set<Integer> inserted) {
+        int n = indexes.size();
+        Long[] ids = new Long[n];
+        String[] tenant = new String[n], queue = new String[n], type = new String[n], payload = new String[n];
+        Short[] priority = new Short[n];
+        String[] runAt = new String[n];
+        Long[] delay = new Long[n];
+        String[] jobKey = new String[n], orderingKey = new String[n], hash = new String[n];
+        Integer[] maxAttempts = new Integer[n];
+        Boolean[] head = new Boolean[n];
+        for (int k = 0; k < n; k++) {
+            int i = indexes.get(k);
+            JobRequest r = batch.get(i);
+            ids[k] = presetIds[i];
+            tenant[k] = r.tenantId();
+            queue[k] = r.queue();
+            type[k] = r.type();
+            payload[k] = r.payloadJson();
+            priority[k] = (short) r.priority();
+            runAt[k] = r.runAt() == null ? null : r.runAt().toString();
+            delay[k] = r.delay() == null ? null : r.delay().toMillis();
+            jobKey[k] = r.jobKey();
+            orderingKey[k] = r.orderingKey();
+            maxAttempts[k] = r.effectiveMaxAttempts();
+            hash[k] = r.requestHash();
+            head[k] = mayHead[i];
+        }
+        List<Integer> notInserted = new ArrayList<>();
+        for (Record row : tx.resultQuery(INSERT_JOBS, ids, tenant, queue, type, payload, priority, runAt, delay,
+                jobKey, orderingKey, maxAttempts, hash, head).fetch()) {
+            int i = indexes.get(row.get(0, Integer.class) - 1);
+            idByIndex.put(i, row.get(1, Long.class));
+            if (row.get(2, Boolean.class)) inserted.add(i);
+            else notInserted.add(i);
+        }
+        return notInserted;
+    }
+
+    private Map<Integer, JobsRecord> findByJobKey(DSLContext tx, List<JobRequest> batch, List<Integer> indexes) {
+        Map<Integer, JobsRecord> found = new HashMap<>();
+        List<org.jooq.Condition> keys = new ArrayList<>();
+        for (int i : indexes) {
+            JobRequest r = batch.get(i);
+            if (r.jobKey() != null) keys.add(JOBS.TENANT_ID.eq(r.tenantId()).and(JOBS.JOB_KEY.eq(r.jobKey())));
+        }
+        if (keys.isEmpty()) return found;
+        Map<String, JobsRecord> byKey = new HashMap<>();
+        for (JobsRecord r : tx.selectFrom(JOBS).where(org.jooq.impl.DSL.or(keys)).fetch()) {
+            byKey.put(r.getTenantId() + "\u0000" + r.getJobKey(), r);
+        }
+        for (int i : indexes) {
+            JobRequest r = batch.get(i);
+            if (r.jobKey() == null) continue;
+            JobsRecord job = byKey.get(r.tenantId() + "\u0000" + r.jobKey());
+            if (job != null) found.put(i, job);
+        }
+        return found;
+    }
+
+    // ---------------------------------------------------------------------------------------------------
+    // Admission (the scheduler's side)
+    // ---------------------------------------------------------------------------------------------------
+
+    /**
+     * Per tenant, its next admissible due jobs in aging order, for the tenants the scheduler names with how
+     * many it may take from each. One index probe per named tenant on jobs_admit_idx, never a scan of the
+     * backlog: cost grows with the tenants that have room, not with the jobs waiting.
+     */
+    private static final String ADMISSION_CANDIDATES = """
+            SELECT l.tenant_id, c.id
+            FROM unnest(?::text[], ?::integer[]) AS l(tenant_id, lim)
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.sort_key FROM jobs j
+                WHERE j.tenant_id = l.tenant_id AND j.status = 'pending'
+                  AND (j.ordering_key IS NULL OR j.key_head) AND j.run_at <= now()
+                ORDER BY j.sort_key, j.id
+                LIMIT l.lim
+            ) c
+            ORDER BY l.tenant_id, c.sort_key, c.id
+            """;
+
+    /**
+     * Tenants that have admissible pending work at all: a loose index scan (one probe per distinct tenant)
+     * over jobs_admit_idx, so that idle tenants cost nothing and a deep backlog is never walked.
+     */
+    private static final String TENANTS_WITH_WORK = """
+            WITH RECURSIVE t(tenant_id) AS (
+                (SELECT tenant_id FROM jobs
+                 WHERE status = 'pending' AND (ordering_key IS NULL OR key_head)
+                 ORDER BY tenant_id LIMIT 1)
+                UNION ALL
+                SELECT (SELECT j.tenant_id FROM jobs j
+                        WHERE j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
+                          AND j.tenant_id > t.tenant_id
+                        ORDER BY j.tenant_id LIMIT 1)
+                FROM t WHERE t.tenant_id IS NOT NULL
+            )
+            SELECT tenant_id FROM t WHERE tenant_id IS NOT NULL
+            """;
+
+    /**
+     * Moves the chosen jobs to ready in one statement, numbering them in the scheduler's order so workers
+     * claim them in that order. The status re-check makes a job cancelled meanwhile simply drop out.
+     * pg_notify wakes idle workers; PostgreSQL delivers it at commit and folds duplicates into one.
+     */
+    private static final String ADMIT = """
+            WITH admitted AS (
+                UPDATE jobs j
+                SET status = 'ready', admitted_at = now(), ready_seq = b.base + a.ord
+                FROM unnest(?::bigint[]) WITH ORDINALITY AS a(id, ord),
+                     (SELECT nextval('jobs_ready_batch_seq') * 1000000 AS base) b
+                WHERE j.id = a.id AND j.status = 'pending'
+                RETURNING j.id, j.tenant_id
+            )
+            SELECT admitted.id, admitted.tenant_id, pg_notify('fairq_ready', '')
+            FROM admitted
+            """;
+
+    /** Running and ready counts per tenant, and the live worker capacity, in one round trip. */
+    private static final String LOAD = """
+            SELECT tenant_id, status::text AS what, count(*) AS n
+            FROM jobs WHERE status IN ('ready', 'running') GROUP BY tenant_id, status
+            UNION ALL
+            SELECT NULL, 'capacity', coalesce(sum(capacity), 0) FROM workers
+            WHERE heartbeat_at > now() - ? * interval '1 millisecond'
+            """;
+
+    /** A paused tenant's admitted jobs go back to pending, so that pausing stops starts at once. */
+    private static final String UNADMIT_PAUSED = """
+            UPDATE jobs SET status = 'pending', ready_seq = NULL, admitted_at = NULL
+            WHERE status = 'ready' AND tenant_id = ANY(?::text[])
+            """;
+
+    public List<String> tenantsWithWork(DSLContext ctx) {
+        return ctx.resultQuery(TENANTS_WITH_WORK).fetch(0, String.class);
+    }
+
+    /** Candidates per tenant, in each tenant's aging order. */
+    public Map<String, List<Long>> admissionCandidates(DSLContext ctx, Map<String, Integer> limits) {
+        Map<String, List<Long>> out = new LinkedHashMap<>();
+        if (limits.isEmpty()) return out;
+        String[] tenants = limits.keySet().toArray(String[]::new);
+        Integer[] lims = new Integer[tenants.length];
+        for (int i = 0; i < tenants.length; i++) lims[i] = limits.get(tenants[i]);
+        for (Record r : ctx.resultQuery(ADMISSION_CANDIDATES, tenants, lims).fetch()) {
+            out.computeIfAbsent(r.get(0, String.class), k -> new ArrayList<>()).add(r.get(1, Long.class));
+        }
+        return out;
+    }
+
+    /** Admits the given jobs in the given order; returns the ids actually moved to ready. */
+    public List<Long> admit(DSLContext ctx, List<Long> idsInOrder) {
+        if (idsInOrder.isEmpty()) return List.of();
+        return ctx.resultQuery(ADMIT, (Object) idsInOrder.toArray(Long[]::new)).fetch(0, Long.class);
+    }
+
+    public QueueLoad load(DSLContext ctx, Duration workerLiveness) {
+        Map<String, Integer> ready = new HashMap<>(), running = new HashMap<>();
+        int capacity = 0;
+        for (Record r : ctx.resultQuery(LOAD, workerLiveness.toMillis()).fetch()) {
+            String what = r.get(1, String.class);
+            int n = r.get(2, Integer.class);
+            switch (what) {
+                case "ready" -> ready.put(r.get(0, String.class), n);
+                case "running" -> running.put(r.get(0, String.class), n);
+                default -> capacity = n;
+            }
+        }
+        return new QueueLoad(ready, running, capacity);
+    }
+
+    /** Ready and running jobs per tenant, and the thread count of live workers. */
+    public record QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant,
+                            int workerCapacity) {
+        public int ready(String tenant) { return readyByTenant.getOrDefault(tenant, 0); }
+        public int running(String tenant) { return runningByTenant.getOrDefault(tenant, 0); }
+        public int totalReady() { return readyByTenant.values().stream().mapToInt(Integer::intValue).sum(); }
+        public int totalRunning() { return runningByTenant.values().stream().mapToInt(Integer::intValue).sum(); }
+    }
+
+    public int unadmitPaused(DSLContext ctx, List<String> pausedTenants) {
+        if (pausedTenants.isEmpty()) return 0;
+        return ctx.execute(UNADMIT_PAUSED, (Object) pausedTenants.toArray(String[]::new));
+    }
+
+    // ---------------------------------------------------------------------------------------------------
+    // Workers: claim, heartbeat, finish, reap, release
+    // ---------------------------------------------------------------------------------------------------
+
+    /**
+     * Claims up to {@code limit} ready jobs in one short transaction (this one statement). FOR UPDATE SKIP
+     * LOCKED: concurrent claimers each take different rows instead of queueing behind the first claimer's
+     * row locks. The lease (locked_by, locked_until on the database clock) and attempts + 1 are written in
+     * the same statement; the handler then runs outside any transaction.
+     */
+    private static final String CLAIM = """
+            UPDATE jobs j
+            SET status = 'running', locked_by = ?, locked_until = now() + ? * interval '1 millisecond',
+                attempts = j.attempts + 1, started_at = now()
+            FROM (SELECT id FROM jobs WHERE status = 'ready'
+                  ORDER BY ready_seq LIMIT ? FOR UPDATE SKIP LOCKED) c
+            WHERE j.id = c.id
+            RETURNING j.id, j.tenant_id, j.queue, j.type, j.payload::text, j.attempts, j.max_attempts, j.job_key,
+                      j.ordering_key, j.created_at, j.admitted_at, j.ready_seq
+            """;
+
+    /**
+     * Extends the leases of all of a worker's jobs in one statement, and proves the worker alive in the
+     * registry. Only rows still locked by this worker are touched: a job the reaper took back stays taken.
+     */
+    private static final String HEARTBEAT = """
+            WITH alive AS (
+                INSERT INTO workers (id, capacity) VALUES (?, ?)
+                ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()
+                RETURNING id
+            )
+            UPDATE jobs SET locked_until = now() + ? * interval '1 millisecond'
+            WHERE id = ANY(?::bigint[]) AND locked_by = (SELECT id FROM alive) AND status = 'running'
+            RETURNING id
+            """;
+
+    /**
+     * Successes, fenced: a row changes only while this worker still holds this attempt's lease. Zero rows
+     * for a job means the lease expired and the job was reclaimed; the late result is dropped.
+     */
+    private static final String COMPLETE = """
+            UPDATE jobs j
+            SET status = 'succeeded', finished_at = now(), locked_by = NULL, locked_until = NULL, key_head = false
+            FROM unnest(?::bigint[], ?::integer[]) AS c(id, attempt)
+            WHERE j.id = c.id AND j.status = 'running' AND j.locked_by = ? AND j.attempts = c.attempt
+            RETURNING j.id, j.tenant_id, j.ordering_key
+            """;
+
+    /**
+     * Failures, fenced like COMPLETE. A retry goes back to pending with run_at on the database clock. A dead
+     * head keeps its key blocked unless its queue says 'continue'.
+     */
+    private static final String FAIL = """
+            UPDATE jobs j
+            SET status = CASE WHEN f.dead THEN 'dead'::job_status ELSE 'pending'::job_status END,
+                run_at = CASE WHEN f.dead THEN j.run_at ELSE now() + f.delay_ms * interval '1 millisecond' END,
+                finished_at = CASE WHEN f.dead THEN now() END,
+                last_error = f.error, locked_by = NULL, locked_until = NULL,
+                ready_seq = NULL, admitted_at = NULL,
+                key_head = CASE WHEN f.dead AND (SELECT q.ordering_on_dead FROM queues q WHERE q.name = j.queue) = 'continue'
+                                THEN false ELSE j.key_head END
+            FROM unnest(?::bigint[], ?::integer[], ?::boolean[], ?::bigint[], ?::text[])
+                 AS f(id, attempt, dead, delay_ms, error)
+            WHERE j.id = f.id AND j.status = 'running' AND j.locked_by = ? AND j.attempts = f.attempt
+            RETURNING j.id, j.tenant_id, j.ordering_key, j.key_head
+            """;
+
+    /**
+     * The head of a key finished (or gave up its turn): hand the turn to the oldest waiting job of the key,
+     * unless the key already has a head again. Runs in the same transaction as the finish, so a key is
+     * never left with waiting jobs and no head.
+     */
+    private static final String PROMOTE_NEXT = """
+            UPDATE jobs j SET key_head = true
+            FROM (SELECT DISTINCT tenant_id, ordering_key
+                  FROM unnest(?::text[], ?::text[]) AS k(tenant_id, ordering_key)) k
+            WHERE j.id = (SELECT w.id FROM jobs w
+                          WHERE w.tenant_id = k.tenant_id AND w.ordering_key = k.ordering_key
+                            AND w.status = 'pending' AND NOT w.key_head
+                          ORDER BY w.id LIMIT 1)
+              AND NOT EXISTS (SELECT 1 FROM jobs h
+                              WHERE h.tenant_id = k.tenant_id AND h.ordering_key = k.ordering_key AND h.key_head)
+            """;
+
+    /**
+     * Takes back jobs whose lease ran out (the worker died or stalled). The attempt already counted at the
+     * claim; a job that has used all its attempts this way is dead, so a job that kills its workers cannot
+     * loop forever. SKIP LOCKED lets several reapers run without waiting on each other.
+     */
+    private static final String REAP = """
+            UPDATE jobs j
+            SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead'::job_status ELSE 'pending'::job_status END,
+                finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
+                last_error = 'lease expired: worker ' || j.locked_by || ' stopped renewing it during attempt ' || j.attempts,
+                locked_by = NULL, locked_until = NULL, ready_seq = NULL, admitted_at = NULL,
+                key_head = CASE WHEN j.attempts >= j.max_attempts
+                                 AND (SELECT q.ordering_on_dead FROM queues q WHERE q.name = j.queue) = 'continue'
+                                THEN false ELSE j.key_head END
+            FROM (SELECT id FROM jobs WHERE status = 'running' AND locked_until < now()
+                  ORDER BY locked_until LIMIT ? FOR UPDATE SKIP LOCKED) e
+            WHERE j.id = e.id
+            RETURNING j.id, j.tenant_id, j.ordering_key, j.key_head
+            """;
+
+    /** Claimed but never started (graceful shutdown): back to the front of ready, the attempt not counted. */
+    private static final String RELEASE = """
+            UPDATE jobs SET status = 'ready', locked_by = NULL, locked_until = NULL, started_at = NULL,
+                            attempts = attempts - 1
+            WHERE id = ANY(?::bigint[]) AND locked_by = ? AND status = 'running'
+            """;
+
+    public List<ClaimedJob> claim(DSLContext ctx, String workerId, int limit, Duration lease) {
+        if (limit <= 0) return List.of();
+        List<ClaimedJob> jobs = new ArrayList<>(limit);
+        for (Record r : ctx.resultQuery(CLAIM, workerId, lease.toMillis(), limit).fetch()) {
+            jobs.add(new ClaimedJob(r.get(0, Long.class), r.get(1, String.class), r.get(2, String.class),
+                    r.get(3, String.class), r.get(4, String.class), r.get(5, Integer.class), r.get(6, Integer.class),
+                    r.get(7, String.class), r.get(8, String.class), r.get(9, java.time.OffsetDateTime.class),
+                    r.get(10, java.time.OffsetDateTime.class), r.get(11, Long.class)));
+        }
+        jobs.sort(java.util.Comparator.comparingLong(ClaimedJob::readySeq));
+        return jobs;
+    }
+
+    /** Extends the leases of the given jobs still held by the worker; returns the ids still held. */
+    public Set<Long> heartbeat(DSLContext ctx, String workerId, int capacity, Set<Long> jobIds, Duration lease) {
+        return new HashSet<>(ctx.resultQuery(HEARTBEAT, workerId, capacity, lease.toMillis(),
+                jobIds.toArray(Long[]::new)).fetch(0, Long.class));
+    }
+
+    public void registerWorker(DSLContext ctx, String workerId, int capacity) {
+        ctx.execute("INSERT INTO workers (id, capacity) VALUES (?, ?) "
+                + "ON CONFLICT (id) DO UPDATE SET capacity = excluded.capacity, heartbeat_at = now()", workerId, capacity);
+    }
+
+    public void unregisterWorker(DSLContext ctx, String workerId) {
+        ctx.execute("DELETE FROM workers WHERE id = ?", workerId);
+    }
+
+    /**
+     * Records a batch of outcomes in one transaction (a statement for the successes, one for the failures,
+     * one to hand ordering keys on). Returns the ids that were recorded; an id missing from the result had
+     * lost its lease and was left alone.
+     */
+    public Set<Long> finish(DSLContext ctx, String workerId, List<? extends JobOutcome> outcomes) {
+        if (outcomes.isEmpty()) return Set.of();
+        List<JobOutcome.Succeeded> ok = new ArrayList<>();
+        List<JobOutcome.Failed> failed = new ArrayList<>();
+        for (JobOutcome o : outcomes) {
+            if (o instanceof JobOutcome.Succeeded s) ok.add(s);
+            else failed.add((JobOutcome.Failed) o);
+        }
+        return ctx.transactionResult(c -> {
+            DSLContext tx = c.dsl();
+            Set<Long> recorded = new HashSet<>();
+            List<String[]> released = new ArrayList<>();
+            if (!ok.isEmpty()) {
+                Long[] ids = ok.stream().map(JobOutcome::jobId).toArray(Long[]::new);
+                Integer[] attempts = ok.stream().map(JobOutcome::attempt).toArray(Integer[]::new);
+                for (Record r : tx.resultQuery(COMPLETE, ids, attempts, workerId).fetch()) {
+                    recorded.add(r.get(0, Long.class));
+                    if (r.get(2) != null) released.add(new String[]{r.get(1, String.class), r.get(2, String.class)});
+                }
+            }
+            if (!failed.isEmpty()) {
+                int n = failed.size();
+                Long[] ids = new Long[n];
+                Integer[] attempts = new Integer[n];
+                Boolean[] dead = new Boolean[n];
+                Long[] delays = new Long[n];
+                String[] errors = new String[n];
+                for (int i = 0; i < n; i++) {
+                    JobOutcome.Failed f = failed.get(i);
+                    ids[i] = f.jobId();
+                    attempts[i] = f.attempt();
+                    dead[i] = f.dead();
+                    delays[i] = Math.max(0, f.retryDelayMs());
+                    errors[i] = truncate(f.error(), 4000);
+                }
+                for (Record r : tx.resultQuery(FAIL, ids, attempts, dead, delays, errors, workerId).fetch()) {
+                    recorded.add(r.get(0, Long.class));
+                    if (r.get(2) != null && !r.get(3, Boolean.class)) {
+                        released.add(new String[]{r.get(1, String.class), r.get(2, String.class)});
+                    }
+                }
+            }
+            promoteNext(tx, released);
+            return recorded;
+        });
+    }
+
+    /** Returns expired leases to pending (or dead), at most {@code limit}; returns how many. */
+    public int reapExpired(DSLContext ctx, int limit) {
+        return ctx.transactionResult(c -> {
+            DSLContext tx = c.dsl();
+            Result<Record> rows = tx.resultQuery(REAP, limit).fetch();
+            List<String[]> released = new ArrayList<>();
+            for (Record r : rows) {
+                if (r.get(2) != null && !r.get(3, Boolean.class)) {
+                    released.add(new String[]{r.get(1, String.class), r.get(2, String.class)});
+                }
+            }
+            promoteNext(tx, released);
+            if (!rows.isEmpty()) log.warn("reaped {} jobs whose lease expired", rows.size());
+            return rows.size();
+        });
+    }
+
+    public int release(DSLContext ctx, String workerId, List<Long> jobIds) {
+        if (jobIds.isEmpty()) return 0;
+        return ctx.execute(RELEASE, jobIds.toArray(Long[]::new), workerId);
+    }
+
+    private static void promoteNext(DSLContext tx, List<String[]> keys) {
+        if (keys.isEmpty()) return;
+        String[] tenants = keys.stream().map(k -> k[0]).toArray(String[]::new);
+        String[] orderingKeys = keys.stream().map(k -> k[1]).toArray(String[]::new);
+        tx.execute(PROMOTE_NEXT, tenants, orderingKeys);
+    }
+
+    // ---------------------------------------------------------------------------------------------------
+    // Look-up and operator actions
+    // ---------------------------------------------------------------------------------------------------
+
+    public Optional<JobsRecord> find(DSLContext ctx, long id) {
+        return ctx.selectFrom(JOBS).where(JOBS.ID.eq(id)).fetchOptional();
+    }
+
+    /** A tenant's own job; another tenant's id is simply not found. */
+    public Optional<JobsRecord> find(DSLContext ctx, String tenantId, long id) {
+        return ctx.selectFrom(JOBS).where(JOBS.ID.eq(id).and(JOBS.TENANT_ID.eq(tenantId))).fetchOptional();
+    }
+
+    /** What an operator action did. */
+    public enum ActionResult { DONE, NOT_FOUND, WRONG_STATUS }
+
+    /**
+     * pending or ready -> cancelled. A cancelled head hands its key on. {@code tenantId} null means any
+     * tenant (admin).
+     */
+    public ActionResult cancel(DSLContext ctx, String tenantId, long id) {
+        return ctx.transactionResult(c -> {
+            DSLContext tx = c.dsl();
+            Optional<JobsRecord> job = lockForAction(tx, tenantId, id);
+            if (job.isEmpty()) return ActionResult.NOT_FOUND;
+            JobsRecord j = job.get();
+            if (j.getStatus() != JobStatus.pending && j.getStatus() != JobStatus.ready) return ActionResult.WRONG_STATUS;
+            boolean wasHead = j.getKeyHead();
+            tx.update(JOBS).set(JOBS.STATUS, JobStatus.cancelled).set(JOBS.FINISHED_AT, org.jooq.impl.DSL.currentOffsetDateTime())
+                    .set(JOBS.KEY_HEAD, false).set(JOBS.READY_SEQ, (Long) null)
+                    .where(JOBS.ID.eq(id)).execute();
+            if (wasHead) promoteNext(tx, List.<String[]>of(new String[]{j.getTenantId(), j.getOrderingKey()}));
+            return ActionResult.DONE;
+        });
+    }
+
+    /**
+     * dead or cancelled -> pending, attempts reset, due now. A job that is not its key's head takes the head
+     * if the key has none, otherwise it waits its turn (by id, so it goes next).
+     */
+    public ActionResult replay(DSLContext ctx, String tenantId, long id) {
+        return ctx.transactionResult(c -> {
+            DSLContext tx = c.dsl();
+            Optional<JobsRecord> job = lockForAction(tx, tenantId, id);
+            if (job.isEmpty()) return ActionResult.NOT_FOUND;
+            JobsRecord j = job.get();
+            if (j.getStatus() != JobStatus.dead && j.getStatus() != JobStatus.cancelled) return ActionResult.WRONG_STATUS;
+            boolean head = j.getKeyHead();
+            if (!head && j.getOrderingKey() != null) {
+                // A concurrent enqueue that takes the head between this check and the update makes the
+                // update fail on jobs_ordering_head_uidx: an error for the caller, never two heads.
+                head = !tx.fetchExists(JOBS, JOBS.TENANT_ID.eq(j.getTenantId())
+                        .and(JOBS.ORDERING_KEY.eq(j.getOrderingKey())).and(JOBS.KEY_HEAD));
+            }
+            tx.update(JOBS).set(JOBS.STATUS, JobStatus.pending).set(JOBS.ATTEMPTS, 0)
+                    .set(JOBS.RUN_AT, org.jooq.impl.DSL.currentOffsetDateTime())
+                    .set(JOBS.FINISHED_AT, (java.time.OffsetDateTime) null)
+                    .set(JOBS.KEY_HEAD, head)
+                    .where(JOBS.ID.eq(id)).execute();
+            tx.execute("SELECT pg_notify('fairq_jobs', '')");
+            return ActionResult.DONE;
+        });
+    }
+
+    /** dead -> cancelled (kept for the record); a dead head that blocked its key hands the key on. */
+    public ActionResult discard(DSLContext ctx, String tenantId, long id) {
+        return ctx.transactionResult(c -> {
+            DSLContext tx = c.dsl();
+            Optional<JobsRecord> job = lockForAction(tx, tenantId, id);
+            if (job.isEmpty()) return ActionResult.NOT_FOUND;
+            JobsRecord j = job.get();
+            if (j.getStatus() != JobStatus.dead) return ActionResult.WRONG_STATUS;
+            tx.update(JOBS).set(JOBS.STATUS, JobStatus.cancelled).set(JOBS.KEY_HEAD, false)
+                    .where(JOBS.ID.eq(id)).execute();
+            if (j.getKeyHead()) promoteNext(tx, List.<String[]>of(new String[]{j.getTenantId(), j.getOrderingKey()}));
+            return ActionResult.DONE;
+        });
+    }
+
+    private static Optional<JobsRecord> lockForAction(DSLContext tx, String tenantId, long id) {
+        var condition = JOBS.ID.eq(id);
+        if (tenantId != null) condition = condition.and(JOBS.TENANT_ID.eq(tenantId));
+        return tx.selectFrom(JOBS).where(condition).forUpdate().fetchOptional();
+    }
+
+    // ---------------------------------------------------------------------------------------------------
+    // Retention
+    // ---------------------------------------------------------------------------------------------------
+
+    /**
+     * Deletes finished jobs older than their retention, a bounded batch at a time so that no statement holds
+     * many row locks or runs long. Dead jobs are kept longer (they are the dead-letter queue), and a dead
+     * head is never deleted: it blocks its key until someone replays or discards it.
+     */
+    private static final String DELETE_FINISHED = """
+            DELETE FROM jobs WHERE id IN (
+                SELECT id FROM jobs
+                WHERE status IN ('succeeded', 'dead', 'cancelled') AND NOT key_head
+                  AND finished_at < now() - CASE WHEN status = 'dead' THEN ? ELSE ? END * interval '1 millisecond'
+                ORDER BY finished_at LIMIT ?)
+            """;
+
+    public int deleteFinished(DSLContext ctx, Duration retention, Duration deadRetention, int batch) {
+        return ctx.execute(DELETE_FINISHED, deadRetention.toMillis(), retention.toMillis(), batch);
+    }
+
+    private static String truncate(String s, int max) {
+        if (s == null) return null;
+        return s.length() <= max ? s : s.substring(0, max);
+    }
+}
