@@ -1,0 +1,147 @@
+package dev.fairq.scheduler;
+
+import dev.fairq.schema.JobStore;
+import dev.fairq.schema.TenantLimits;
+import dev.fairq.schema.generated.tables.records.TenantsRecord;
+import org.jooq.DSLContext;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.LongSupplier;
+
+import static dev.fairq.schema.generated.Tables.TENANTS;
+
+/**
+ * One admission round at a time ({@link #tick}): how many jobs the ready buffer needs, which tenants may
+ * start jobs (tokens, max_running, paused), which of their jobs go next (the policy), then one statement
+ * that admits them. No leadership here: {@link SchedulerService} runs ticks only while it holds the lock,
+ * and tests call {@link #tick} directly with an injected clock.
+ */
+public final class Scheduler {
+    private final JobStore store;
+    private final SchedulerConfig config;
+    private final AdmissionPolicy policy;
+    private final LongSupplier nanoTime;
+
+    private final Map<String, TenantState> tenants = new HashMap<>();
+    private long tenantsLoadedAt = Long.MIN_VALUE;
+    /** Recent admissions (nanoTime, count), to size the buffer from what the workers actually consume. */
+    private final ArrayDeque<long[]> recent = new ArrayDeque<>();
+    private long recentTotal;
+
+    /** What one round did. */
+    public record TickResult(int wanted, int admitted, List<String> admittedTenants, long nanosUntilNextToken) {
+        static TickResult none(int wanted, long nanosUntilNextToken) {
+            return new TickResult(wanted, 0, List.of(), nanosUntilNextToken);
+        }
+
+        /** There was room in the buffer and jobs filled all of it: more are probably waiting. */
+        public boolean saturated() {
+            return wanted > 0 && admitted == wanted;
+        }
+    }
+
+    public Scheduler(JobStore store, SchedulerConfig config, LongSupplier nanoTime) {
+        this.store = store;
+        this.config = config;
+        this.policy = config.fair() ? new WeightedFairAdmission() : new FifoAdmission();
+        this.nanoTime = nanoTime;
+    }
+
+    /** Forget everything (a new term as leader): state is rebuilt from the tables at the next tick. */
+    public synchronized void reset() {
+        tenants.clear();
+        tenantsLoadedAt = Long.MIN_VALUE;
+        recent.clear();
+        recentTotal = 0;
+    }
+
+    /** A read-only view of the tenants' in-memory state (limits, tokens, pass), for metrics and explain. */
+    public synchronized Map<String, TenantState> tenants() {
+        return Collections.unmodifiableMap(new HashMap<>(tenants));
+    }
+
+    public synchronized TickResult tick(DSLContext ctx) {
+        long now = nanoTime.getAsLong();
+        if (tenantsLoadedAt == Long.MIN_VALUE || now - tenantsLoadedAt >= config.tenantReload().toNanos()) {
+            loadTenants(ctx);
+            tenantsLoadedAt = now;
+        }
+        JobStore.QueueLoad load = store.load(ctx, config.workerLiveness());
+
+        List<String> pausedWithReady = new ArrayList<>();
+        for (TenantState t : tenants.values()) {
+            if (t.limits().paused() && load.ready(t.id()) > 0) pausedWithReady.add(t.id());
+        }
+        store.unadmitPaused(ctx, pausedWithReady);
+
+        int capacity = config.fixedCapacity() > 0 ? config.fixedCapacity() : load.workerCapacity();
+        int free = Math.max(0, capacity - load.totalRunning());
+        int target = free + bufferSlack(now);
+        int wanted = Math.min(config.maxBatch(), target - load.totalReady());
+        if (wanted <= 0) return TickResult.none(0, Long.MAX_VALUE);
+
+        Map<String, Integer> limits = new LinkedHashMap<>();
+        long nextToken = Long.MAX_VALUE; // when a tenant held back only by its rate gets its next token
+        for (String tenantId : store.tenantsWithWork(ctx)) {
+            TenantState t = tenants.get(tenantId);
+            if (t == null || t.limits().paused()) continue;
+            int room = t.limits().maxRunning() - load.running(tenantId) - load.ready(tenantId);
+            int tokens = t.bucket().available();
+            if (room > 0 && tokens == 0) nextToken = Math.min(nextToken, t.bucket().nanosUntilNextToken());
+            int lim = Math.min(Math.min(room, tokens), wanted);
+            if (lim > 0) limits.put(tenantId, lim);
+        }
+        if (limits.isEmpty()) return TickResult.none(wanted, nextToken);
+
+        Map<String, List<Long>> candidates = store.admissionCandidates(ctx, limits);
+        List<AdmissionPolicy.Pick> picks = policy.choose(candidates, tenants, wanted);
+        if (picks.isEmpty()) return TickResult.none(wanted, nextToken);
+
+        // Tokens are taken for every pick before the write: a pick that then drops out (cancelled meanwhile)
+        // costs its tenant a token, which can only make the rate bound tighter, never looser.
+        List<Long> ids = new ArrayList<>(picks.size());
+        Map<Long, String> tenantOf = new HashMap<>();
+        for (AdmissionPolicy.Pick p : picks) {
+            tenants.get(p.tenantId()).bucket().take(1);
+            ids.add(p.jobId());
+            tenantOf.put(p.jobId(), p.tenantId());
+        }
+        List<Long> admitted = store.admit(ctx, ids);
+        noteAdmissions(now, admitted.size());
+        List<String> admittedTenants = new ArrayList<>(admitted.size());
+        java.util.Set<Long> admittedSet = new java.util.HashSet<>(admitted);
+        for (Long id : ids) if (admittedSet.contains(id)) admittedTenants.add(tenantOf.get(id));
+        return new TickResult(wanted, admitted.size(), admittedTenants, nextToken);
+    }
+
+    private void loadTenants(DSLContext ctx) {
+        Map<String, TenantLimits> fresh = new HashMap<>();
+        for (TenantsRecord r : ctx.selectFrom(TENANTS).fetch()) fresh.put(r.getId(), TenantLimits.of(r));
+        tenants.keySet().retainAll(fresh.keySet());
+        fresh.forEach((id, limits) -> {
+            TenantState state = tenants.get(id);
+            if (state == null) tenants.put(id, new TenantState(limits, nanoTime));
+            else state.update(limits);
+        });
+    }
+
+    /** minBuffer, or what the workers consumed over the lookahead at the rate of the last second. */
+    private int bufferSlack(long now) {
+        long windowStart = now - 1_000_000_000L;
+        while (!recent.isEmpty() && recent.peekFirst()[0] < windowStart) recentTotal -= recent.pollFirst()[1];
+        long lookaheadJobs = (long) Math.ceil(recentTotal * config.lookahead().toNanos() / 1e9);
+        return (int) Math.max(config.minBuffer(), Math.min(config.maxBatch(), lookaheadJobs));
+    }
+
+    private void noteAdmissions(long now, int count) {
+        if (count == 0) return;
+        recent.addLast(new long[]{now, count});
+        recentTotal += count;
+    }
+}

@@ -1,0 +1,159 @@
+package dev.fairq.scheduler;
+
+import dev.fairq.schema.Database;
+import dev.fairq.schema.JobStore;
+import org.jooq.DSLContext;
+import org.postgresql.PGConnection;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+
+/**
+ * Runs the scheduler as leader or standby. Leadership is a PostgreSQL session advisory lock held on a
+ * dedicated connection (never a pooled one: the lock belongs to the session, and a pool would hand that
+ * session to someone else). When the leader's process dies or its connection is terminated, PostgreSQL
+ * drops the lock and a standby takes it at its next poll.
+ *
+ * <p>The fence: every statement of a leader runs on that same connection. A leader that lost its session
+ * cannot admit anything, because the statement has nowhere to run, so two schedulers never admit at once.
+ * (Admission also re-checks {@code status = 'pending'}, so no job can be admitted twice either way.)
+ */
+public final class SchedulerService implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(SchedulerService.class);
+    /** Advisory lock key: two ints, "fairq" and "scheduler". */
+    private static final String TRY_LOCK = "SELECT pg_try_advisory_lock(1717658993, 1)";
+
+    @FunctionalInterface
+    public interface ConnectionFactory {
+        Connection open() throws SQLException;
+    }
+
+    private final Scheduler scheduler;
+    private final JobStore store;
+    private final SchedulerConfig config;
+    private final ConnectionFactory connections;
+    private final Thread thread;
+    private volatile boolean stopped;
+    private volatile boolean leader;
+    private volatile Connection current;
+
+    public SchedulerService(Scheduler scheduler, JobStore store, SchedulerConfig config, ConnectionFactory connections) {
+        this.scheduler = scheduler;
+        this.store = store;
+        this.config = config;
+        this.connections = connections;
+        this.thread = new Thread(this::run, "fairq-scheduler");
+    }
+
+    public SchedulerService start() {
+        thread.start();
+        return this;
+    }
+
+    public boolean isLeader() {
+        return leader;
+    }
+
+    public Scheduler scheduler() {
+        return scheduler;
+    }
+
+    private void run() {
+        while (!stopped) {
+            try (Connection c = connections.open()) {
+                current = c;
+                if (!waitForLock(c)) continue;
+                lead(c);
+            } catch (SQLException | RuntimeException e) {
+                if (stopped) break;
+                if (leader) log.warn("lost the scheduler connection, stepping down: {}", e.toString());
+                else log.warn("scheduler connection failed: {}", e.toString());
+            } finally {
+                leader = false;
+                current = null;
+            }
+            pause(config.standbyPoll());
+        }
+    }
+
+    /** Standby: try the lock every standbyPoll on this connection; true once it is ours. */
+    private boolean waitForLock(Connection c) throws SQLException {
+        while (!stopped) {
+            try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(TRY_LOCK)) {
+                rs.next();
+                if (rs.getBoolean(1)) return true;
+            }
+            pause(config.standbyPoll());
+        }
+        return false;
+    }
+
+    private void lead(Connection c) throws SQLException {
+        try (Statement s = c.createStatement()) {
+            s.execute("LISTEN fairq_jobs");
+        }
+        PGConnection pg = c.unwrap(PGConnection.class);
+        DSLContext ctx = Database.dsl(c);
+        scheduler.reset();
+        leader = true;
+        log.info("this process is now the active scheduler");
+        long nextMaintenance = System.nanoTime() + config.maintenanceEvery().toNanos();
+        while (!stopped) {
+            Scheduler.TickResult r = scheduler.tick(ctx);
+            if (System.nanoTime() >= nextMaintenance) {
+                maintain(ctx);
+                nextMaintenance = System.nanoTime() + config.maintenanceEvery().toNanos();
+            }
+            boolean busy = r.saturated() || r.wanted() == 0;
+            long waitMillis = busy ? config.busyInterval().toMillis()
+                    : Math.min(config.idleInterval().toMillis(), r.nanosUntilNextToken() / 1_000_000 + 1);
+            pg.getNotifications((int) Math.max(1, waitMillis)); // an enqueue wakes us early
+        }
+    }
+
+    private void maintain(DSLContext ctx) {
+        int deleted = 0;
+        for (int i = 0; i < 20; i++) {
+            int n = store.deleteFinished(ctx, config.retention(), config.deadRetention(), 5000);
+            deleted += n;
+            if (n < 5000) break;
+        }
+        ctx.execute("DELETE FROM workers WHERE heartbeat_at < now() - interval '1 hour'");
+        if (deleted > 0) log.info("retention: deleted {} finished jobs", deleted);
+    }
+
+    private void pause(Duration d) {
+        if (stopped) return;
+        try {
+            Thread.sleep(d.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            stopped = true;
+        }
+    }
+
+    /** Stops; the lock goes with the connection, so a standby takes over at its next poll. */
+    @Override
+    public void close() {
+        stopped = true;
+        thread.interrupt();
+        Connection c = current;
+        if (c != null) {
+            try {
+                c.close();
+            } catch (SQLException ignored) {
+                // closing to release the lock; a broken connection has released it already
+            }
+        }
+        try {
+            thread.join(10_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

@@ -1,0 +1,412 @@
+package dev.fairq.worker;
+
+import dev.fairq.schema.ClaimedJob;
+import dev.fairq.schema.JobOutcome;
+import dev.fairq.schema.JobStore;
+import org.jooq.DSLContext;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.DoubleSupplier;
+
+/**
+ * One worker process's engine. Four moving parts, each on its own thread so none waits for another:
+ * <ul>
+ *   <li>the claimer takes ready jobs in batches (one statement per batch) as handler slots free up, and
+ *       sleeps on LISTEN/NOTIFY, with polling as the fallback, when there is nothing to take;</li>
+ *   <li>handler threads (a bounded pool) run jobs outside any transaction;</li>
+ *   <li>the completer records outcomes in batches: whatever finished while the previous batch was being
+ *       written goes in the next one (group commit), so there is no round trip per job and no added wait;</li>
+ *   <li>maintenance extends the leases of all held jobs in one statement and reaps expired leases.</li>
+ * </ul>
+ * {@link #close()} is the graceful stop: claim nothing more, hand back claimed jobs that never started,
+ * let running ones finish within the grace period, record their outcomes.
+ */
+public final class Worker implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(Worker.class);
+    private static final int MAX_ERROR_CHARS = 4000;
+
+    /** Opens a connection outside any pool (for LISTEN). */
+    @FunctionalInterface
+    public interface ConnectionFactory {
+        Connection open() throws SQLException;
+    }
+
+    private final WorkerConfig config;
+    private final HandlerRegistry handlers;
+    private final JobStore store;
+    private final DSLContext db;
+    private final ConnectionFactory listenConnections;
+    private final WorkerObserver observer;
+    private final DoubleSupplier random;
+
+    /** Jobs whose lease this process holds: claimed and not yet recorded as finished. */
+    private final Map<Long, ClaimedJob> held = new ConcurrentHashMap<>();
+    private final Semaphore slots;
+    private final Semaphore wake = new Semaphore(0);
+    private final LinkedBlockingQueue<Runnable> work = new LinkedBlockingQueue<>();
+    private final ThreadPoolExecutor handlerPool;
+    private final LinkedBlockingQueue<Finished> outcomes = new LinkedBlockingQueue<>();
+    private final ScheduledExecutorService maintenance;
+    private final AtomicInteger handlerThreads = new AtomicInteger();
+
+    private volatile boolean claiming;
+    private volatile boolean stopped;
+    private volatile Connection listenConnection;
+    private Thread claimer;
+    private Thread completer;
+    private Thread listener;
+
+    private record Finished(ClaimedJob job, JobOutcome outcome) {}
+
+    public Worker(WorkerConfig config, HandlerRegistry handlers, JobStore store, DSLContext db,
+                  ConnectionFactory listenConnections) {
+        this(config, handlers, store, db, listenConnections, WorkerObserver.NONE, () -> ThreadLocalRandom.current().nextDouble());
+    }
+
+    public Worker(WorkerConfig config, HandlerRegistry handlers, JobStore store, DSLContext db,
+                  ConnectionFactory listenConnections, WorkerObserver observer, DoubleSupplier random) {
+        this.config = config;
+        this.handlers = handlers;
+        this.store = store;
+        this.db = db;
+        this.listenConnections = listenConnections;
+        this.observer = observer;
+        this.random = random;
+        this.slots = new Semaphore(config.threads() + config.prefetch());
+        this.handlerPool = new ThreadPoolExecutor(config.threads(), config.threads(), 0, TimeUnit.MILLISECONDS, work,
+                r -> new Thread(r, "fairq-handler-" + handlerThreads.incrementAndGet()));
+        this.maintenance = Executors.newSingleThreadScheduledExecutor(r -> new Thread(r, "fairq-worker-maintenance"));
+    }
+
+    public String id() {
+        return config.workerId();
+    }
+
+    /** How many jobs this process holds the lease of right now. */
+    public int heldCount() {
+        return held.size();
+    }
+
+    public synchronized Worker start() {
+        if (claimer != null) throw new IllegalStateException("already started");
+        store.registerWorker(db, config.workerId(), config.threads());
+        claiming = true;
+        claimer = new Thread(this::claimLoop, "fairq-claimer");
+        completer = new Thread(this::completeLoop, "fairq-completer");
+        listener = new Thread(this::listenLoop, "fairq-listener");
+        completer.start();
+        listener.start();
+        claimer.start();
+        long hb = config.heartbeatInterval().toMillis();
+        maintenance.scheduleWithFixedDelay(this::heartbeat, hb, hb, TimeUnit.MILLISECONDS);
+        long reap = config.reapInterval().toMillis();
+        maintenance.scheduleWithFixedDelay(this::reap, reap, reap, TimeUnit.MILLISECONDS);
+        log.info("worker {} started: {} threads, prefetch {}, lease {}", config.workerId(), config.threads(),
+                config.prefetch(), config.lease());
+        return this;
+    }
+
+    // -------------------------------------------------------------------------------------------- claiming
+
+    private void claimLoop() {
+        while (claiming) {
+            int want;
+            try {
+                slots.acquire();
+                want = 1 + slots.drainPermits();
+            } catch (InterruptedException e) {
+                break;
+            }
+            List<ClaimedJob> jobs;
+            long t0 = System.nanoTime();
+            try {
+                jobs = store.claim(db, config.workerId(), want, config.lease());
+            } catch (RuntimeException e) {
+                slots.release(want);
+                log.warn("claim failed, retrying after the poll interval: {}", e.toString());
+                if (!sleepUntilWoken()) break;
+                continue;
+            }
+            observer.claimed(jobs.size(), System.nanoTime() - t0);
+            // Everything claimed is dispatched, even when a stop began meanwhile: the stop then either runs
+            // it or hands it back, so no claimed job is stranded until its lease runs out.
+            for (ClaimedJob job : jobs) {
+                held.put(job.id(), job);
+                handlerPool.execute(new JobTask(job));
+            }
+            if (jobs.size() < want) {
+                slots.release(want - jobs.size());
+                if (!sleepUntilWoken()) break;
+            }
+        }
+    }
+
+    /** Waits for a notification or the poll interval; false when the claimer should stop. */
+    private boolean sleepUntilWoken() {
+        try {
+            wake.tryAcquire(config.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
+            wake.drainPermits();
+            return claiming;
+        } catch (InterruptedException e) {
+            return false;
+        }
+    }
+
+    private void listenLoop() {
+        while (!stopped) {
+            try (Connection c = listenConnections.open()) {
+                listenConnection = c;
+                try (Statement s = c.createStatement()) {
+                    s.execute("LISTEN fairq_ready");
+                }
+                PGConnection pg = c.unwrap(PGConnection.class);
+                wake.release(); // jobs may have been admitted while we were not listening
+                while (!stopped) {
+                    PGNotification[] ns = pg.getNotifications((int) config.pollInterval().toMillis());
+                    if (ns != null && ns.length > 0) wake.release();
+                }
+            } catch (SQLException e) {
+                if (stopped) break;
+                log.warn("LISTEN connection lost, falling back to polling until it is back: {}", e.toString());
+                try {
+                    Thread.sleep(Math.min(5000, config.pollInterval().toMillis() * 4));
+                } catch (InterruptedException ie) {
+                    break;
+                }
+            } finally {
+                listenConnection = null;
+            }
+        }
+    }
+
+    // -------------------------------------------------------------------------------------------- running
+
+    private final class JobTask implements Runnable {
+        final ClaimedJob job;
+
+        JobTask(ClaimedJob job) {
+            this.job = job;
+        }
+
+        @Override
+        public void run() {
+            MDC.put("tenant", job.tenantId());
+            MDC.put("job_id", Long.toString(job.id()));
+            long t0 = System.nanoTime();
+            try {
+                observer.started(job);
+                JobOutcome outcome = execute(job);
+                outcomes.add(new Finished(job, outcome));
+                observer.finished(job, outcome, System.nanoTime() - t0);
+            } finally {
+                slots.release();
+                MDC.remove("tenant");
+                MDC.remove("job_id");
+            }
+        }
+    }
+
+    private JobOutcome execute(ClaimedJob job) {
+        var registration = handlers.find(job.type());
+        if (registration.isEmpty()) {
+            String error = "no handler for type '" + job.type() + "' on worker " + config.workerId();
+            log.warn(error);
+            return retryOrDead(job, RetryPolicy.DEFAULT, error, null);
+        }
+        try {
+            registration.get().handler().handle(JobContext.of(job, config.workerId()));
+            return new JobOutcome.Succeeded(job.id(), job.attempt());
+        } catch (PermanentJobException e) {
+            log.info("job {} failed permanently: {}", job.id(), e.getMessage());
+            return new JobOutcome.Failed(job.id(), job.attempt(), true, 0, errorText(e));
+        } catch (RetryableJobException e) {
+            return retryOrDead(job, registration.get().retryPolicy(), errorText(e), e.retryAfter());
+        } catch (Exception | Error e) {
+            if (e instanceof InterruptedException) Thread.currentThread().interrupt();
+            if (e instanceof VirtualMachineError vme) throw vme;
+            return retryOrDead(job, registration.get().retryPolicy(), errorText(e), null);
+        }
+    }
+
+    private JobOutcome retryOrDead(ClaimedJob job, RetryPolicy policy, String error, Duration retryAfter) {
+        if (job.attempt() >= job.maxAttempts()) {
+            log.info("job {} dead after {} attempts: {}", job.id(), job.attempt(), error);
+            return new JobOutcome.Failed(job.id(), job.attempt(), true, 0, error);
+        }
+        long delay = retryAfter != null ? retryAfter.toMillis() : policy.delayMillis(job.attempt(), random);
+        log.info("job {} attempt {} failed, retry in {} ms: {}", job.id(), job.attempt(), delay, error);
+        return new JobOutcome.Failed(job.id(), job.attempt(), false, delay, error);
+    }
+
+    static String errorText(Throwable e) {
+        StringBuilder sb = new StringBuilder();
+        Throwable t = e;
+        for (int depth = 0; t != null && depth < 4; depth++, t = t.getCause()) {
+            if (depth > 0) sb.append(" <- caused by ");
+            sb.append(t.getClass().getName());
+            if (t.getMessage() != null) sb.append(": ").append(t.getMessage());
+        }
+        return sb.length() <= MAX_ERROR_CHARS ? sb.toString() : sb.substring(0, MAX_ERROR_CHARS);
+    }
+
+    // -------------------------------------------------------------------------------------------- completing
+
+    private void completeLoop() {
+        List<Finished> batch = new ArrayList<>();
+        while (true) {
+            try {
+                Finished first = outcomes.poll(100, TimeUnit.MILLISECONDS);
+                if (first == null) {
+                    if (stopped && outcomes.isEmpty()) return;
+                    continue;
+                }
+                batch.add(first);
+                outcomes.drainTo(batch, 5000);
+                record(batch);
+                batch.clear();
+            } catch (InterruptedException e) {
+                if (!batch.isEmpty()) record(batch);
+                return;
+            }
+        }
+    }
+
+    /** Writes a batch of outcomes, retrying while the database is unreachable (the leases are still ours). */
+    private void record(List<Finished> batch) {
+        List<JobOutcome> list = batch.stream().map(Finished::outcome).toList();
+        long backoff = 100;
+        while (true) {
+            try {
+                Set<Long> recorded = store.finish(db, config.workerId(), list);
+                for (Finished f : batch) {
+                    held.remove(f.job().id());
+                    if (!recorded.contains(f.job().id())) {
+                        log.warn("job {} attempt {}: lease lost before the outcome was recorded; another worker "
+                                + "owns the job now and this result ({}) was dropped",
+                                f.job().id(), f.job().attempt(), f.outcome().getClass().getSimpleName());
+                        observer.leaseLost(f.job());
+                    }
+                }
+                return;
+            } catch (RuntimeException e) {
+                log.warn("recording {} outcomes failed, retrying in {} ms: {}", batch.size(), backoff, e.toString());
+                try {
+                    Thread.sleep(backoff);
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+                backoff = Math.min(5000, backoff * 2);
+            }
+        }
+    }
+
+    // -------------------------------------------------------------------------------------------- maintenance
+
+    private void heartbeat() {
+        try {
+            Set<Long> mine = Set.copyOf(held.keySet());
+            Set<Long> still = store.heartbeat(db, config.workerId(), config.threads(), mine, config.lease());
+            for (Long id : mine) {
+                if (!still.contains(id) && held.containsKey(id)) {
+                    log.warn("job {}: lease could not be extended (reclaimed or finished meanwhile)", id);
+                }
+            }
+        } catch (RuntimeException e) {
+            log.warn("heartbeat failed: {}", e.toString());
+        }
+    }
+
+    private void reap() {
+        try {
+            store.reapExpired(db, 1000);
+        } catch (RuntimeException e) {
+            log.warn("reaper failed: {}", e.toString());
+        }
+    }
+
+    // -------------------------------------------------------------------------------------------- stopping
+
+    /** Graceful stop; see the class comment. Returns when every outcome has been recorded. */
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (stopped || claimer == null) return;
+            claiming = false;
+        }
+        log.info("worker {} stopping: no new claims, {} jobs held", config.workerId(), held.size());
+        claimer.interrupt();
+        join(claimer);
+
+        List<Runnable> unstarted = new ArrayList<>();
+        work.drainTo(unstarted);
+        List<Long> ids = new ArrayList<>();
+        for (Runnable r : unstarted) ids.add(((JobTask) r).job.id());
+        if (!ids.isEmpty()) {
+            int released = store.release(db, config.workerId(), ids);
+            ids.forEach(held::remove);
+            log.info("released {} claimed jobs that had not started", released);
+        }
+
+        handlerPool.shutdown();
+        boolean finished;
+        try {
+            finished = handlerPool.awaitTermination(config.shutdownGrace().toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            finished = false;
+        }
+        if (!finished) {
+            log.warn("{} jobs still running after the {} grace period; interrupting them. Their leases will "
+                    + "expire and they will run again elsewhere", handlerPool.getActiveCount(), config.shutdownGrace());
+            handlerPool.shutdownNow();
+        }
+        stopped = true;
+        join(completer);
+        maintenance.shutdownNow();
+        Connection c = listenConnection;
+        if (c != null) {
+            try {
+                c.close();
+            } catch (SQLException ignored) {
+                // closing to unblock the listener; nothing to do if it is already broken
+            }
+        }
+        join(listener);
+        try {
+            store.unregisterWorker(db, config.workerId());
+        } catch (RuntimeException e) {
+            log.warn("could not unregister worker: {}", e.toString());
+        }
+        log.info("worker {} stopped", config.workerId());
+    }
+
+    private static void join(Thread t) {
+        try {
+            t.join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
