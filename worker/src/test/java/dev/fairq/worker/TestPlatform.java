@@ -1,0 +1,56 @@
+package dev.fairq.worker;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.fairq.scheduler.Scheduler;
+import dev.fairq.scheduler.SchedulerConfig;
+import dev.fairq.scheduler.SchedulerService;
+import dev.fairq.schema.Database;
+import dev.fairq.schema.JobStore;
+import dev.fairq.testing.TestDatabase;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A scheduler and any number of in-process workers against the test database, each worker with its own
+ * connection pool (so the engine runs over several connections, as separate processes would).
+ */
+final class TestPlatform implements AutoCloseable {
+    final TestDatabase db;
+    final JobStore store = new JobStore();
+    private final List<AutoCloseable> open = new ArrayList<>();
+
+    TestPlatform(TestDatabase db) {
+        this.db = db;
+    }
+
+    static WorkerConfig fastConfig(String id, int threads) {
+        return WorkerConfig.defaults().withWorkerId(id).withThreads(threads)
+                .withLease(Duration.ofSeconds(5), Duration.ofSeconds(1))
+                .withReapInterval(Duration.ofMillis(500))
+                .withPollInterval(Duration.ofMillis(200));
+    }
+
+    SchedulerService startScheduler(SchedulerConfig config) {
+        SchedulerService service = new SchedulerService(new Scheduler(store, config, System::nanoTime), store, config,
+                () -> Database.dedicated(db.jdbcUrl, db.user, db.password, "fairq-test-scheduler")).start();
+        open.add(service);
+        return service;
+    }
+
+    Worker startWorker(WorkerConfig config, HandlerRegistry handlers) {
+        HikariDataSource pool = Database.pool(db.jdbcUrl, db.user, db.password, 4, "pool-" + config.workerId());
+        Worker worker = new Worker(config, handlers, store, Database.dsl(pool),
+                () -> Database.dedicated(db.jdbcUrl, db.user, db.password, "listen-" + config.workerId()));
+        open.add(pool);
+        open.add(worker);
+        return worker.start();
+    }
+
+    /** Closes workers before their pools, and the scheduler last-in-first-out. */
+    @Override
+    public void close() throws Exception {
+        for (int i = open.size() - 1; i >= 0; i--) open.get(i).close();
+    }
+}

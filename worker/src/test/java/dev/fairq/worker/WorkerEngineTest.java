@@ -1,0 +1,164 @@
+package dev.fairq.worker;
+
+import dev.fairq.scheduler.SchedulerConfig;
+import dev.fairq.schema.JobRequest;
+import dev.fairq.testing.TestDatabase;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class WorkerEngineTest {
+    private final TestDatabase db = TestDatabase.get();
+    private TestPlatform platform;
+
+    @BeforeEach
+    void setUp() {
+        db.reset();
+        db.createTenant("acme");
+        platform = new TestPlatform(db);
+    }
+
+    @AfterEach
+    void tearDown() throws Exception {
+        platform.close();
+    }
+
+    private long count(String sql, Object... binds) {
+        return db.dsl().fetchValue(sql, binds) instanceof Number n ? n.longValue() : -1;
+    }
+
+    @Test
+    void tenThousandJobsOnEightThreadsOverSeveralConnectionsEachSucceedExactlyOnce() {
+        List<JobRequest> jobs = new ArrayList<>();
+        for (int i = 0; i < 10_000; i++) jobs.add(JobRequest.builder("acme", "record").payload("{\"n\":" + i + "}").build());
+        platform.store.enqueueAll(db.dsl(), jobs);
+
+        platform.startScheduler(SchedulerConfig.defaults());
+        HandlerRegistry handlers = RecordingHandlers.registry(db.dataSource());
+        platform.startWorker(TestPlatform.fastConfig("w1", 4), handlers);
+        platform.startWorker(TestPlatform.fastConfig("w2", 4), handlers);
+
+        await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(200))
+                .until(() -> count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") == 10_000);
+
+        assertEquals(10_000, count("SELECT count(*) FROM test_runs"), "runs");
+        assertEquals(10_000, count("SELECT count(DISTINCT job_id) FROM test_runs"), "distinct jobs run");
+        assertEquals(0, count("SELECT count(*) FROM jobs WHERE status <> 'succeeded'"));
+        assertEquals(10_000, count("SELECT count(*) FROM jobs WHERE attempts = 1"), "one attempt each");
+        assertEquals(2, count("SELECT count(DISTINCT worker) FROM test_runs"), "both workers took part");
+        assertEquals(0, count("SELECT count(*) FROM jobs WHERE locked_by IS NOT NULL OR locked_until IS NOT NULL"));
+    }
+
+    @Test
+    void permanentErrorDeadLettersAfterOneAttempt() {
+        AtomicInteger calls = new AtomicInteger();
+        HandlerRegistry handlers = new HandlerRegistry().register("bad", job -> {
+            calls.incrementAndGet();
+            throw new PermanentJobException("payload names no customer");
+        });
+        long id = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "bad").maxAttempts(5).build()).job().getId();
+        platform.startScheduler(SchedulerConfig.defaults());
+        platform.startWorker(TestPlatform.fastConfig("w1", 2), handlers);
+
+        await().atMost(Duration.ofSeconds(30)).until(() -> "dead".equals(status(id)));
+        assertEquals(1, calls.get());
+        assertEquals(1, count("SELECT attempts FROM jobs WHERE id = ?", id));
+        String error = db.dsl().fetchValue("SELECT last_error FROM jobs WHERE id = ?", id).toString();
+        assertTrue(error.contains("PermanentJobException") && error.contains("payload names no customer"), error);
+    }
+
+    @Test
+    void transientErrorIsRetriedUpToMaxAttemptsThenDead() {
+        Map<Long, AtomicInteger> calls = new ConcurrentHashMap<>();
+        HandlerRegistry handlers = new HandlerRegistry().register("flaky", job -> {
+            calls.computeIfAbsent(job.jobId(), k -> new AtomicInteger()).incrementAndGet();
+            throw new IllegalStateException("upstream timeout on attempt " + job.attempt());
+        }, new RetryPolicy(Duration.ofMillis(10), 2.0, Duration.ofMillis(50), 0.5));
+        long id = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "flaky").maxAttempts(4).build()).job().getId();
+        platform.startScheduler(SchedulerConfig.defaults());
+        platform.startWorker(TestPlatform.fastConfig("w1", 2), handlers);
+
+        await().atMost(Duration.ofSeconds(30)).until(() -> "dead".equals(status(id)));
+        assertEquals(4, calls.get(id).get(), "one call per attempt");
+        assertEquals(4, count("SELECT attempts FROM jobs WHERE id = ?", id));
+        String error = db.dsl().fetchValue("SELECT last_error FROM jobs WHERE id = ?", id).toString();
+        assertTrue(error.contains("upstream timeout on attempt 4"), "last_error keeps the last error: " + error);
+    }
+
+    @Test
+    void transientErrorThenSuccess() {
+        HandlerRegistry handlers = new HandlerRegistry().register("second-time-lucky", job -> {
+            if (job.attempt() < 2) throw new RuntimeException("first attempt fails");
+        }, new RetryPolicy(Duration.ofMillis(10), 2.0, Duration.ofMillis(50), 0.5));
+        long id = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "second-time-lucky").build()).job().getId();
+        platform.startScheduler(SchedulerConfig.defaults());
+        platform.startWorker(TestPlatform.fastConfig("w1", 2), handlers);
+
+        await().atMost(Duration.ofSeconds(30)).until(() -> "succeeded".equals(status(id)));
+        assertEquals(2, count("SELECT attempts FROM jobs WHERE id = ?", id));
+    }
+
+    @Test
+    void aJobEnqueuedInARolledBackTransactionNeverRuns() {
+        assertThrows(IllegalStateException.class, () -> db.dsl().transaction(c -> {
+            platform.store.enqueue(c.dsl(), JobRequest.builder("acme", "record").jobKey("rolled-back").build());
+            throw new IllegalStateException("the caller's own write failed");
+        }));
+        long marker = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "record").jobKey("marker").build())
+                .job().getId();
+        platform.startScheduler(SchedulerConfig.defaults());
+        platform.startWorker(TestPlatform.fastConfig("w1", 2), RecordingHandlers.registry(db.dataSource()));
+
+        await().atMost(Duration.ofSeconds(30)).until(() -> "succeeded".equals(status(marker)));
+        assertEquals(1, count("SELECT count(*) FROM jobs"), "only the committed job exists");
+        assertEquals(1, count("SELECT count(*) FROM test_runs"), "only the committed job ran");
+        assertEquals(marker, count("SELECT job_id FROM test_runs"));
+    }
+
+    @Test
+    void handlerContextCarriesAStableIdempotencyKeyAcrossAttempts() {
+        List<String> keys = new java.util.concurrent.CopyOnWriteArrayList<>();
+        HandlerRegistry handlers = new HandlerRegistry().register("keyed", job -> {
+            keys.add(job.idempotencyKey() + "#" + job.attempt() + "#" + job.payload().path("order").asInt());
+            if (job.attempt() < 3) throw new RuntimeException("try again");
+        }, new RetryPolicy(Duration.ofMillis(5), 2.0, Duration.ofMillis(20), 0.0));
+        long id = platform.store.enqueue(db.dsl(),
+                JobRequest.builder("acme", "keyed").payload("{\"order\": 42}").build()).job().getId();
+        platform.startScheduler(SchedulerConfig.defaults());
+        platform.startWorker(TestPlatform.fastConfig("w1", 1), handlers);
+
+        await().atMost(Duration.ofSeconds(30)).until(() -> "succeeded".equals(status(id)));
+        String key = "fairq-acme-" + id;
+        assertEquals(List.of(key + "#1#42", key + "#2#42", key + "#3#42"), keys);
+    }
+
+    @Test
+    void aTypeWithoutHandlerIsRetriedNotLost() {
+        long id = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "unknown-type").maxAttempts(1).build())
+                .job().getId();
+        platform.startScheduler(SchedulerConfig.defaults());
+        platform.startWorker(TestPlatform.fastConfig("w1", 1), new HandlerRegistry());
+        await().atMost(Duration.ofSeconds(30)).until(() -> "dead".equals(status(id)));
+        String error = db.dsl().fetchValue("SELECT last_error FROM jobs WHERE id = ?", id).toString();
+        assertTrue(error.contains("no handler for type 'unknown-type'"), error);
+        assertFalse(error.isBlank());
+    }
+
+    private String status(long id) {
+        Object s = db.dsl().fetchValue("SELECT status::text FROM jobs WHERE id = ?", id);
+        return s == null ? null : s.toString();
+    }
+}
