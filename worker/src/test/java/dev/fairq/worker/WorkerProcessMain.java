@@ -1,0 +1,38 @@
+package dev.fairq.worker;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.fairq.schema.Database;
+import dev.fairq.schema.JobStore;
+
+import java.time.Duration;
+
+/**
+ * A worker as its own JVM, for the crash and shutdown tests: the test starts it, kills it (SIGKILL) or stops
+ * it (SIGTERM), and reads what happened from the database.
+ *
+ * <p>Arguments: jdbcUrl user password workerId threads prefetch leaseMillis graceMillis
+ */
+public final class WorkerProcessMain {
+    private WorkerProcessMain() {}
+
+    public static void main(String[] args) {
+        String url = args[0], user = args[1], password = args[2].isEmpty() ? null : args[2], id = args[3];
+        int threads = Integer.parseInt(args[4]);
+        int prefetch = Integer.parseInt(args[5]);
+        Duration lease = Duration.ofMillis(Long.parseLong(args[6]));
+        Duration grace = Duration.ofMillis(Long.parseLong(args[7]));
+
+        HikariDataSource pool = Database.pool(url, user, password, threads + 4, "child-" + id);
+        WorkerConfig config = WorkerConfig.defaults().withWorkerId(id).withThreads(threads).withPrefetch(prefetch)
+                .withLease(lease, lease.dividedBy(4)).withReapInterval(lease.dividedBy(4))
+                .withPollInterval(Duration.ofMillis(200)).withShutdownGrace(grace);
+        Worker worker = new Worker(config, RecordingHandlers.registry(pool), new JobStore(), Database.dsl(pool),
+                () -> Database.dedicated(url, user, password, "listen-" + id));
+        ShutdownSignals.onTerminate(() -> {
+            worker.close();
+            pool.close();
+        });
+        worker.start();
+        System.out.println("WORKER STARTED " + id);
+    }
+}
