@@ -150,7 +150,10 @@ public final class JobStore {
         Map<Integer, JobsRecord> existing = new HashMap<>();
         for (int round = 0; round < 4 && !todo.isEmpty(); round++) {
             List<Integer> notInserted = runInsert(tx, batch, todo, presetIds, mayHead, idByIndex, inserted);
-            if (notInserted.isEmpty()) break;
+            if (notInserted.isEmpty()) {
+                todo = List.of();
+                break;
+            }
             existing.putAll(findByJobKey(tx, batch, notInserted));
             todo = new ArrayList<>();
             for (int i : notInserted) {
