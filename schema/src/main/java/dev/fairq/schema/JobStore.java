@@ -168,6 +168,22 @@ public final class JobStore {
         }
         if (!todo.isEmpty()) throw new IllegalStateException("enqueue did not settle after retries");
 
+        // The first job of a key in the batch is the one that tries to become head. When it turned out to be
+        // a duplicate (its job_key names an existing job, maybe finished, maybe of another key), the key's
+        // later jobs went in as waiting jobs and the key may have no head at all: hand it the turn now.
+        Set<String> insertedKeys = new HashSet<>();
+        for (int i : inserted) {
+            JobRequest r = batch.get(i);
+            if (r.orderingKey() != null) insertedKeys.add(r.tenantId() + "\u0000" + r.orderingKey());
+        }
+        Map<String, String[]> headless = new LinkedHashMap<>();
+        for (int i : existing.keySet()) {
+            JobRequest r = batch.get(i);
+            String k = r.tenantId() + "\u0000" + r.orderingKey();
+            if (r.orderingKey() != null && insertedKeys.contains(k)) headless.put(k, new String[]{r.tenantId(), r.orderingKey()});
+        }
+        promoteNext(tx, new ArrayList<>(headless.values()));
+
         List<Long> newIds = new ArrayList<>();
         for (int i : inserted) newIds.add(idByIndex.get(i));
         Map<Long, JobsRecord> created = new HashMap<>();
