@@ -116,6 +116,37 @@ END $$;
 CREATE TRIGGER jobs_notify_enqueued AFTER INSERT ON jobs
     FOR EACH STATEMENT EXECUTE FUNCTION fairq_notify_enqueued();
 
+-- An ordering key must never be left with waiting jobs and no head. Enqueue inserts a job as waiting
+-- when the key has a head; if that head finishes before the enqueuing transaction commits, the finisher's
+-- hand-on cannot see the new job yet (nor can it when the batch's would-be head was a duplicate job_key).
+-- So at commit of the enqueuing transaction (a deferred constraint trigger) each waiting job checks its
+-- key: FOR SHARE waits for a head that is being finished right now and then sees it gone; with no head,
+-- the oldest waiting job takes the turn. A concurrent hand-on that got there first shows up as a unique
+-- violation on jobs_ordering_head_uidx, which means the key is fine.
+CREATE FUNCTION fairq_ensure_key_head() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM 1 FROM jobs
+    WHERE tenant_id = NEW.tenant_id AND ordering_key = NEW.ordering_key AND key_head
+    FOR SHARE;
+    IF NOT FOUND THEN
+        BEGIN
+            UPDATE jobs SET key_head = true
+            WHERE id = (SELECT id FROM jobs
+                        WHERE tenant_id = NEW.tenant_id AND ordering_key = NEW.ordering_key
+                          AND status = 'pending' AND NOT key_head
+                        ORDER BY id LIMIT 1);
+        EXCEPTION WHEN unique_violation THEN
+            NULL; -- another transaction handed the key on first
+        END;
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE CONSTRAINT TRIGGER jobs_ensure_key_head AFTER INSERT ON jobs
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+    WHEN (NEW.ordering_key IS NOT NULL AND NOT NEW.key_head)
+    EXECUTE FUNCTION fairq_ensure_key_head();
+
 -- Live worker processes and their thread counts: the scheduler sizes the ready buffer from them.
 CREATE TABLE workers (
     id            text PRIMARY KEY,

@@ -161,6 +161,9 @@ public final class JobStore {
             }
         }
 
+        // A key left without a head by this batch (its first job was a duplicate, or the head finished
+        // while this transaction was open) gets one at commit: see jobs_ensure_key_head in V1__queue.sql.
+
         List<Long> newIds = new ArrayList<>();
         for (int i : inserted) newIds.add(idByIndex.get(i));
         Map<Long, JobsRecord> created = new HashMap<>();
@@ -284,11 +287,13 @@ public final class JobStore {
      * pg_notify wakes idle workers; PostgreSQL delivers it at commit and folds duplicates into one.
      */
     private static final String ADMIT = """
-            WITH admitted AS (
+            WITH b AS MATERIALIZED (
+                -- a CTE runs once; a sub-select in FROM is re-run (nextval and all) for every joined row
+                SELECT nextval('jobs_ready_batch_seq') * 1000000 AS base
+            ), admitted AS (
                 UPDATE jobs j
                 SET status = 'ready', admitted_at = now(), ready_seq = b.base + a.ord
-                FROM unnest(?::bigint[]) WITH ORDINALITY AS a(id, ord),
-                     (SELECT nextval('jobs_ready_batch_seq') * 1000000 AS base) b
+                FROM unnest(?::bigint[]) WITH ORDINALITY AS a(id, ord), b
                 WHERE j.id = a.id AND j.status = 'pending'
                 RETURNING j.id, j.tenant_id
             )

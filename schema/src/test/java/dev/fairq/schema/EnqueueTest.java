@@ -1,0 +1,219 @@
+package dev.fairq.schema;
+
+import dev.fairq.schema.generated.enums.JobStatus;
+import dev.fairq.schema.generated.tables.records.JobsRecord;
+import org.junit.jupiter.api.RepeatedTest;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static dev.fairq.schema.generated.Tables.JOBS;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Enqueue: transactional with the caller, dedupe by job_key (also under concurrency), bulk batches. */
+class EnqueueTest extends StoreTestSupport {
+
+    @Test
+    void enqueueCommitsWithTheCallersTransaction() {
+        EnqueueResult result = dsl.transactionResult(c -> {
+            EnqueueResult r = store.enqueue(c.dsl(), job(T1).payload("{\"to\":\"a@example.com\"}").build());
+            // the caller's own write in the same transaction
+            c.dsl().execute("INSERT INTO test_runs (job_id, attempt) VALUES (?, 0)", r.job().getId());
+            // not visible to anyone else before the commit
+            assertEquals(0, countJobs(), "uncommitted job visible to another connection");
+            return r;
+        });
+
+        assertTrue(result.created());
+        assertEquals(1, countJobs());
+        JobsRecord stored = row(result.job().getId());
+        assertEquals(JobStatus.pending, stored.getStatus());
+        assertEquals(T1, stored.getTenantId());
+        assertEquals("default", stored.getQueue());
+        assertEquals("send-email", stored.getType());
+        assertEquals(0, stored.getAttempts());
+        assertEquals(JobRequest.DEFAULT_MAX_ATTEMPTS, stored.getMaxAttempts());
+        assertEquals("a@example.com", scalar(String.class, "SELECT payload->>'to' FROM jobs WHERE id = ?", stored.getId()));
+        assertFalse(stored.getKeyHead());
+        assertEquals(1, dsl.fetchCount(dsl.selectFrom("test_runs")));
+    }
+
+    @Test
+    void enqueueRollsBackWithTheCallersTransaction() {
+        RuntimeException boom = new IllegalStateException("the caller's own work failed");
+        RuntimeException thrown = assertThrows(RuntimeException.class, () -> dsl.transaction(c -> {
+            EnqueueResult r = store.enqueue(c.dsl(), job(T1).jobKey("order-1").build());
+            assertTrue(r.created());
+            c.dsl().execute("INSERT INTO test_runs (job_id, attempt) VALUES (?, 0)", r.job().getId());
+            throw boom;
+        }));
+        assertEquals(boom, thrown);
+
+        assertEquals(0, countJobs());
+        assertEquals(0, dsl.fetchCount(dsl.selectFrom("test_runs")));
+        // the job_key is free again: the rolled-back job does not dedupe a later enqueue
+        EnqueueResult again = store.enqueue(dsl, job(T1).jobKey("order-1").build());
+        assertTrue(again.created());
+        assertEquals(1, countJobs());
+    }
+
+    @RepeatedTest(3)
+    void concurrentEnqueuesOfOneJobKeyCreateExactlyOneJob() throws Exception {
+        int threads = 20;
+        JobRequest request = job(T1).jobKey("invoice-42").payload("{\"n\":42}").build();
+        CountDownLatch ready = new CountDownLatch(threads);
+        CountDownLatch go = new CountDownLatch(1);
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<EnqueueResult>> futures = new ArrayList<>();
+            for (int i = 0; i < threads; i++) {
+                futures.add(pool.submit(() -> db.dsl().transactionResult(c -> {
+                    // the transaction holds its own connection before anyone starts
+                    c.dsl().fetchValue("SELECT 1");
+                    ready.countDown();
+                    assertTrue(go.await(60, TimeUnit.SECONDS));
+                    return store.enqueue(c.dsl(), request);
+                })));
+            }
+            assertTrue(ready.await(60, TimeUnit.SECONDS), "not every thread got a connection");
+            go.countDown();
+
+            List<EnqueueResult> results = new ArrayList<>();
+            for (Future<EnqueueResult> f : futures) results.add(get(f));
+
+            assertEquals(1, countJobs());
+            long id = dsl.fetchValue(JOBS.ID);
+            assertEquals(1, results.stream().filter(EnqueueResult::created).count(), "created=true results");
+            for (EnqueueResult r : results) {
+                assertEquals(id, r.job().getId());
+                assertEquals("invoice-42", r.job().getJobKey());
+            }
+        } finally {
+            shutdown(pool);
+        }
+    }
+
+    @Test
+    void jobKeyIsPerTenant() {
+        EnqueueResult a = store.enqueue(dsl, job(T1).jobKey("k").build());
+        EnqueueResult b = store.enqueue(dsl, job(T2).jobKey("k").build());
+        EnqueueResult a2 = store.enqueue(dsl, job(T1).jobKey("k").build());
+
+        assertTrue(a.created());
+        assertTrue(b.created());
+        assertFalse(a2.created());
+        assertEquals(a.job().getId(), a2.job().getId());
+        assertEquals(2, countJobs());
+        assertEquals(1, countJobs(T1));
+        assertEquals(1, countJobs(T2));
+    }
+
+    @Test
+    void jobKeyDedupesAgainstAFinishedJobStillInTheTable() {
+        long id = enqueue(job(T1).jobKey("once"));
+        ClaimedJob claimed = admitAndClaim("w1", id);
+        assertEquals(Set.of(id), store.finish(dsl, "w1", List.of(new JobOutcome.Succeeded(id, claimed.attempt()))));
+
+        EnqueueResult again = store.enqueue(dsl, job(T1).jobKey("once").build());
+        assertFalse(again.created());
+        assertEquals(id, again.job().getId());
+        assertEquals(JobStatus.succeeded, again.job().getStatus());
+        assertEquals(1, countJobs());
+    }
+
+    @Test
+    void bulkEnqueueOf5000KeepsRequestOrder() {
+        int n = 5_000;
+        List<JobRequest> requests = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            requests.add(job(i % 2 == 0 ? T1 : T2).payload("{\"i\":" + i + "}").priority(i % 7 - 3).build());
+        }
+
+        List<EnqueueResult> results = store.enqueueAll(dsl, requests);
+
+        assertEquals(n, countJobs());
+        assertEquals(n, results.size());
+        long previous = Long.MIN_VALUE;
+        for (int i = 0; i < n; i++) {
+            EnqueueResult r = results.get(i);
+            assertTrue(r.created());
+            assertEquals(requests.get(i).tenantId(), r.job().getTenantId(), "result " + i);
+            assertEquals(requests.get(i).priority(), r.job().getPriority().intValue(), "result " + i);
+            assertTrue(r.job().getId() > previous, "ids must increase in request order at " + i);
+            previous = r.job().getId();
+        }
+        // the stored payloads match the request they were returned for
+        assertEquals(0L, scalar(Long.class, """
+                SELECT count(*) FROM jobs j
+                JOIN unnest(?::bigint[]) WITH ORDINALITY AS r(id, ord) ON r.id = j.id
+                WHERE (j.payload->>'i')::int <> r.ord - 1
+                """, (Object) results.stream().map(r -> r.job().getId()).toArray(Long[]::new)));
+        assertEquals(n, dsl.fetchCount(JOBS, JOBS.STATUS.eq(JobStatus.pending)));
+    }
+
+    @Test
+    void duplicateJobKeyWithinOneBatchStoresOneJob() {
+        List<EnqueueResult> results = store.enqueueAll(dsl, List.of(
+                job(T1).jobKey("dup").payload("{\"first\":true}").build(),
+                job(T1).jobKey("other").build(),
+                job(T1).jobKey("dup").payload("{\"first\":false}").build()));
+
+        assertEquals(2, countJobs());
+        assertEquals(1, dsl.fetchCount(JOBS, JOBS.JOB_KEY.eq("dup")));
+        assertTrue(results.get(0).created());
+        assertTrue(results.get(1).created());
+        assertFalse(results.get(2).created());
+        assertEquals(results.get(0).job().getId(), results.get(2).job().getId());
+        assertEquals("true", scalar(String.class, "SELECT payload->>'first' FROM jobs WHERE job_key = 'dup'"));
+    }
+
+    @Test
+    void batchMixingNewAndExistingJobKeys() {
+        long existing = enqueue(job(T1).jobKey("b"));
+        List<EnqueueResult> results = store.enqueueAll(dsl, List.of(
+                job(T1).jobKey("a").build(), job(T1).jobKey("b").build(), job(T1).jobKey("c").build()));
+
+        assertEquals(3, countJobs());
+        assertEquals(List.of(true, false, true), results.stream().map(EnqueueResult::created).toList());
+        assertEquals(existing, results.get(1).job().getId());
+        assertEquals(List.of("a", "b", "c"), results.stream().map(r -> r.job().getJobKey()).toList());
+        assertEquals(3, new HashSet<>(results.stream().map(r -> r.job().getId()).toList()).size());
+    }
+
+    @Test
+    void runAtAndDelayAreStoredOnTheDatabaseClock() {
+        OffsetDateTime at = OffsetDateTime.of(2030, 1, 2, 3, 4, 5, 0, ZoneOffset.UTC);
+        long scheduled = enqueue(job(T1).runAt(at));
+        OffsetDateTime before = dbNow();
+        long delayed = enqueue(job(T1).delay(Duration.ofHours(1)));
+        long now = enqueue(job(T1));
+
+        assertEquals(at.toInstant(), row(scheduled).getRunAt().toInstant());
+        assertFalse(row(delayed).getRunAt().isBefore(before.plusHours(1)));
+        assertTrue(row(delayed).getRunAt().isBefore(before.plusHours(2)));
+        // only the job that is due is an admission candidate
+        assertEquals(List.of(now), candidates(T1));
+    }
+
+    @Test
+    void enqueueOfNothingWritesNothing() {
+        assertEquals(List.of(), store.enqueueAll(dsl, List.of()));
+        assertEquals(0, countJobs());
+        assertNull(scalar(Long.class, "SELECT max(id) FROM jobs"));
+    }
+}
