@@ -1,0 +1,72 @@
+package dev.fairq.scheduler;
+
+import dev.fairq.schema.TenantLimits;
+import dev.fairq.testing.TestDatabase;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class TenantsFileTest {
+
+    @Test
+    void defaultsApplyAndTenantsOverrideThem() {
+        TenantsFile file = TenantsFile.parse("""
+                defaults:
+                  weight: 2
+                  max_running: 7
+                tenants:
+                  - id: acme
+                    weight: 3
+                    rate_per_second: 12.5
+                    webhook_allow: [Hooks.Acme.Example]
+                  - id: globex
+                    paused: true
+                """);
+        assertEquals(List.of(
+                new TenantLimits("acme", 3, 12.5, 200, 7, 100_000, false, List.of("hooks.acme.example")),
+                new TenantLimits("globex", 2, 100.0, 200, 7, 100_000, true, List.of())), file.tenants());
+    }
+
+    @Test
+    void errorsNameTheLineAndTheField() {
+        assertError("tenants:\n  - id: acme\n    weight: 0\n", "tenants.yml:3: tenants[0].weight: must be between 1 and 1000");
+        assertError("tenants:\n  - id: acme\n    wieght: 2\n", "tenants.yml:3: tenants[0].wieght: unknown key");
+        assertError("tenants:\n  - id: acme\n  - id: acme\n", "tenants.yml:3: tenants[1].id: duplicate tenant 'acme' (first defined on line 2)");
+        assertError("tenants:\n  - weight: 2\n", "tenants.yml:2: tenants[0].id: is required");
+        assertError("tenants:\n  - id: Not Valid\n", "tenants.yml:2: tenants[0].id: must be 1-63 lower-case");
+        assertError("defaults:\n  rate_per_second: fast\n", "tenants.yml:2: defaults.rate_per_second: must be a number");
+        assertError("defaults:\n  paused: maybe\n", "tenants.yml:2: defaults.paused: must be true or false");
+        assertError("tenants:\n  - id: a\n    max_running: [1]\n", "tenants.yml:3: tenants[0].max_running: must be a single value");
+        assertError("tenant:\n  - id: a\n", "tenants.yml:1: tenant: unknown key");
+        assertError("tenants: acme\n", "tenants.yml:1: tenants: must be a list of tenants");
+        assertThrows(IllegalArgumentException.class, () -> TenantsFile.parse("tenants: [\n"));
+    }
+
+    @Test
+    void theRepositoryTenantsFileIsValid() throws Exception {
+        Path file = Path.of("..", "tenants.yml");
+        assertTrue(TenantsFile.load(file).tenants().size() >= 1);
+    }
+
+    @Test
+    void seedInsertsMissingTenantsAndKeepsStoredLimits() {
+        TestDatabase db = TestDatabase.get();
+        db.reset();
+        db.createTenant("acme", 5, 1.0, 1, 1);
+        TenantsFile file = TenantsFile.parse("tenants:\n  - id: acme\n    weight: 9\n  - id: globex\n    weight: 4\n");
+        assertEquals(1, file.seed(db.dsl()));
+        assertEquals(5, db.dsl().fetchValue("SELECT weight FROM tenants WHERE id = 'acme'"), "live limits survive a restart");
+        assertEquals(4, db.dsl().fetchValue("SELECT weight FROM tenants WHERE id = 'globex'"));
+        assertEquals(0, file.seed(db.dsl()), "seeding twice changes nothing");
+    }
+
+    private static void assertError(String yaml, String expectedStart) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> TenantsFile.parse(yaml));
+        assertTrue(e.getMessage().startsWith(expectedStart), "got: " + e.getMessage());
+    }
+}
