@@ -24,6 +24,23 @@ public final class Database {
 
     /** A pool sized by the caller: a worker needs its claim, completion and heartbeat connections, no more. */
     public static HikariDataSource pool(String jdbcUrl, String user, String password, int maxSize, String name) {
+        return pool(jdbcUrl, user, password, maxSize, name, true);
+    }
+
+    /**
+     * A pool whose commits do not wait for the WAL flush ({@code synchronous_commit = off}), for the queue's
+     * own state transitions (admit, claim, heartbeat, finish, reap). Safe for at-least-once: a job is durable
+     * from its enqueue, which keeps the caller's (synchronous) setting. A PostgreSQL crash can only lose the
+     * last few hundred milliseconds of transitions after that, and each such loss is one at-least-once
+     * already covers: a lost admission is admitted again, a lost claim or completion means the job runs
+     * again. What it buys is every claim and completion not waiting for an fsync.
+     */
+    public static HikariDataSource queuePool(String jdbcUrl, String user, String password, int maxSize, String name) {
+        return pool(jdbcUrl, user, password, maxSize, name, false);
+    }
+
+    private static HikariDataSource pool(String jdbcUrl, String user, String password, int maxSize, String name,
+                                         boolean synchronousCommit) {
         HikariConfig config = new HikariConfig();
         config.setJdbcUrl(jdbcUrl);
         config.setUsername(user);
@@ -35,6 +52,7 @@ public final class Database {
         // Server-side prepared statements from the first execution: the hot queue statements are few.
         config.addDataSourceProperty("prepareThreshold", "1");
         config.addDataSourceProperty("ApplicationName", name);
+        if (!synchronousCommit) config.setConnectionInitSql("SET synchronous_commit = off");
         return new HikariDataSource(config);
     }
 

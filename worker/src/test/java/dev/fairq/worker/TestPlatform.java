@@ -40,7 +40,7 @@ final class TestPlatform implements AutoCloseable {
     }
 
     Worker startWorker(WorkerConfig config, HandlerRegistry handlers) {
-        HikariDataSource pool = Database.pool(db.jdbcUrl, db.user, db.password, 4, "pool-" + config.workerId());
+        HikariDataSource pool = Database.queuePool(db.jdbcUrl, db.user, db.password, 4, "pool-" + config.workerId());
         Worker worker = new Worker(config, handlers, store, Database.dsl(pool),
                 () -> Database.dedicated(db.jdbcUrl, db.user, db.password, "listen-" + config.workerId()));
         open.add(pool);

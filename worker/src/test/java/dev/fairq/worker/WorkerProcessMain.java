@@ -22,7 +22,7 @@ public final class WorkerProcessMain {
         Duration lease = Duration.ofMillis(Long.parseLong(args[6]));
         Duration grace = Duration.ofMillis(Long.parseLong(args[7]));
 
-        HikariDataSource pool = Database.pool(url, user, password, threads + 4, "child-" + id);
+        HikariDataSource pool = Database.queuePool(url, user, password, threads + 4, "child-" + id);
         WorkerConfig config = WorkerConfig.defaults().withWorkerId(id).withThreads(threads).withPrefetch(prefetch)
                 .withLease(lease, lease.dividedBy(4)).withReapInterval(lease.dividedBy(4))
                 .withPollInterval(Duration.ofMillis(200)).withShutdownGrace(grace);
