@@ -21,8 +21,12 @@ import java.util.function.Function;
  * says. Requests are handled on a pool, so overlapping requests would really overlap.
  */
 final class Receiver implements AutoCloseable {
-    /** One request as received; {@code startNanos}/{@code endNanos} bracket the handling (end: before the answer is sent). */
-    record Request(String method, String path, Headers headers, String body, long startNanos, long endNanos) {
+    /**
+     * One request as received and the status it was answered with; {@code startNanos}/{@code endNanos}
+     * bracket the handling (end: before the answer is sent).
+     */
+    record Request(String method, String path, Headers headers, String body, int status, long startNanos,
+                   long endNanos) {
         String header(String name) {
             return headers.getFirst(name);
         }
@@ -73,7 +77,7 @@ final class Receiver implements AutoCloseable {
         try (exchange) {
             String body = new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
             Request seen = new Request(exchange.getRequestMethod(), exchange.getRequestURI().toString(),
-                    exchange.getRequestHeaders(), body, start, 0);
+                    exchange.getRequestHeaders(), body, 0, start, 0);
             Reply reply;
             try {
                 reply = responder.apply(seen);
@@ -82,7 +86,8 @@ final class Receiver implements AutoCloseable {
             }
             // recorded before the answer leaves: the client cannot have seen it yet, so a later request
             // that depends on this one's outcome must start after endNanos
-            requests.add(new Request(seen.method(), seen.path(), seen.headers(), seen.body(), start, System.nanoTime()));
+            requests.add(new Request(seen.method(), seen.path(), seen.headers(), seen.body(), reply.status(), start,
+                    System.nanoTime()));
             reply.headers().forEach((k, v) -> exchange.getResponseHeaders().add(k, v));
             byte[] out = reply.body().getBytes(StandardCharsets.UTF_8);
             exchange.sendResponseHeaders(reply.status(), out.length == 0 ? -1 : out.length);
