@@ -14,32 +14,33 @@ import java.util.List;
 
 /**
  * A scheduler and any number of in-process workers against the test database, each worker with its own
- * connection pool (so the engine runs over several connections, as separate processes would).
+ * connection pool (so the engine runs over several connections, as separate processes would). Public for
+ * the tests of other packages (the built-in handlers).
  */
-final class TestPlatform implements AutoCloseable {
-    final TestDatabase db;
-    final JobStore store = new JobStore();
+public final class TestPlatform implements AutoCloseable {
+    public final TestDatabase db;
+    public final JobStore store = new JobStore();
     private final List<AutoCloseable> open = new ArrayList<>();
 
-    TestPlatform(TestDatabase db) {
+    public TestPlatform(TestDatabase db) {
         this.db = db;
     }
 
-    static WorkerConfig fastConfig(String id, int threads) {
+    public static WorkerConfig fastConfig(String id, int threads) {
         return WorkerConfig.defaults().withWorkerId(id).withThreads(threads)
                 .withLease(Duration.ofSeconds(5), Duration.ofSeconds(1))
                 .withReapInterval(Duration.ofMillis(500))
                 .withPollInterval(Duration.ofMillis(200));
     }
 
-    SchedulerService startScheduler(SchedulerConfig config) {
+    public SchedulerService startScheduler(SchedulerConfig config) {
         SchedulerService service = new SchedulerService(new Scheduler(store, config, System::nanoTime), store, config,
                 () -> Database.dedicated(db.jdbcUrl, db.user, db.password, "fairq-test-scheduler")).start();
         open.add(service);
         return service;
     }
 
-    Worker startWorker(WorkerConfig config, HandlerRegistry handlers) {
+    public Worker startWorker(WorkerConfig config, HandlerRegistry handlers) {
         HikariDataSource pool = Database.queuePool(db.jdbcUrl, db.user, db.password, 4, "pool-" + config.workerId());
         Worker worker = new Worker(config, handlers, store, Database.dsl(pool),
                 () -> Database.dedicated(db.jdbcUrl, db.user, db.password, "listen-" + config.workerId()));

@@ -1,0 +1,257 @@
+package dev.fairq.worker.handlers;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.fairq.scheduler.SchedulerConfig;
+import dev.fairq.schema.JobRequest;
+import dev.fairq.schema.Json;
+import dev.fairq.testing.TestDatabase;
+import dev.fairq.worker.HandlerRegistry;
+import dev.fairq.worker.JobHandler;
+import dev.fairq.worker.RetryPolicy;
+import dev.fairq.worker.TestPlatform;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.net.InetAddress;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The http job type through the whole platform: a real scheduler admits, a real worker claims and runs the
+ * handler (allow lists read from tenants.webhook_allow), and a local receiver on 127.0.0.1 answers.
+ */
+class HttpHandlerEndToEndTest {
+    private static final RetryPolicy FAST = new RetryPolicy(Duration.ofMillis(10), 2.0, Duration.ofMillis(50), 0.5);
+
+    private final TestDatabase db = TestDatabase.get();
+    private TestPlatform platform;
+    private Receiver receiver;
+
+    @BeforeEach
+    void setUp() throws Exception {
+        db.reset();
+        db.createTenant("acme");
+        allow("acme", "127.0.0.1");
+        platform = new TestPlatform(db);
+        receiver = new Receiver();
+    }
+
+    @AfterEach
+    void tearDown() throws Exception {
+        platform.close();
+        receiver.close();
+    }
+
+    private void allow(String tenant, String... hosts) {
+        db.dsl().execute("UPDATE tenants SET webhook_allow = ?::text[] WHERE id = ?", hosts, tenant);
+    }
+
+    private void start(JobHandler http, int threads) {
+        platform.startScheduler(SchedulerConfig.defaults());
+        platform.startWorker(TestPlatform.fastConfig("w1", threads), new HandlerRegistry().register("http", http, FAST));
+    }
+
+    private void start() {
+        start(HttpJobHandler.forDatabase(db.dsl()), 2);
+    }
+
+    private long enqueue(String payload, int maxAttempts) {
+        return platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "http").payload(payload)
+                .maxAttempts(maxAttempts).build()).job().getId();
+    }
+
+    private static String post(String url) {
+        return "{\"url\": \"" + url + "\", \"body\": {\"hello\": \"world\"}}";
+    }
+
+    private String status(long id) {
+        Object s = db.dsl().fetchValue("SELECT status::text FROM jobs WHERE id = ?", id);
+        return s == null ? null : s.toString();
+    }
+
+    private long attempts(long id) {
+        return ((Number) db.dsl().fetchValue("SELECT attempts FROM jobs WHERE id = ?", id)).longValue();
+    }
+
+    private String lastError(long id) {
+        Object e = db.dsl().fetchValue("SELECT last_error FROM jobs WHERE id = ?", id);
+        return e == null ? "" : e.toString();
+    }
+
+    private OffsetDateTime dbNow() {
+        return db.dsl().resultQuery("SELECT clock_timestamp()").fetchOne(0, OffsetDateTime.class);
+    }
+
+    private void awaitStatus(long id, String expected) {
+        await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(50)).until(() -> expected.equals(status(id)));
+    }
+
+    // ------------------------------------------------------------------------------------------ outcomes
+
+    @Test
+    void serviceUnavailableIsRetriedWithTheSameIdempotencyKeyAndAnIncreasingAttemptUntilItSucceeds() {
+        AtomicInteger calls = new AtomicInteger();
+        receiver.answer(r -> calls.incrementAndGet() <= 2 ? Receiver.Reply.of(503, "maintenance") : Receiver.Reply.of(200));
+        start();
+        long id = enqueue(post(receiver.url("/hook")), 5);
+
+        awaitStatus(id, "succeeded");
+        assertEquals(3, attempts(id));
+        assertEquals(3, receiver.requests.size());
+        assertEquals(List.of("fairq-acme-" + id, "fairq-acme-" + id, "fairq-acme-" + id),
+                receiver.requests.stream().map(r -> r.header("Idempotency-Key")).toList(), "one key for every attempt");
+        assertEquals(List.of("1", "2", "3"), receiver.requests.stream().map(r -> r.header("Fairq-Attempt")).toList());
+        assertEquals(List.of(Long.toString(id)),
+                receiver.requests.stream().map(r -> r.header("Fairq-Job-Id")).distinct().toList());
+        assertTrue(receiver.requests.stream().allMatch(r -> r.body().equals("{\"hello\":\"world\"}")
+                && r.method().equals("POST") && r.path().equals("/hook")));
+    }
+
+    @Test
+    void aClientErrorDeadLettersAtOnce() {
+        receiver.answer(r -> Receiver.Reply.of(400, "{\"error\": \"unknown customer 17\"}"));
+        start();
+        long id = enqueue(post(receiver.url("/hook")), 5);
+
+        awaitStatus(id, "dead");
+        assertEquals(1, attempts(id));
+        assertEquals(1, receiver.requests.size());
+        String error = lastError(id);
+        assertTrue(error.contains("HTTP 400") && error.contains("unknown customer 17"), error);
+    }
+
+    @Test
+    void tooManyRequestsWithRetryAfterMovesRunAtByThatDelayOnTheDatabaseClock() {
+        AtomicReference<OffsetDateTime> firstArrival = new AtomicReference<>();
+        AtomicReference<OffsetDateTime> secondArrival = new AtomicReference<>();
+        receiver.answer(r -> {
+            if (firstArrival.get() == null) {
+                firstArrival.set(dbNow());
+                return new Receiver.Reply(429, Map.of("Retry-After", "1"), "slow down");
+            }
+            secondArrival.compareAndSet(null, dbNow());
+            return Receiver.Reply.of(200);
+        });
+        start();
+        long id = enqueue(post(receiver.url("/hook")), 5);
+
+        awaitStatus(id, "succeeded");
+        assertEquals(2, attempts(id));
+        // run_at was set by the failed attempt to (the database's now() when the failure was recorded) + 1 s,
+        // and the failure was recorded after the receiver answered, so it lies at least 1 s past the first
+        // arrival; the policy's own backoff (10-50 ms) could not have put it there.
+        OffsetDateTime runAt = db.dsl().resultQuery("SELECT run_at FROM jobs WHERE id = ?", id)
+                .fetchOne(0, OffsetDateTime.class);
+        assertNotNull(firstArrival.get());
+        Duration moved = Duration.between(firstArrival.get(), runAt);
+        assertTrue(moved.compareTo(Duration.ofSeconds(1)) >= 0, "run_at moved by " + moved);
+        assertTrue(moved.compareTo(Duration.ofSeconds(30)) < 0, "run_at moved by " + moved);
+        assertTrue(!secondArrival.get().isBefore(runAt), "the retry did not run before run_at");
+    }
+
+    // ------------------------------------------------------------------------------------------ ordering
+
+    @Test
+    void jobsOfAnOrderingKeyArriveInEnqueueOrderOneAtATimeDespiteRetries() {
+        Random random = new Random(42);
+        receiver.answer(r -> {
+            boolean fail;
+            synchronized (random) {
+                fail = random.nextDouble() < 0.25;
+            }
+            return fail && Integer.parseInt(r.header("Fairq-Attempt")) < 3 ? Receiver.Reply.of(503) : Receiver.Reply.of(200);
+        });
+        start(HttpJobHandler.forDatabase(db.dsl()), 4);
+
+        List<JobRequest> jobs = new ArrayList<>();
+        for (int i = 0; i < 30; i++) {
+            String key = "k" + (i % 3);
+            jobs.add(JobRequest.builder("acme", "http").orderingKey(key).payload("{\"url\": \"" + receiver.url("/o")
+                    + "\", \"body\": {\"key\": \"" + key + "\", \"seq\": " + (i / 3) + "}}").build());
+        }
+        List<Long> ids = platform.store.enqueueAll(db.dsl(), jobs).stream().map(r -> r.job().getId()).toList();
+
+        await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(100)).until(() -> ids.stream()
+                .allMatch(id -> "succeeded".equals(status(id))));
+
+        Map<String, List<Receiver.Request>> byKey = receiver.requests.stream()
+                .sorted(Comparator.comparingLong(Receiver.Request::startNanos))
+                .collect(Collectors.groupingBy(r -> body(r).path("key").asText(), Collectors.toList()));
+        assertEquals(3, byKey.size());
+        assertTrue(receiver.requests.stream().anyMatch(r -> r.status() == 503), "some requests were retried");
+        List<Integer> expected = IntStream.range(0, 10).boxed().toList();
+        byKey.forEach((key, requests) -> {
+            List<Integer> delivered = requests.stream().filter(r -> r.status() == 200)
+                    .map(r -> body(r).path("seq").asInt()).toList();
+            assertEquals(expected, delivered, "deliveries of " + key + " in enqueue order");
+            List<Integer> arrivals = requests.stream().map(r -> body(r).path("seq").asInt()).toList();
+            for (int i = 1; i < arrivals.size(); i++) {
+                assertTrue(arrivals.get(i) >= arrivals.get(i - 1), key + ": a later job went before an earlier one's retry: " + arrivals);
+            }
+            for (int i = 1; i < requests.size(); i++) {
+                assertTrue(requests.get(i).startNanos() > requests.get(i - 1).endNanos(),
+                        key + ": requests " + (i - 1) + " and " + i + " overlapped");
+            }
+        });
+    }
+
+    private static JsonNode body(Receiver.Request r) {
+        try {
+            return Json.MAPPER.readTree(r.body());
+        } catch (Exception e) {
+            throw new AssertionError("unreadable body " + r.body(), e);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------ SSRF
+
+    @Test
+    void aPrivateAddressIsRefusedWhenTheAllowListDoesNotNameIt() {
+        allow("acme", "example.invalid", "*.example.test");
+        // hooks.example.test is allowed through the wildcard, but resolves to loopback
+        HttpJobHandler.Resolver fakeDns = host -> host.equals("hooks.example.test")
+                ? new InetAddress[]{AddressRanges.literal("127.0.0.1")} : InetAddress.getAllByName(host);
+        start(new HttpJobHandler(TenantAllowLists.fromDatabase(db.dsl()), HttpJobHandler.defaultClient(), fakeDns,
+                Instant::now), 2);
+        long literal = enqueue(post(receiver.url("/hook")), 5);
+        long viaWildcard = enqueue(post("http://hooks.example.test:" + receiver.port() + "/hook"), 5);
+
+        awaitStatus(literal, "dead");
+        awaitStatus(viaWildcard, "dead");
+        assertEquals(1, attempts(literal));
+        assertEquals(1, attempts(viaWildcard));
+        assertTrue(lastError(literal).contains("refused: host '127.0.0.1' is not on the webhook_allow list of tenant 'acme'"),
+                lastError(literal));
+        assertTrue(lastError(viaWildcard).contains("refused: host 'hooks.example.test' resolves to 127.0.0.1 (loopback"),
+                lastError(viaWildcard));
+        assertEquals(0, receiver.requests.size(), "the receiver got nothing");
+    }
+
+    @Test
+    void aHostNotOnTheAllowListIsRefused() {
+        allow("acme", "127.0.0.1", "hooks.example.com");
+        start();
+        long id = enqueue(post("http://localhost:" + receiver.port() + "/hook"), 5);
+
+        awaitStatus(id, "dead");
+        assertEquals(1, attempts(id));
+        assertTrue(lastError(id).contains("refused: host 'localhost' is not on the webhook_allow list"), lastError(id));
+        assertEquals(0, receiver.requests.size());
+    }
+}
