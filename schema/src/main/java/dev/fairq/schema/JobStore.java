@@ -144,26 +144,22 @@ public final class JobStore {
         List<Integer> todo = new ArrayList<>();
         for (int i = 0; i < n; i++) todo.add(i);
 
-        // At most three rounds: insert; then for the rows that conflicted, either the job_key exists (return
-        // that job) or the key already had a head (insert again as a waiting job, same id). A job_key that
-        // a concurrent transaction takes between two rounds sends its row round once more.
+        // Round one inserts everything it can. A row that conflicted either has a job_key that exists (return
+        // that job) or met a key that already has a head (insert it again as a waiting job, same id). A
+        // job_key that a concurrent transaction takes between two rounds sends its row round once more.
         Map<Integer, JobsRecord> existing = new HashMap<>();
-        for (int round = 0; round < 4 && !todo.isEmpty(); round++) {
+        for (int round = 0; !todo.isEmpty(); round++) {
+            if (round == 4) throw new IllegalStateException("enqueue did not settle after " + round + " rounds");
             List<Integer> notInserted = runInsert(tx, batch, todo, presetIds, mayHead, idByIndex, inserted);
-            if (notInserted.isEmpty()) break;
             existing.putAll(findByJobKey(tx, batch, notInserted));
             todo = new ArrayList<>();
             for (int i : notInserted) {
                 if (existing.containsKey(i)) continue;
-                if (batch.get(i).jobKey() != null && round >= 2) {
-                    throw new IllegalStateException("job_key " + batch.get(i).jobKey() + " conflicted but was not found");
-                }
                 presetIds[i] = idByIndex.get(i);
                 mayHead[i] = false;
                 todo.add(i);
             }
         }
-        if (!todo.isEmpty()) throw new IllegalStateException("enqueue did not settle after retries");
 
         List<Long> newIds = new ArrayList<>();
         for (int i : inserted) newIds.add(idByIndex.get(i));
