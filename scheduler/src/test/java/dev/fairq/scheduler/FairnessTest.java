@@ -128,4 +128,32 @@ class FairnessTest {
         long bBack = countOf(back, "b");
         assertTrue(bBack >= 45 && bBack <= 55, "b back from idle, in the next 100 admissions: " + bBack);
     }
+
+    /**
+     * A newcomer that arrives while the incumbent is momentarily ineligible (here: out of tokens) must still
+     * start at the system's virtual time, not at its own pass of zero. Otherwise, once the incumbent has
+     * tokens again, the newcomer gets a run of admissions for every job the incumbent was admitted before the
+     * newcomer even existed: hoarded credit, and the incumbent waits with tokens in hand.
+     */
+    @Test
+    void newcomerArrivingWhileIncumbentIsRateLimitedHoardsNoCredit() {
+        db.createTenant("a", 1, 100, 100, 100_000); // 100 tokens, 100/s
+        db.createTenant("b", 1, 1_000_000, 1_000_000, 100_000);
+        SimulatedScheduler s = scheduler(true);
+        s.enqueue(jobs("a", 5_000));
+
+        List<String> alone = s.admissions(100);
+        assertEquals(100, countOf(alone, "a"));
+        assertEquals(List.of(), s.round(), "a spent its burst; the clock has not moved");
+
+        // b arrives while a has no tokens: b alone is admitted, as it should be (work conserving).
+        s.enqueue(jobs("b", 500));
+        assertEquals(List.of("b", "b", "b", "b", "b", "b", "b", "b", "b", "b"), s.round());
+
+        // One simulated second later a has 100 tokens again and both are eligible: they share from here on.
+        s.clock.advance(java.time.Duration.ofSeconds(1));
+        List<String> next = s.admissions(100).subList(0, 100);
+        long a = countOf(next, "a");
+        assertTrue(a >= 45 && a <= 55, "a, back with tokens, in the next 100 admissions: " + a + " " + next);
+    }
 }
