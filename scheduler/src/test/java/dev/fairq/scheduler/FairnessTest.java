@@ -156,4 +156,28 @@ class FairnessTest {
         long a = countOf(next, "a");
         assertTrue(a >= 45 && a <= 55, "a, back with tokens, in the next 100 admissions: " + a + " " + next);
     }
+
+    /**
+     * The same through the most common gap: the due work runs out while a scheduled job (or a retry waiting
+     * for its backoff) is pending, so a round sees work but nothing admissible. A tenant that had the queue
+     * to itself before the gap must not be pushed behind a newcomer for every job it ran alone.
+     */
+    @Test
+    void aGapWithOnlyFutureWorkDoesNotResetTheVirtualTime() {
+        db.createTenant("a");
+        db.createTenant("b");
+        db.createTenant("later");
+        SimulatedScheduler s = scheduler(true);
+        s.enqueue(List.of(dev.fairq.schema.JobRequest.builder("later", "noop")
+                .runAt(java.time.OffsetDateTime.now().plusHours(1)).build()));
+        s.enqueue(jobs("a", 100));
+        assertEquals(100, countOf(s.admissions(100), "a"));
+        assertEquals(List.of(), s.round(), "only a job due in an hour is left");
+
+        s.enqueue(jobs("a", 500));
+        s.enqueue(jobs("b", 500));
+        List<String> next = s.admissions(100).subList(0, 100);
+        long b = countOf(next, "b");
+        assertTrue(b >= 45 && b <= 55, "b, arriving with a after the gap, in the next 100 admissions: " + b + " " + next);
+    }
 }
