@@ -20,6 +20,13 @@ import java.util.PriorityQueue;
  * admissible work.
  */
 public final class WeightedFairAdmission implements AdmissionPolicy {
+    /**
+     * The system's virtual time: the pass at which the latest pick was made. A newcomer that finds no tenant
+     * still eligible from the previous round (the incumbents momentarily held back by their rate or cap, or
+     * out of due work) starts here; starting at its own old pass would hand it every turn taken meanwhile.
+     */
+    private double virtualTime;
+
     @Override
     public List<Pick> choose(Map<String, List<Long>> candidates, Map<String, TenantState> tenants, int n) {
         List<TenantState> eligible = new ArrayList<>();
@@ -27,7 +34,7 @@ public final class WeightedFairAdmission implements AdmissionPolicy {
             TenantState t = tenants.get(e.getKey());
             if (t != null && !e.getValue().isEmpty()) eligible.add(t);
         }
-        liftNewcomers(eligible, tenants);
+        liftNewcomers(eligible, tenants, virtualTime);
 
         record Cursor(TenantState tenant, List<Long> jobs, int[] next) {}
         PriorityQueue<Cursor> queue = new PriorityQueue<>(Comparator
@@ -37,6 +44,7 @@ public final class WeightedFairAdmission implements AdmissionPolicy {
         List<Pick> picks = new ArrayList<>(n);
         while (picks.size() < n && !queue.isEmpty()) {
             Cursor c = queue.poll();
+            virtualTime = Math.max(virtualTime, c.tenant().pass);
             picks.add(new Pick(c.tenant().id(), c.jobs().get(c.next()[0]++)));
             c.tenant().pass += 1.0 / c.tenant().weight();
             if (c.next()[0] < c.jobs().size()) queue.add(c);
@@ -44,12 +52,11 @@ public final class WeightedFairAdmission implements AdmissionPolicy {
         return picks;
     }
 
-    private static void liftNewcomers(List<TenantState> eligible, Map<String, TenantState> tenants) {
+    private static void liftNewcomers(List<TenantState> eligible, Map<String, TenantState> tenants,
+                                      double virtualTime) {
         double floor = Double.POSITIVE_INFINITY;
         for (TenantState t : eligible) if (t.eligibleLastRound) floor = Math.min(floor, t.pass);
-        if (floor == Double.POSITIVE_INFINITY) {
-            for (TenantState t : eligible) floor = Math.min(floor, t.pass);
-        }
+        if (floor == Double.POSITIVE_INFINITY) floor = virtualTime;
         for (TenantState t : tenants.values()) t.eligibleLastRound = false;
         for (TenantState t : eligible) {
             if (t.pass < floor) t.pass = floor;

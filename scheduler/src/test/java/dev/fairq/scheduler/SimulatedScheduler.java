@@ -1,0 +1,103 @@
+package dev.fairq.scheduler;
+
+import dev.fairq.schema.JobRequest;
+import dev.fairq.schema.JobStore;
+import dev.fairq.testing.TestDatabase;
+import org.jooq.DSLContext;
+
+import java.time.Duration;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
+
+/**
+ * A {@link Scheduler} on a hand-driven clock, ticked by the test against the real test database. Nothing runs
+ * in the background: every admission happens inside {@link #tick()}, so a test decides exactly what the
+ * scheduler sees and when. Workers are simulated by {@link #completeReady()} (frees the buffer by marking
+ * the admitted jobs succeeded) or by {@link JobStore#claim}/{@link JobStore#finish} where a test needs the
+ * real running/finished life cycle.
+ */
+final class SimulatedScheduler {
+    /** The fake monotonic clock: starts at an arbitrary value, moves only when the test says so. */
+    static final class FakeClock implements LongSupplier {
+        private final AtomicLong nanos = new AtomicLong(1_000_000_000_000L);
+
+        @Override
+        public long getAsLong() {
+            return nanos.get();
+        }
+
+        void advance(Duration d) {
+            advanceNanos(d.toNanos());
+        }
+
+        void advanceNanos(long n) {
+            if (n < 0) throw new IllegalArgumentException("a monotonic clock does not go back");
+            nanos.addAndGet(n);
+        }
+    }
+
+    final TestDatabase db;
+    final DSLContext dsl;
+    final JobStore store = new JobStore();
+    final FakeClock clock = new FakeClock();
+    final Scheduler scheduler;
+
+    SimulatedScheduler(TestDatabase db, SchedulerConfig config) {
+        this.db = db;
+        this.dsl = db.dsl();
+        this.scheduler = new Scheduler(store, config, clock);
+    }
+
+    Scheduler.TickResult tick() {
+        return scheduler.tick(dsl);
+    }
+
+    /** The simulated workers run every ready job to completion at once (no claim, just frees the buffer). */
+    int completeReady() {
+        return dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE status = 'ready'");
+    }
+
+    /** One admission round followed by the simulated workers emptying the buffer; the round's picks in order. */
+    List<String> round() {
+        List<String> admitted = tick().admittedTenants();
+        completeReady();
+        return admitted;
+    }
+
+    /** Rounds until at least {@code n} admissions were made; returns all of them in admission order. */
+    List<String> admissions(int n) {
+        List<String> out = new ArrayList<>();
+        int idle = 0;
+        while (out.size() < n) {
+            List<String> r = round();
+            out.addAll(r);
+            idle = r.isEmpty() ? idle + 1 : 0;
+            if (idle > 3) throw new AssertionError("the scheduler stopped admitting after " + out.size() + " of " + n);
+        }
+        return out;
+    }
+
+    void enqueue(List<JobRequest> requests) {
+        store.enqueueAll(dsl, requests);
+    }
+
+    /** {@code n} plain jobs of one tenant, due a minute ago (so the database clock never holds them back). */
+    static List<JobRequest> jobs(String tenant, int n) {
+        OffsetDateTime due = OffsetDateTime.now(ZoneOffset.UTC).minusMinutes(1);
+        List<JobRequest> out = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) out.add(JobRequest.builder(tenant, "noop").runAt(due).build());
+        return out;
+    }
+
+    long count(String sql, Object... binds) {
+        return dsl.fetchValue(sql, binds) instanceof Number n ? n.longValue() : 0L;
+    }
+
+    static long countOf(List<String> admissions, String tenant) {
+        return admissions.stream().filter(tenant::equals).count();
+    }
+}
