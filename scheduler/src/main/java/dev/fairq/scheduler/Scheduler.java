@@ -75,15 +75,19 @@ public final class Scheduler {
         JobStore.QueueLoad load = store.load(ctx, config.workerLiveness());
 
         List<String> pausedWithReady = new ArrayList<>();
+        int unadmitted = 0;
         for (TenantState t : tenants.values()) {
-            if (t.limits().paused() && load.ready(t.id()) > 0) pausedWithReady.add(t.id());
+            if (t.limits().paused() && load.ready(t.id()) > 0) {
+                pausedWithReady.add(t.id());
+                unadmitted += load.ready(t.id());
+            }
         }
         store.unadmitPaused(ctx, pausedWithReady);
 
         int capacity = config.fixedCapacity() > 0 ? config.fixedCapacity() : load.workerCapacity();
         int free = Math.max(0, capacity - load.totalRunning());
         int target = free + bufferSlack(now);
-        int wanted = Math.min(config.maxBatch(), target - load.totalReady());
+        int wanted = Math.min(config.maxBatch(), target - (load.totalReady() - unadmitted));
         if (wanted <= 0) return TickResult.none(0, Long.MAX_VALUE);
 
         Map<String, Integer> limits = new LinkedHashMap<>();

@@ -116,9 +116,12 @@ public final class SchedulerService implements AutoCloseable {
                 maintain(ctx);
                 nextMaintenance = System.nanoTime() + config.maintenanceEvery().toNanos();
             }
-            boolean busy = r.saturated() || r.wanted() == 0;
-            long waitMillis = busy ? config.busyInterval().toMillis()
-                    : Math.min(config.idleInterval().toMillis(), r.nanosUntilNextToken() / 1_000_000 + 1);
+            // saturated: more work is waiting, come back soon; buffer full: the workers are busy, look again
+            // after a few busy intervals; otherwise idle, unless a rate-limited tenant gets a token sooner.
+            long waitMillis;
+            if (r.saturated()) waitMillis = config.busyInterval().toMillis();
+            else if (r.wanted() == 0) waitMillis = config.busyInterval().toMillis() * 5;
+            else waitMillis = Math.min(config.idleInterval().toMillis(), r.nanosUntilNextToken() / 1_000_000 + 1);
             pg.getNotifications((int) Math.max(1, waitMillis)); // an enqueue wakes us early
         }
     }
