@@ -1,0 +1,106 @@
+package dev.fairq.bench;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.fairq.schema.Database;
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import org.jooq.DSLContext;
+
+import java.net.URI;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+
+/**
+ * The PostgreSQL a benchmark runs on: a scratch database created on the server of {@code FAIRQ_DATABASE_URL}
+ * (dropped afterwards, so a benchmark never touches real data), or a fresh embedded PostgreSQL.
+ */
+public final class BenchDatabase implements AutoCloseable {
+    public final String jdbcUrl;
+    public final String user;
+    public final String password;
+    public final String host;
+    public final int port;
+    public final String databaseName;
+    private final EmbeddedPostgres embedded;
+    private final String adminUrl;
+    private final HikariDataSource pool;
+
+    private BenchDatabase(String jdbcUrl, String user, String password, String adminUrl, EmbeddedPostgres embedded) {
+        this.jdbcUrl = jdbcUrl;
+        this.user = user;
+        this.password = password;
+        this.adminUrl = adminUrl;
+        this.embedded = embedded;
+        URI uri = URI.create(jdbcUrl.substring("jdbc:".length()));
+        this.host = uri.getHost();
+        this.port = uri.getPort() < 0 ? 5432 : uri.getPort();
+        this.databaseName = uri.getPath().substring(1);
+        this.pool = Database.pool(jdbcUrl, user, password, 8, "fairq-bench");
+        Database.migrate(pool);
+    }
+
+    static BenchDatabase open() throws Exception {
+        String url = System.getenv("FAIRQ_DATABASE_URL");
+        String user = env("FAIRQ_DATABASE_USER", "postgres");
+        String password = System.getenv("FAIRQ_DATABASE_PASSWORD");
+        if (url == null || url.isBlank()) {
+            EmbeddedPostgres pg = EmbeddedPostgres.builder()
+                    .setServerConfig("max_connections", "200")
+                    .setServerConfig("shared_buffers", "256MB")
+                    // zonky turns synchronous_commit off by default; a benchmark measures the real thing
+                    .setServerConfig("synchronous_commit", "on")
+                    .start();
+            return new BenchDatabase(pg.getJdbcUrl("postgres", "postgres"), "postgres", null, null, pg);
+        }
+        String scratch = "fairq_bench_" + ProcessHandle.current().pid();
+        try (Connection c = Database.dedicated(url, user, password, "fairq-bench-admin");
+             Statement s = c.createStatement()) {
+            s.execute("CREATE DATABASE " + scratch);
+        }
+        URI uri = URI.create(url.substring("jdbc:".length()));
+        String scratchUrl = "jdbc:postgresql://" + uri.getHost() + ":" + (uri.getPort() < 0 ? 5432 : uri.getPort())
+                + "/" + scratch + (uri.getQuery() == null ? "" : "?" + uri.getQuery());
+        return new BenchDatabase(scratchUrl, user, password, url, null);
+    }
+
+    private static String env(String name, String fallback) {
+        String v = System.getenv(name);
+        return v == null || v.isBlank() ? fallback : v;
+    }
+
+    public String description() {
+        return embedded != null ? "embedded PostgreSQL 17 (fresh)" : "scratch database on " + host + ":" + port;
+    }
+
+    public HikariDataSource pool() {
+        return pool;
+    }
+
+    public DSLContext dsl() {
+        return Database.dsl(pool);
+    }
+
+    public void createTenant(String id, int weight, double rate, int burst, int maxRunning) {
+        dsl().execute("INSERT INTO tenants (id, weight, rate_per_second, burst, max_running, max_queued) "
+                + "VALUES (?, ?, ?, ?, ?, 100000000)", id, weight, rate, burst, maxRunning);
+    }
+
+    public void truncate() {
+        dsl().execute("TRUNCATE jobs, workers, queues, tenants RESTART IDENTITY CASCADE");
+    }
+
+    @Override
+    public void close() throws Exception {
+        pool.close();
+        if (embedded != null) {
+            embedded.close();
+        } else {
+            try (Connection c = Database.dedicated(adminUrl, user, password, "fairq-bench-admin");
+                 Statement s = c.createStatement()) {
+                s.execute("DROP DATABASE IF EXISTS " + databaseName + " WITH (FORCE)");
+            } catch (SQLException e) {
+                System.err.println("could not drop scratch database " + databaseName + ": " + e.getMessage());
+            }
+        }
+    }
+}

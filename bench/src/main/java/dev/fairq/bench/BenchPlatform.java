@@ -1,0 +1,75 @@
+package dev.fairq.bench;
+
+import dev.fairq.scheduler.Scheduler;
+import dev.fairq.scheduler.SchedulerConfig;
+import dev.fairq.scheduler.SchedulerService;
+import dev.fairq.schema.Database;
+import dev.fairq.schema.JobStore;
+
+import java.io.File;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/** The scheduler in this JVM and worker processes beside it, as a deployment would run them. */
+final class BenchPlatform implements AutoCloseable {
+    private final BenchDatabase db;
+    private final List<Process> workers = new ArrayList<>();
+    private SchedulerService scheduler;
+
+    BenchPlatform(BenchDatabase db) {
+        this.db = db;
+    }
+
+    SchedulerService startScheduler(SchedulerConfig config) {
+        JobStore store = new JobStore();
+        scheduler = new SchedulerService(new Scheduler(store, config, System::nanoTime), store, config,
+                () -> Database.dedicated(db.jdbcUrl, db.user, db.password, "fairq-bench-scheduler")).start();
+        return scheduler;
+    }
+
+    Process startWorkerProcess(String id, int threads) throws Exception {
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        ProcessBuilder pb = new ProcessBuilder(java, "-Xmx512m", "-XX:+UseParallelGC",
+                "-cp", System.getProperty("java.class.path"), BenchWorker.class.getName(),
+                db.jdbcUrl, db.user, db.password == null ? "" : db.password, id, Integer.toString(threads));
+        pb.redirectErrorStream(true);
+        pb.redirectOutput(new File(System.getProperty("java.io.tmpdir"), "fairq-bench-" + id + ".log"));
+        Process p = pb.start();
+        workers.add(p);
+        return p;
+    }
+
+    /** True while any job is pending, ready or running (three probes of small partial indexes). */
+    boolean busy() {
+        return Boolean.TRUE.equals(db.dsl().fetchValue("""
+                SELECT EXISTS (SELECT 1 FROM jobs WHERE status = 'pending' AND (ordering_key IS NULL OR key_head))
+                    OR EXISTS (SELECT 1 FROM jobs WHERE status = 'ready')
+                    OR EXISTS (SELECT 1 FROM jobs WHERE status = 'running')"""));
+    }
+
+    /** Waits (polling every 5 ms) until no job is left to run; returns the nanoTime when that was seen. */
+    long awaitDrained(long timeoutMillis) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+        while (busy()) {
+            if (System.nanoTime() > deadline) throw new IllegalStateException("not drained within " + timeoutMillis + " ms");
+            Thread.sleep(5);
+        }
+        return System.nanoTime();
+    }
+
+    void stopWorkers() throws InterruptedException {
+        for (Process p : workers) p.destroy();
+        for (Process p : workers) {
+            if (!p.waitFor(60, TimeUnit.SECONDS)) p.destroyForcibly().waitFor();
+        }
+        workers.clear();
+    }
+
+    @Override
+    public void close() throws Exception {
+        stopWorkers();
+        if (scheduler != null) scheduler.close();
+    }
+}
