@@ -47,14 +47,6 @@ final class ThroughputBench implements Bench.Benchmark {
                 long start = System.nanoTime();
                 for (int p = 0; p < processes; p++) platform.startWorkerProcess("bench-w" + p, 8);
                 long end = platform.awaitDrained(240_000);
-                var tr = dev.fairq.scheduler.SchedulerService.TRACE;
-                long n = tr.size(), sumUs = 0, adm = 0, zero = 0;
-                for (long[] x : tr) { sumUs += x[1] / 1000; adm += x[3]; if (x[2] == 0) zero++; }
-                System.out.println("TICKS n=" + n + " avg_us=" + (n == 0 ? 0 : sumUs / n) + " admitted=" + adm + " full_buffer_ticks=" + zero);
-                tr.clear();
-                long[] ph = dev.fairq.scheduler.Scheduler.PH;
-                System.out.println("PHASES ms load=" + ph[0] / 1000000 + " tww=" + ph[1] / 1000000 + " cand=" + ph[2] / 1000000 + " admit=" + ph[3] / 1000000);
-                java.util.Arrays.fill(ph, 0);
                 double rate = JOBS / ((end - start) / 1e9);
                 out.put("drain_jobs_per_s_" + processes + "_process" + (processes == 1 ? "" : "es"), Math.round(rate));
                 best = Math.max(best, rate);
