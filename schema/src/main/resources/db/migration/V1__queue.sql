@@ -53,9 +53,11 @@ CREATE TABLE jobs (
     -- true for the one job of an ordering key whose turn it is (the oldest unfinished one, or a dead one
     -- that blocks its key). Only heads are admitted; see jobs_ordering_head_uidx.
     key_head      boolean     NOT NULL DEFAULT false CHECK (NOT key_head OR ordering_key IS NOT NULL),
-    -- claim order of ready jobs: the order the scheduler admitted them in (not the id order, or a tenant
-    -- that arrives late would always sort behind the flood already admitted).
-    ready_seq     bigint,
+    -- Claim order of ready jobs: the start tag the scheduler gave the job when it admitted it (its tenant's
+    -- virtual time in weighted fair queueing). Workers claim the lowest first, so a tenant that becomes
+    -- active cuts in at the claim point, interleaved by weight, instead of queueing behind every job
+    -- already admitted for others (and never by id: a late tenant would always sort last).
+    ready_rank    double precision,
     request_hash  text,
     locked_by     text,
     locked_until  timestamptz,
@@ -72,8 +74,8 @@ CREATE TABLE jobs (
 CREATE INDEX jobs_admit_idx ON jobs (tenant_id, sort_key, id) INCLUDE (run_at)
     WHERE status = 'pending' AND (ordering_key IS NULL OR key_head);
 
--- Claim: ready jobs in admission order. Tiny by design (the scheduler keeps the ready buffer small).
-CREATE INDEX jobs_claim_idx ON jobs (ready_seq) WHERE status = 'ready';
+-- Claim: ready jobs in rank order. Tiny by design (the scheduler keeps the ready buffer small).
+CREATE INDEX jobs_claim_idx ON jobs (ready_rank, id) WHERE status = 'ready';
 
 -- Reaper: running jobs by lease expiry.
 CREATE INDEX jobs_lease_idx ON jobs (locked_until) WHERE status = 'running';
@@ -154,6 +156,3 @@ CREATE TABLE workers (
     started_at    timestamptz NOT NULL DEFAULT now(),
     heartbeat_at  timestamptz NOT NULL DEFAULT now()
 );
-
--- Admission batches number the ready buffer: ready_seq = nextval * 1,000,000 + position in the batch.
-CREATE SEQUENCE jobs_ready_batch_seq;

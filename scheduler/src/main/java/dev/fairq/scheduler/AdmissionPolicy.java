@@ -4,17 +4,21 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Decides which waiting jobs go next, across tenants. The candidates respect every tenant's limits already
- * (tokens, max_running, paused); a policy only orders and cuts them.
+ * Decides which waiting jobs go next, across tenants, and in what order workers will start them. The
+ * candidates respect every tenant's limits already (tokens, max_running, paused); a policy orders and cuts
+ * them, and gives each pick a rank: workers claim ready jobs lowest rank first.
  */
 public interface AdmissionPolicy {
-    /** A chosen job. */
-    record Pick(String tenantId, long jobId) {}
+    /** A chosen job and its claim rank. */
+    record Pick(String tenantId, long jobId, double rank) {}
 
     /**
      * @param candidates per tenant, its admissible jobs in its own aging order
      * @param n          how many to pick at most
+     * @param nextRank   the lowest rank in the ready buffer (the next job to start), null when it is empty
+     * @param lastRank   the highest rank in the ready buffer, null when it is empty
      * @return the picks in admission order
      */
-    List<Pick> choose(Map<String, List<Long>> candidates, Map<String, TenantState> tenants, int n);
+    List<Pick> choose(Map<String, List<Long>> candidates, Map<String, TenantState> tenants, int n,
+                      Double nextRank, Double lastRank);
 }

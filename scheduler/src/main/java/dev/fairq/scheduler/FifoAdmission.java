@@ -8,14 +8,26 @@ import java.util.Map;
 /**
  * Plain first-in-first-out across tenants (by job id), weights ignored: what a queue without fairness does.
  * Tenant limits still apply (they shaped the candidates). Kept as the baseline of the fairness benchmark
- * and for operators who want strict global FIFO.
+ * and for operators who want strict global FIFO. Ranks only grow, so the ready buffer is FIFO too.
  */
 public final class FifoAdmission implements AdmissionPolicy {
+    private double nextRankToGive;
+
     @Override
-    public List<Pick> choose(Map<String, List<Long>> candidates, Map<String, TenantState> tenants, int n) {
-        List<Pick> all = new ArrayList<>();
-        candidates.forEach((tenant, ids) -> ids.forEach(id -> all.add(new Pick(tenant, id))));
-        all.sort(Comparator.comparingLong(Pick::jobId));
-        return all.size() <= n ? all : all.subList(0, n);
+    public List<Pick> choose(Map<String, List<Long>> candidates, Map<String, TenantState> tenants, int n,
+                             Double nextRank, Double lastRank) {
+        if (lastRank != null) nextRankToGive = Math.max(nextRankToGive, lastRank + 1);
+        List<long[]> all = new ArrayList<>();
+        List<String> tenantOf = new ArrayList<>();
+        candidates.forEach((tenant, ids) -> ids.forEach(id -> {
+            all.add(new long[]{id, tenantOf.size()});
+            tenantOf.add(tenant);
+        }));
+        all.sort(Comparator.comparingLong(a -> a[0]));
+        List<Pick> picks = new ArrayList<>(Math.min(n, all.size()));
+        for (long[] a : all.subList(0, Math.min(n, all.size()))) {
+            picks.add(new Pick(tenantOf.get((int) a[1]), a[0], nextRankToGive++));
+        }
+        return picks;
     }
 }

@@ -92,7 +92,7 @@ public final class Scheduler {
 
         Map<String, Integer> limits = new LinkedHashMap<>();
         long nextToken = Long.MAX_VALUE; // when a tenant held back only by its rate gets its next token
-        for (String tenantId : store.tenantsWithWork(ctx)) {
+        for (String tenantId : load.tenantsWithWork()) {
             TenantState t = tenants.get(tenantId);
             if (t == null || t.limits().paused()) continue;
             int room = t.limits().maxRunning() - load.running(tenantId) - load.ready(tenantId);
@@ -104,19 +104,21 @@ public final class Scheduler {
         if (limits.isEmpty()) return TickResult.none(wanted, nextToken);
 
         Map<String, List<Long>> candidates = store.admissionCandidates(ctx, limits);
-        List<AdmissionPolicy.Pick> picks = policy.choose(candidates, tenants, wanted);
+        List<AdmissionPolicy.Pick> picks = policy.choose(candidates, tenants, wanted, load.nextRank(), load.lastRank());
         if (picks.isEmpty()) return TickResult.none(wanted, nextToken);
 
         // Tokens are taken for every pick before the write: a pick that then drops out (cancelled meanwhile)
         // costs its tenant a token, which can only make the rate bound tighter, never looser.
         List<Long> ids = new ArrayList<>(picks.size());
+        List<Double> ranks = new ArrayList<>(picks.size());
         Map<Long, String> tenantOf = new HashMap<>();
         for (AdmissionPolicy.Pick p : picks) {
             tenants.get(p.tenantId()).bucket().take(1);
             ids.add(p.jobId());
+            ranks.add(p.rank());
             tenantOf.put(p.jobId(), p.tenantId());
         }
-        List<Long> admitted = store.admit(ctx, ids);
+        List<Long> admitted = store.admit(ctx, ids, ranks);
         noteAdmissions(now, admitted.size());
         List<String> admittedTenants = new ArrayList<>(admitted.size());
         java.util.Set<Long> admittedSet = new java.util.HashSet<>(admitted);

@@ -12,29 +12,36 @@ import java.util.PriorityQueue;
  * order is deterministic). Over any stretch where tenants stay eligible, their admissions split in the
  * ratio of their weights.
  *
- * <p>No credit is hoarded: a tenant that becomes eligible (new, back from idle, or no longer held back by
- * its own rate or concurrency limit) starts at the lowest pass among the tenants already eligible, so it
- * gets its fair share at once but cannot claim the turns it did not use.
+ * <p>Each pick's rank is its start tag (the tenant's pass when picked), and workers claim ready jobs in rank
+ * order. So fairness holds at the point where jobs start, not only where they are admitted: a tenant that
+ * becomes eligible starts at the system's virtual time, which is the rank of the next job to start, and its
+ * jobs interleave by weight with those already waiting in the ready buffer instead of queueing behind them.
  *
- * <p>Work-conserving: only eligible tenants are considered, so capacity never idles while any tenant has
- * admissible work.
+ * <p>No credit is hoarded: a tenant that becomes eligible (new, back from idle, or no longer held back by
+ * its own rate or concurrency limit) is lifted to the system's virtual time, so it gets its fair share at
+ * once but cannot claim the turns it did not use. Work-conserving: only eligible tenants are considered.
  */
 public final class WeightedFairAdmission implements AdmissionPolicy {
     /**
-     * The system's virtual time: the pass at which the latest pick was made. A newcomer that finds no tenant
-     * still eligible from the previous round (the incumbents momentarily held back by their rate or cap, or
-     * out of due work) starts here; starting at its own old pass would hand it every turn taken meanwhile.
+     * The pass at which the latest pick was made: the system's virtual time when the ready buffer is empty
+     * (everything admitted has started).
      */
-    private double virtualTime;
+    private double lastPicked;
 
     @Override
-    public List<Pick> choose(Map<String, List<Long>> candidates, Map<String, TenantState> tenants, int n) {
+    public List<Pick> choose(Map<String, List<Long>> candidates, Map<String, TenantState> tenants, int n,
+                             Double nextRank, Double lastRank) {
         List<TenantState> eligible = new ArrayList<>();
         for (Map.Entry<String, List<Long>> e : candidates.entrySet()) {
             TenantState t = tenants.get(e.getKey());
             if (t != null && !e.getValue().isEmpty()) eligible.add(t);
         }
-        liftNewcomers(eligible, tenants, virtualTime);
+        double virtualTime = nextRank != null ? nextRank : lastPicked;
+        for (TenantState t : tenants.values()) {
+            boolean now = eligible.contains(t);
+            if (now && !t.eligibleLastRound && t.pass < virtualTime) t.pass = virtualTime;
+            t.eligibleLastRound = now;
+        }
 
         record Cursor(TenantState tenant, List<Long> jobs, int[] next) {}
         PriorityQueue<Cursor> queue = new PriorityQueue<>(Comparator
@@ -44,23 +51,12 @@ public final class WeightedFairAdmission implements AdmissionPolicy {
         List<Pick> picks = new ArrayList<>(n);
         while (picks.size() < n && !queue.isEmpty()) {
             Cursor c = queue.poll();
-            virtualTime = Math.max(virtualTime, c.tenant().pass);
-            picks.add(new Pick(c.tenant().id(), c.jobs().get(c.next()[0]++)));
-            c.tenant().pass += 1.0 / c.tenant().weight();
+            TenantState t = c.tenant();
+            lastPicked = Math.max(lastPicked, t.pass);
+            picks.add(new Pick(t.id(), c.jobs().get(c.next()[0]++), t.pass));
+            t.pass += 1.0 / t.weight();
             if (c.next()[0] < c.jobs().size()) queue.add(c);
         }
         return picks;
-    }
-
-    private static void liftNewcomers(List<TenantState> eligible, Map<String, TenantState> tenants,
-                                      double virtualTime) {
-        double floor = Double.POSITIVE_INFINITY;
-        for (TenantState t : eligible) if (t.eligibleLastRound) floor = Math.min(floor, t.pass);
-        if (floor == Double.POSITIVE_INFINITY) floor = virtualTime;
-        for (TenantState t : tenants.values()) t.eligibleLastRound = false;
-        for (TenantState t : eligible) {
-            if (t.pass < floor) t.pass = floor;
-            t.eligibleLastRound = true;
-        }
     }
 }

@@ -5,5 +5,5 @@ import java.time.OffsetDateTime;
 /** A job a worker holds the lease of; {@code attempt} is the fencing token for completing it. */
 public record ClaimedJob(long id, String tenantId, String queue, String type, String payloadJson, int attempt,
                          int maxAttempts, String jobKey, String orderingKey, OffsetDateTime createdAt,
-                         OffsetDateTime admittedAt, long readySeq) {
+                         OffsetDateTime admittedAt, double readyRank) {
 }

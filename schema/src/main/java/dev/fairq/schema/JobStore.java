@@ -281,18 +281,15 @@ public final class JobStore {
             """;
 
     /**
-     * Moves the chosen jobs to ready in one statement, numbering them in the scheduler's order so workers
-     * claim them in that order. The status re-check makes a job cancelled meanwhile simply drop out.
+     * Moves the chosen jobs to ready in one statement, each with the rank (start tag) the scheduler gave it;
+     * workers claim in rank order. The status re-check makes a job cancelled meanwhile simply drop out.
      * pg_notify wakes idle workers; PostgreSQL delivers it at commit and folds duplicates into one.
      */
     private static final String ADMIT = """
-            WITH b AS MATERIALIZED (
-                -- a CTE runs once; a sub-select in FROM is re-run (nextval and all) for every joined row
-                SELECT nextval('jobs_ready_batch_seq') * 1000000 AS base
-            ), admitted AS (
+            WITH admitted AS (
                 UPDATE jobs j
-                SET status = 'ready', admitted_at = now(), ready_seq = b.base + a.ord
-                FROM unnest(?::bigint[]) WITH ORDINALITY AS a(id, ord), b
+                SET status = 'ready', admitted_at = now(), ready_rank = a.rank
+                FROM unnest(?::bigint[], ?::double precision[]) AS a(id, rank)
                 WHERE j.id = a.id AND j.status = 'pending'
                 RETURNING j.id, j.tenant_id
             )
@@ -301,22 +298,43 @@ public final class JobStore {
             """;
 
     /**
-     * Running and ready counts per tenant, and the live worker capacity, in one round trip. One branch per
-     * status so each is served by its own small partial index (jobs_claim_idx, jobs_lease_idx); a single
-     * "status IN (...)" would be planned as a scan of the whole table.
+     * Everything a tick needs to know, in one round trip: ready and running counts per tenant, the live
+     * worker capacity, the lowest and highest rank in the ready buffer, and which tenants have admissible
+     * work at all. One branch per status so each is served by its own small partial index (a single
+     * "status IN (...)" is planned as a scan of the whole table); the tenants come from a loose index scan
+     * over jobs_admit_idx (one probe per distinct tenant), so idle tenants cost nothing and a deep backlog
+     * is never walked.
      */
     private static final String LOAD = """
-            SELECT tenant_id, 'ready' AS what, count(*) AS n FROM jobs WHERE status = 'ready' GROUP BY tenant_id
+            WITH RECURSIVE with_work(tenant_id) AS (
+                (SELECT tenant_id FROM jobs
+                 WHERE status = 'pending' AND (ordering_key IS NULL OR key_head)
+                 ORDER BY tenant_id LIMIT 1)
+                UNION ALL
+                SELECT (SELECT j.tenant_id FROM jobs j
+                        WHERE j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
+                          AND j.tenant_id > w.tenant_id
+                        ORDER BY j.tenant_id LIMIT 1)
+                FROM with_work w WHERE w.tenant_id IS NOT NULL
+            )
+            SELECT 'ready' AS what, tenant_id, count(*)::double precision AS n
+            FROM jobs WHERE status = 'ready' GROUP BY tenant_id
             UNION ALL
-            SELECT tenant_id, 'running', count(*) FROM jobs WHERE status = 'running' GROUP BY tenant_id
+            SELECT 'running', tenant_id, count(*) FROM jobs WHERE status = 'running' GROUP BY tenant_id
             UNION ALL
-            SELECT NULL, 'capacity', coalesce(sum(capacity), 0) FROM workers
+            SELECT 'capacity', NULL, coalesce(sum(capacity), 0) FROM workers
             WHERE heartbeat_at > now() - ? * interval '1 millisecond'
+            UNION ALL
+            SELECT 'next_rank', NULL, (SELECT min(ready_rank) FROM jobs WHERE status = 'ready')
+            UNION ALL
+            SELECT 'last_rank', NULL, (SELECT max(ready_rank) FROM jobs WHERE status = 'ready')
+            UNION ALL
+            SELECT 'work', tenant_id, NULL FROM with_work WHERE tenant_id IS NOT NULL
             """;
 
     /** A paused tenant's admitted jobs go back to pending, so that pausing stops starts at once. */
     private static final String UNADMIT_PAUSED = """
-            UPDATE jobs SET status = 'pending', ready_seq = NULL, admitted_at = NULL
+            UPDATE jobs SET status = 'pending', ready_rank = NULL, admitted_at = NULL
             WHERE status = 'ready' AND tenant_id = ANY(?::text[])
             """;
 
@@ -346,30 +364,49 @@ public final class JobStore {
         return out;
     }
 
-    /** Admits the given jobs in the given order; returns the ids actually moved to ready. */
+    /** Admits the given jobs with the given ranks; returns the ids actually moved to ready. */
+    public List<Long> admit(DSLContext ctx, List<Long> ids, List<Double> ranks) {
+        if (ids.isEmpty()) return List.of();
+        return ctx.resultQuery(ADMIT, ids.toArray(Long[]::new), ranks.toArray(Double[]::new)).fetch(0, Long.class);
+    }
+
+    /** Admits the given jobs behind everything already ready, in the given order (tools and tests). */
     public List<Long> admit(DSLContext ctx, List<Long> idsInOrder) {
-        if (idsInOrder.isEmpty()) return List.of();
-        return ctx.resultQuery(ADMIT, (Object) idsInOrder.toArray(Long[]::new)).fetch(0, Long.class);
+        Double last = ctx.fetchValue("SELECT max(ready_rank) FROM jobs WHERE status = 'ready'") instanceof Number n
+                ? n.doubleValue() : 0.0;
+        List<Double> ranks = new ArrayList<>(idsInOrder.size());
+        for (int i = 0; i < idsInOrder.size(); i++) ranks.add(last + 1 + i);
+        return admit(ctx, idsInOrder, ranks);
     }
 
     public QueueLoad load(DSLContext ctx, Duration workerLiveness) {
         Map<String, Integer> ready = new HashMap<>(), running = new HashMap<>();
+        List<String> withWork = new ArrayList<>();
         int capacity = 0;
+        Double nextRank = null, lastRank = null;
         for (Record r : ctx.resultQuery(LOAD, workerLiveness.toMillis()).fetch()) {
-            String what = r.get(1, String.class);
-            int n = r.get(2, Integer.class);
-            switch (what) {
-                case "ready" -> ready.put(r.get(0, String.class), n);
-                case "running" -> running.put(r.get(0, String.class), n);
-                default -> capacity = n;
+            String tenant = r.get(1, String.class);
+            Double n = r.get(2, Double.class);
+            switch (r.get(0, String.class)) {
+                case "ready" -> ready.put(tenant, n.intValue());
+                case "running" -> running.put(tenant, n.intValue());
+                case "capacity" -> capacity = n.intValue();
+                case "next_rank" -> nextRank = n;
+                case "last_rank" -> lastRank = n;
+                default -> withWork.add(tenant);
             }
         }
-        return new QueueLoad(ready, running, capacity);
+        return new QueueLoad(ready, running, capacity, nextRank, lastRank, withWork);
     }
 
-    /** Ready and running jobs per tenant, and the thread count of live workers. */
+    /**
+     * What a tick starts from.
+     *
+     * @param nextRank lowest rank in the ready buffer (the virtual time of the next job to start), or null
+     * @param lastRank highest rank in the ready buffer, or null
+     */
     public record QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant,
-                            int workerCapacity) {
+                            int workerCapacity, Double nextRank, Double lastRank, List<String> tenantsWithWork) {
         public int ready(String tenant) { return readyByTenant.getOrDefault(tenant, 0); }
         public int running(String tenant) { return runningByTenant.getOrDefault(tenant, 0); }
         public int totalReady() { return readyByTenant.values().stream().mapToInt(Integer::intValue).sum(); }
@@ -396,10 +433,10 @@ public final class JobStore {
             SET status = 'running', locked_by = ?, locked_until = now() + ? * interval '1 millisecond',
                 attempts = j.attempts + 1, started_at = now()
             FROM (SELECT id FROM jobs WHERE status = 'ready'
-                  ORDER BY ready_seq LIMIT ? FOR UPDATE SKIP LOCKED) c
+                  ORDER BY ready_rank, id LIMIT ? FOR UPDATE SKIP LOCKED) c
             WHERE j.id = c.id
             RETURNING j.id, j.tenant_id, j.queue, j.type, j.payload::text, j.attempts, j.max_attempts, j.job_key,
-                      j.ordering_key, j.created_at, j.admitted_at, j.ready_seq
+                      j.ordering_key, j.created_at, j.admitted_at, j.ready_rank
             """;
 
     /**
@@ -420,13 +457,36 @@ public final class JobStore {
     /**
      * Successes, fenced: a row changes only while this worker still holds this attempt's lease. Zero rows
      * for a job means the lease expired and the job was reclaimed; the late result is dropped.
+     *
+     * <p>The same statement hands each finished head's ordering key to the key's oldest waiting job, so the
+     * common path is one autocommit round trip and a key is never left headless between two statements.
+     * Both updates run in one command: the finished head's row is already updated by this command when the
+     * next job becomes head, so jobs_ordering_head_uidx sees one head at a time; the NOT EXISTS excludes the
+     * rows finished here because the statement's snapshot still shows them as heads.
      */
     private static final String COMPLETE = """
-            UPDATE jobs j
-            SET status = 'succeeded', finished_at = now(), locked_by = NULL, locked_until = NULL, key_head = false
-            FROM unnest(?::bigint[], ?::integer[]) AS c(id, attempt)
-            WHERE j.id = c.id AND j.status = 'running' AND j.locked_by = ? AND j.attempts = c.attempt
-            RETURNING j.id, j.tenant_id, j.ordering_key
+            WITH done AS (
+                UPDATE jobs j
+                SET status = 'succeeded', finished_at = now(), locked_by = NULL, locked_until = NULL,
+                    key_head = false
+                FROM unnest(?::bigint[], ?::integer[]) AS c(id, attempt)
+                WHERE j.id = c.id AND j.status = 'running' AND j.locked_by = ? AND j.attempts = c.attempt
+                RETURNING j.id, j.tenant_id, j.ordering_key
+            ), keys AS (
+                SELECT DISTINCT tenant_id, ordering_key FROM done WHERE ordering_key IS NOT NULL
+            ), promoted AS (
+                UPDATE jobs n SET key_head = true
+                FROM keys k
+                WHERE n.id = (SELECT w.id FROM jobs w
+                              WHERE w.tenant_id = k.tenant_id AND w.ordering_key = k.ordering_key
+                                AND w.status = 'pending' AND NOT w.key_head
+                              ORDER BY w.id LIMIT 1)
+                  AND NOT EXISTS (SELECT 1 FROM jobs h
+                                  WHERE h.tenant_id = k.tenant_id AND h.ordering_key = k.ordering_key
+                                    AND h.key_head AND h.id NOT IN (SELECT id FROM done))
+                RETURNING n.id
+            )
+            SELECT id FROM done
             """;
 
     /**
@@ -439,7 +499,7 @@ public final class JobStore {
                 run_at = CASE WHEN f.dead THEN j.run_at ELSE now() + f.delay_ms * interval '1 millisecond' END,
                 finished_at = CASE WHEN f.dead THEN now() END,
                 last_error = f.error, locked_by = NULL, locked_until = NULL,
-                ready_seq = NULL, admitted_at = NULL,
+                ready_rank = NULL, admitted_at = NULL,
                 key_head = CASE WHEN f.dead AND (SELECT q.ordering_on_dead FROM queues q WHERE q.name = j.queue) = 'continue'
                                 THEN false ELSE j.key_head END
             FROM unnest(?::bigint[], ?::integer[], ?::boolean[], ?::bigint[], ?::text[])
@@ -475,7 +535,7 @@ public final class JobStore {
             SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead'::job_status ELSE 'pending'::job_status END,
                 finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
                 last_error = 'lease expired: worker ' || j.locked_by || ' stopped renewing it during attempt ' || j.attempts,
-                locked_by = NULL, locked_until = NULL, ready_seq = NULL, admitted_at = NULL,
+                locked_by = NULL, locked_until = NULL, ready_rank = NULL, admitted_at = NULL,
                 key_head = CASE WHEN j.attempts >= j.max_attempts
                                  AND (SELECT q.ordering_on_dead FROM queues q WHERE q.name = j.queue) = 'continue'
                                 THEN false ELSE j.key_head END
@@ -499,9 +559,9 @@ public final class JobStore {
             jobs.add(new ClaimedJob(r.get(0, Long.class), r.get(1, String.class), r.get(2, String.class),
                     r.get(3, String.class), r.get(4, String.class), r.get(5, Integer.class), r.get(6, Integer.class),
                     r.get(7, String.class), r.get(8, String.class), r.get(9, java.time.OffsetDateTime.class),
-                    r.get(10, java.time.OffsetDateTime.class), r.get(11, Long.class)));
+                    r.get(10, java.time.OffsetDateTime.class), r.get(11, Double.class)));
         }
-        jobs.sort(java.util.Comparator.comparingLong(ClaimedJob::readySeq));
+        jobs.sort(java.util.Comparator.comparingDouble(ClaimedJob::readyRank).thenComparingLong(ClaimedJob::id));
         return jobs;
     }
 
@@ -533,43 +593,41 @@ public final class JobStore {
             if (o instanceof JobOutcome.Succeeded s) ok.add(s);
             else failed.add((JobOutcome.Failed) o);
         }
+        if (failed.isEmpty()) return complete(ctx, workerId, ok); // the hot path: one statement
         return ctx.transactionResult(c -> {
             DSLContext tx = c.dsl();
-            Set<Long> recorded = new HashSet<>();
-            List<String[]> released = new ArrayList<>();
-            if (!ok.isEmpty()) {
-                Long[] ids = ok.stream().map(JobOutcome::jobId).toArray(Long[]::new);
-                Integer[] attempts = ok.stream().map(JobOutcome::attempt).toArray(Integer[]::new);
-                for (Record r : tx.resultQuery(COMPLETE, ids, attempts, workerId).fetch()) {
-                    recorded.add(r.get(0, Long.class));
-                    if (r.get(2) != null) released.add(new String[]{r.get(1, String.class), r.get(2, String.class)});
-                }
+            Set<Long> recorded = complete(tx, workerId, ok);
+            int n = failed.size();
+            Long[] ids = new Long[n];
+            Integer[] attempts = new Integer[n];
+            Boolean[] dead = new Boolean[n];
+            Long[] delays = new Long[n];
+            String[] errors = new String[n];
+            for (int i = 0; i < n; i++) {
+                JobOutcome.Failed f = failed.get(i);
+                ids[i] = f.jobId();
+                attempts[i] = f.attempt();
+                dead[i] = f.dead();
+                delays[i] = Math.max(0, f.retryDelayMs());
+                errors[i] = truncate(f.error(), 4000);
             }
-            if (!failed.isEmpty()) {
-                int n = failed.size();
-                Long[] ids = new Long[n];
-                Integer[] attempts = new Integer[n];
-                Boolean[] dead = new Boolean[n];
-                Long[] delays = new Long[n];
-                String[] errors = new String[n];
-                for (int i = 0; i < n; i++) {
-                    JobOutcome.Failed f = failed.get(i);
-                    ids[i] = f.jobId();
-                    attempts[i] = f.attempt();
-                    dead[i] = f.dead();
-                    delays[i] = Math.max(0, f.retryDelayMs());
-                    errors[i] = truncate(f.error(), 4000);
-                }
-                for (Record r : tx.resultQuery(FAIL, ids, attempts, dead, delays, errors, workerId).fetch()) {
-                    recorded.add(r.get(0, Long.class));
-                    if (r.get(2) != null && !r.get(3, Boolean.class)) {
-                        released.add(new String[]{r.get(1, String.class), r.get(2, String.class)});
-                    }
+            List<String[]> released = new ArrayList<>();
+            for (Record r : tx.resultQuery(FAIL, ids, attempts, dead, delays, errors, workerId).fetch()) {
+                recorded.add(r.get(0, Long.class));
+                if (r.get(2) != null && !r.get(3, Boolean.class)) {
+                    released.add(new String[]{r.get(1, String.class), r.get(2, String.class)});
                 }
             }
             promoteNext(tx, released);
             return recorded;
         });
+    }
+
+    private static Set<Long> complete(DSLContext ctx, String workerId, List<JobOutcome.Succeeded> ok) {
+        if (ok.isEmpty()) return new HashSet<>();
+        Long[] ids = ok.stream().map(JobOutcome::jobId).toArray(Long[]::new);
+        Integer[] attempts = ok.stream().map(JobOutcome::attempt).toArray(Integer[]::new);
+        return new HashSet<>(ctx.resultQuery(COMPLETE, ids, attempts, workerId).fetch(0, Long.class));
     }
 
     /** Returns expired leases to pending (or dead), at most {@code limit}; returns how many. */
@@ -630,7 +688,7 @@ public final class JobStore {
             if (j.getStatus() != JobStatus.pending && j.getStatus() != JobStatus.ready) return ActionResult.WRONG_STATUS;
             boolean wasHead = j.getKeyHead();
             tx.update(JOBS).set(JOBS.STATUS, JobStatus.cancelled).set(JOBS.FINISHED_AT, org.jooq.impl.DSL.currentOffsetDateTime())
-                    .set(JOBS.KEY_HEAD, false).set(JOBS.READY_SEQ, (Long) null)
+                    .set(JOBS.KEY_HEAD, false).set(JOBS.READY_RANK, (Double) null)
                     .where(JOBS.ID.eq(id)).execute();
             if (wasHead) promoteNext(tx, List.<String[]>of(new String[]{j.getTenantId(), j.getOrderingKey()}));
             return ActionResult.DONE;

@@ -56,7 +56,7 @@ class OperatorActionsTest extends StoreTestSupport {
         store.admit(dsl, List.of(id));
         assertEquals(ActionResult.DONE, store.cancel(dsl, T1, id));
         assertEquals(JobStatus.cancelled, status(id));
-        assertNull(row(id).getReadySeq());
+        assertNull(row(id).getReadyRank());
         assertEquals(List.of(), store.claim(dsl, "w1", 10, LEASE));
     }
 

@@ -354,7 +354,7 @@ class WorkerSqlTest extends StoreTestSupport {
 
         assertEquals(JobStatus.running, status(a));
         assertEquals(JobStatus.pending, status(b));
-        assertNull(row(b).getReadySeq());
+        assertNull(row(b).getReadyRank());
         assertEquals(JobStatus.ready, status(c));
         assertEquals(List.of(c), store.claim(dsl, "w1", 10, LEASE).stream().map(ClaimedJob::id).toList());
     }

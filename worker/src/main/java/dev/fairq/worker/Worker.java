@@ -385,6 +385,12 @@ public final class Worker implements AutoCloseable {
         stopped = true;
         join(completer);
         maintenance.shutdownNow();
+        try {
+            // a heartbeat still in flight would re-register the worker after unregisterWorker below
+            maintenance.awaitTermination(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         Connection c = listenConnection;
         if (c != null) {
             try {

@@ -111,6 +111,7 @@ class CrashSafetyTest {
         assertEquals("ready", db.dsl().fetchValue("SELECT status::text FROM jobs WHERE id = ?", other),
                 "the claimed-but-unstarted job is handed back");
         assertEquals(0, count("SELECT attempts FROM jobs WHERE id = ?", other), "its attempt is not counted");
-        assertEquals(0, count("SELECT count(*) FROM workers WHERE id = 'graceful'"), "the worker unregistered");
+        assertEquals(0, count("SELECT count(*) FROM workers WHERE id = 'graceful'"),
+                () -> "the worker unregistered; its output:\n" + child.output());
     }
 }
