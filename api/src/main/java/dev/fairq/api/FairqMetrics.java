@@ -57,9 +57,12 @@ final class FairqMetrics implements WorkerObserver {
                 .labelNames("tenant", "status")
                 .callback(cb -> {
                     try {
-                        for (Map.Entry<String, Map<String, Long>> t : store.queueDepths(db).entrySet()) {
+                        Map<String, Map<String, Long>> depths = store.queueDepths(db);
+                        // every tenant, with zeros, so an empty queue reads 0 rather than "no data"
+                        for (String tenant : db.resultQuery("SELECT id FROM tenants ORDER BY id").fetch(0, String.class)) {
+                            Map<String, Long> d = depths.getOrDefault(tenant, Map.of());
                             for (String status : new String[]{"pending", "ready", "running", "dead"}) {
-                                cb.call(t.getValue().getOrDefault(status, 0L), t.getKey(), status);
+                                cb.call(d.getOrDefault(status, 0L), tenant, status);
                             }
                         }
                     } catch (RuntimeException e) {

@@ -127,9 +127,7 @@ final class JobRequestParser {
                         List.of(new FieldError(prefix + "payload", "must be at most " + maxPayloadBytes + " bytes")), Map.of());
             }
         }
-        if (type == null && n.get("type") == null) errors.add(new FieldError(prefix + "type", "is required"));
-        if (errors.size() > before) return null;
-
+        // The store's own checks too, for the fields not already reported, so one answer names every field.
         JobRequest.Builder b = JobRequest.builder(tenantId, type)
                 .queue(queue == null ? JobRequest.DEFAULT_QUEUE : queue)
                 .payload(payloadJson)
@@ -140,7 +138,12 @@ final class JobRequestParser {
                 .orderingKey(orderingKey)
                 .maxAttempts(maxAttempts);
         JobRequest unchecked = b.buildUnchecked();
-        for (FieldError e : unchecked.validate()) errors.add(e.prefixed(prefix));
+        Set<String> reported = new java.util.HashSet<>();
+        for (int i = before; i < errors.size(); i++) reported.add(errors.get(i).field());
+        for (FieldError e : unchecked.validate()) {
+            FieldError p = e.prefixed(prefix);
+            if (!reported.contains(p.field())) errors.add(p);
+        }
         if (errors.size() > before) return null;
         return b.requestHash(hash(unchecked, payload)).buildUnchecked();
     }
