@@ -66,6 +66,24 @@ public final class Scheduler {
         return Collections.unmodifiableMap(new HashMap<>(tenants));
     }
 
+    /**
+     * What explain needs from memory, per tenant: tokens, time to the next token, pass, and the tenant's place
+     * in the weighted-fair order among the tenants that competed in the last admission round (1 = next).
+     */
+    public synchronized List<JobStore.SchedulerTenantState> snapshot() {
+        List<TenantState> competing = new ArrayList<>();
+        for (TenantState t : tenants.values()) if (t.eligibleLastRound) competing.add(t);
+        competing.sort(java.util.Comparator.comparingDouble(TenantState::pass).thenComparing(TenantState::id));
+        List<JobStore.SchedulerTenantState> out = new ArrayList<>(tenants.size());
+        for (TenantState t : tenants.values()) {
+            int rank = competing.indexOf(t);
+            out.add(new JobStore.SchedulerTenantState(t.id(), t.bucket().available(),
+                    t.bucket().nanosUntilNextToken() / 1_000_000, t.pass(), rank < 0 ? null : rank + 1,
+                    competing.size(), null, null));
+        }
+        return out;
+    }
+
     public synchronized TickResult tick(DSLContext ctx) {
         long now = nanoTime.getAsLong();
         if (tenantsLoadedAt == Long.MIN_VALUE || now - tenantsLoadedAt >= config.tenantReload().toNanos()) {

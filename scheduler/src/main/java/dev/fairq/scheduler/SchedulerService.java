@@ -110,8 +110,13 @@ public final class SchedulerService implements AutoCloseable {
         leader = true;
         log.info("this process is now the active scheduler");
         long nextMaintenance = System.nanoTime() + config.maintenanceEvery().toNanos();
+        long nextPublish = System.nanoTime();
         while (!stopped) {
             Scheduler.TickResult r = scheduler.tick(ctx);
+            if (System.nanoTime() >= nextPublish) {
+                publishState(ctx);
+                nextPublish = System.nanoTime() + 1_000_000_000L;
+            }
             if (System.nanoTime() >= nextMaintenance) {
                 maintain(ctx);
                 nextMaintenance = System.nanoTime() + config.maintenanceEvery().toNanos();
@@ -123,6 +128,15 @@ public final class SchedulerService implements AutoCloseable {
             else if (r.wanted() == 0) waitMillis = config.busyInterval().toMillis() * 5;
             else waitMillis = Math.min(config.idleInterval().toMillis(), r.nanosUntilNextToken() / 1_000_000 + 1);
             pg.getNotifications((int) Math.max(1, waitMillis)); // an enqueue wakes us early
+        }
+    }
+
+    /** At most once a second, one statement: the per-tenant state explain reads from any process. */
+    private void publishState(DSLContext ctx) {
+        try {
+            store.publishSchedulerState(ctx, scheduler.snapshot());
+        } catch (RuntimeException e) {
+            log.warn("could not publish the scheduler state for explain: {}", e.toString());
         }
     }
 

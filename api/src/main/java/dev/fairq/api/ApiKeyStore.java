@@ -1,0 +1,54 @@
+package dev.fairq.api;
+
+import org.jooq.DSLContext;
+import org.jooq.Record;
+
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/** Tenant API keys (table api_keys): stored as SHA-256, looked up by hash on every request. */
+final class ApiKeyStore {
+    private final DSLContext db;
+
+    ApiKeyStore(DSLContext db) {
+        this.db = db;
+    }
+
+    record CreatedKey(String keyId, String key, String tenantId, OffsetDateTime createdAt) {}
+
+    record KeyInfo(String keyId, String tenant, java.time.Instant createdAt, java.time.Instant revokedAt) {}
+
+    CreatedKey create(String tenantId) {
+        String key = Tokens.generate("fqk_");
+        String id = Tokens.shortId("key_");
+        OffsetDateTime created = db.resultQuery(
+                "INSERT INTO api_keys (id, tenant_id, key_hash) VALUES (?, ?, ?) RETURNING created_at",
+                id, tenantId, Tokens.sha256(key)).fetchOne(0, OffsetDateTime.class);
+        return new CreatedKey(id, key, tenantId, created);
+    }
+
+    /** The tenant of a live key: one probe of the unique index on key_hash; a revoked key finds nothing. */
+    Optional<String> tenantOf(String key) {
+        return db.resultQuery("SELECT tenant_id FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL",
+                Tokens.sha256(key)).fetchOptional(0, String.class);
+    }
+
+    /** Revokes a key of the tenant; false when the tenant has no such key. Revoking twice is fine. */
+    boolean revoke(String tenantId, String keyId) {
+        return db.resultQuery("""
+                UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
+                WHERE id = ? AND tenant_id = ? RETURNING id""", keyId, tenantId).fetchOptional().isPresent();
+    }
+
+    List<KeyInfo> list(String tenantId) {
+        List<KeyInfo> out = new ArrayList<>();
+        for (Record r : db.resultQuery("SELECT id, tenant_id, created_at, revoked_at FROM api_keys WHERE tenant_id = ? "
+                + "ORDER BY created_at", tenantId).fetch()) {
+            out.add(new KeyInfo(r.get(0, String.class), r.get(1, String.class),
+                    JobView.utc(r.get(2, OffsetDateTime.class)), JobView.utc(r.get(3, OffsetDateTime.class))));
+        }
+        return out;
+    }
+}

@@ -1,0 +1,22 @@
+package dev.fairq.api;
+
+import dev.fairq.worker.HandlerRegistry;
+import dev.fairq.worker.handlers.DemoHandlers;
+import dev.fairq.worker.handlers.HttpJobHandler;
+import org.jooq.DSLContext;
+
+/**
+ * THE place where the built-in job types are registered for every process that runs a worker
+ * ({@code server} and {@code worker}): the {@code http} webhook handler always, and {@code noop} and
+ * {@code sleep} when {@code FAIRQ_DEMO_HANDLERS=true} ({@link FairqConfiguration#demoHandlers}).
+ * The handlers themselves live in the worker module (package dev.fairq.worker.handlers).
+ */
+public final class BuiltInHandlers {
+    private BuiltInHandlers() {}
+
+    /** @param db where the http handler reads each tenant's webhook allow-list (cached for a second) */
+    public static void register(HandlerRegistry registry, FairqConfiguration config, DSLContext db) {
+        registry.register(HttpJobHandler.TYPE, HttpJobHandler.forDatabase(db));
+        if (config.demoHandlers) DemoHandlers.register(registry);
+    }
+}

@@ -1,0 +1,93 @@
+package dev.fairq.api;
+
+import io.dropwizard.core.server.DefaultServerFactory;
+import io.dropwizard.jetty.ConnectorFactory;
+import io.dropwizard.jetty.HttpConnectorFactory;
+import io.dropwizard.logging.common.AppenderFactory;
+import io.dropwizard.logging.common.ConsoleAppenderFactory;
+import io.dropwizard.logging.common.DefaultLoggingFactory;
+import io.dropwizard.logging.json.EventJsonLayoutBaseFactory;
+
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The {@code FAIRQ_*} environment variables, applied over the built-in defaults and the config file (a
+ * variable that is set wins). Runs before logging is configured, so {@code FAIRQ_LOG_FORMAT=json} covers
+ * every line. A value that does not parse stops start-up naming the variable.
+ */
+final class EnvironmentOverrides {
+    /** Text log lines carry the tenant and job id from the MDC (the worker sets both around each job). */
+    static final String TEXT_LOG_FORMAT =
+            "%-5p [%d{ISO8601,UTC}] [%t] %c{1}: %replace(tenant=%X{tenant} job=%X{job_id} ){'tenant= job= ', ''}%m%n%rEx";
+
+    private EnvironmentOverrides() {}
+
+    static <T extends FairqConfiguration> T apply(T c, Map<String, String> env) {
+        String v;
+        if ((v = get(env, "FAIRQ_DATABASE_URL")) != null) c.databaseUrl = v;
+        if ((v = get(env, "FAIRQ_DATABASE_USER")) != null) c.databaseUser = v;
+        if ((v = get(env, "FAIRQ_DATABASE_PASSWORD")) != null) c.databasePassword = v;
+        if ((v = get(env, "FAIRQ_ADMIN_TOKEN")) != null) c.adminToken = v;
+        if ((v = get(env, "FAIRQ_DATA_DIR")) != null) c.dataDirectory = v;
+        if ((v = get(env, "FAIRQ_TENANTS")) != null) {
+            c.tenantsFile = v;
+            c.tenantsFileRequired = true;
+        }
+        if ((v = get(env, "FAIRQ_WORKER_THREADS")) != null) c.workerThreads = intIn("FAIRQ_WORKER_THREADS", v, 1, 1000);
+        if ((v = get(env, "FAIRQ_DEMO_HANDLERS")) != null) c.demoHandlers = bool("FAIRQ_DEMO_HANDLERS", v);
+        if ((v = get(env, "FAIRQ_MAX_PAYLOAD_BYTES")) != null) {
+            c.maxPayloadBytes = intIn("FAIRQ_MAX_PAYLOAD_BYTES", v, 1, 16 * 1024 * 1024);
+        }
+        if (c.getServerFactory() instanceof DefaultServerFactory server) {
+            if ((v = get(env, "FAIRQ_PORT")) != null) setPort(server.getApplicationConnectors(), intIn("FAIRQ_PORT", v, 0, 65535));
+            if ((v = get(env, "FAIRQ_ADMIN_PORT")) != null) setPort(server.getAdminConnectors(), intIn("FAIRQ_ADMIN_PORT", v, 0, 65535));
+        }
+        if (c.getLoggingFactory() instanceof DefaultLoggingFactory logging) {
+            String format = get(env, "FAIRQ_LOG_FORMAT");
+            if (format != null && !format.equals("json") && !format.equals("text")) {
+                throw new IllegalArgumentException("FAIRQ_LOG_FORMAT must be json or text, not '" + format + "'");
+            }
+            for (AppenderFactory<?> a : logging.getAppenders()) {
+                if (a instanceof ConsoleAppenderFactory<?> console) {
+                    if ("json".equals(format)) {
+                        setJsonLayout(console);
+                    } else if (console.getLogFormat() == null) {
+                        console.setLogFormat(TEXT_LOG_FORMAT);
+                    }
+                }
+            }
+        }
+        return c;
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static void setJsonLayout(ConsoleAppenderFactory console) {
+        console.setLayout(new EventJsonLayoutBaseFactory());
+    }
+
+    private static void setPort(List<ConnectorFactory> connectors, int port) {
+        if (!connectors.isEmpty() && connectors.get(0) instanceof HttpConnectorFactory http) http.setPort(port);
+    }
+
+    private static String get(Map<String, String> env, String name) {
+        String v = env.get(name);
+        return v == null || v.isBlank() ? null : v.trim();
+    }
+
+    private static int intIn(String name, String v, int min, int max) {
+        try {
+            int n = Integer.parseInt(v);
+            if (n >= min && n <= max) return n;
+        } catch (NumberFormatException ignored) {
+            // reported below
+        }
+        throw new IllegalArgumentException(name + " must be a whole number between " + min + " and " + max + ", not '" + v + "'");
+    }
+
+    private static boolean bool(String name, String v) {
+        if (v.equalsIgnoreCase("true")) return true;
+        if (v.equalsIgnoreCase("false")) return false;
+        throw new IllegalArgumentException(name + " must be true or false, not '" + v + "'");
+    }
+}

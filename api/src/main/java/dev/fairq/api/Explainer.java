@@ -1,0 +1,135 @@
+package dev.fairq.api;
+
+import dev.fairq.scheduler.SchedulerService;
+import dev.fairq.schema.JobStore;
+import dev.fairq.schema.generated.enums.JobStatus;
+import dev.fairq.schema.generated.tables.records.JobsRecord;
+import dev.fairq.schema.generated.tables.records.TenantsRecord;
+import org.jooq.DSLContext;
+
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Supplier;
+
+import static dev.fairq.schema.generated.Tables.TENANTS;
+
+/**
+ * Why a job is not running, as one reason with its data. The checks go from the most definite to the
+ * least, so the first that holds is the one that keeps the job waiting:
+ * <ol>
+ *   <li>{@code not_waiting}: running, or finished (succeeded, dead, cancelled);</li>
+ *   <li>{@code scheduled} / {@code backoff}: run_at is in the future (backoff when an attempt failed);</li>
+ *   <li>{@code paused}: the tenant is paused;</li>
+ *   <li>{@code ordering_blocked}: not its key's turn (behind job Y, or the key is blocked by dead job Y);</li>
+ *   <li>{@code ready}: admitted, waiting for a free worker;</li>
+ *   <li>{@code concurrency_full}: the tenant's running (+ admitted) jobs are at max_running;</li>
+ *   <li>{@code rate_limited}: the tenant's token bucket is empty until next_token_at;</li>
+ *   <li>{@code fair_share}: other tenants' turn; the tenant's position in the fair order.</li>
+ * </ol>
+ * Tokens and fair-share position live in the active scheduler's memory: read directly when this process is
+ * the leader, else from scheduler_tenant_state, which the leader publishes once a second.
+ */
+final class Explainer {
+    private final JobStore store;
+    private final DSLContext db;
+    private final Supplier<SchedulerService> localScheduler;
+
+    Explainer(JobStore store, DSLContext db, Supplier<SchedulerService> localScheduler) {
+        this.store = store;
+        this.db = db;
+        this.localScheduler = localScheduler;
+    }
+
+    /** {@code reason} and {@code data}; {@code message} says it in a sentence. */
+    public record Explanation(long jobId, String status, String reason, String message, Map<String, Object> data) {}
+
+    Explanation explain(JobsRecord job) {
+        Map<String, Object> data = new LinkedHashMap<>();
+        JobStatus status = job.getStatus();
+        String st = status.getLiteral();
+        if (status != JobStatus.pending && status != JobStatus.ready) {
+            data.put("attempts", job.getAttempts());
+            if (job.getLastError() != null) data.put("last_error", job.getLastError());
+            return new Explanation(job.getId(), st, "not_waiting", "the job is " + st + ", not waiting", data);
+        }
+        OffsetDateTime now = store.now(db);
+        if (status == JobStatus.pending && job.getRunAt().isAfter(now)) {
+            long inMs = java.time.Duration.between(now, job.getRunAt()).toMillis();
+            if (job.getAttempts() > 0) {
+                data.put("retry_at", job.getRunAt().toInstant());
+                data.put("in_ms", inMs);
+                data.put("attempts", job.getAttempts());
+                data.put("max_attempts", job.getMaxAttempts());
+                data.put("last_error", job.getLastError());
+                return new Explanation(job.getId(), st, "backoff", "attempt " + job.getAttempts()
+                        + " failed; the next one is at " + job.getRunAt().toInstant(), data);
+            }
+            data.put("run_at", job.getRunAt().toInstant());
+            data.put("in_ms", inMs);
+            return new Explanation(job.getId(), st, "scheduled", "the job may start at " + job.getRunAt().toInstant(), data);
+        }
+        TenantsRecord tenant = db.selectFrom(TENANTS).where(TENANTS.ID.eq(job.getTenantId())).fetchOne();
+        if (tenant.getPaused()) {
+            return new Explanation(job.getId(), st, "paused", "the tenant is paused: jobs are accepted but none start", data);
+        }
+        if (status == JobStatus.pending && job.getOrderingKey() != null && !job.getKeyHead()) {
+            data.put("ordering_key", job.getOrderingKey());
+            Optional<JobsRecord> head = store.orderingHead(db, job.getTenantId(), job.getOrderingKey());
+            if (head.isPresent() && head.get().getStatus() == JobStatus.dead) {
+                data.put("blocked_by_dead_job", head.get().getId());
+                return new Explanation(job.getId(), st, "ordering_blocked", "ordering key '" + job.getOrderingKey()
+                        + "' is blocked by dead job " + head.get().getId() + " until it is retried or discarded", data);
+            }
+            head.ifPresent(h -> {
+                data.put("behind_job", h.getId());
+                data.put("behind_job_status", h.getStatus().getLiteral());
+            });
+            return new Explanation(job.getId(), st, "ordering_blocked", "waiting for its turn in ordering key '"
+                    + job.getOrderingKey() + "'" + head.map(h -> " behind job " + h.getId()).orElse(""), data);
+        }
+        if (status == JobStatus.ready) {
+            return new Explanation(job.getId(), st, "ready", "admitted; waiting for a free worker", data);
+        }
+        JobStore.TenantStats stats = store.tenantStats(db, job.getTenantId(), java.time.Duration.ofMinutes(5));
+        if (stats.running() + stats.ready() >= tenant.getMaxRunning()) {
+            data.put("running", stats.running());
+            data.put("admitted", stats.ready());
+            data.put("max_running", tenant.getMaxRunning());
+            return new Explanation(job.getId(), st, "concurrency_full", "the tenant has " + stats.running()
+                    + " jobs running (and " + stats.ready() + " admitted) of max_running " + tenant.getMaxRunning(), data);
+        }
+        Optional<JobStore.SchedulerTenantState> sched = schedulerState(job.getTenantId());
+        if (sched.isPresent() && sched.get().tokensAvailable() < 1) {
+            JobStore.SchedulerTenantState s = sched.get();
+            Instant next = s.nextTokenAt() != null ? s.nextTokenAt().toInstant()
+                    : Instant.now().plusMillis(s.nextTokenInMs());
+            data.put("next_token_at", next);
+            data.put("rate_per_second", tenant.getRatePerSecond());
+            data.put("burst", tenant.getBurst());
+            return new Explanation(job.getId(), st, "rate_limited", "the tenant used its rate (" + tenant.getRatePerSecond()
+                    + "/s, burst " + tenant.getBurst() + "); next token at " + next, data);
+        }
+        data.put("jobs_ahead_in_tenant", store.jobsAhead(db, job, 10_000));
+        sched.ifPresent(s -> {
+            data.put("position", s.position());
+            data.put("competing_tenants", s.competing());
+            data.put("weight", tenant.getWeight());
+            if (s.updatedAt() != null) data.put("scheduler_state_at", s.updatedAt().toInstant());
+        });
+        if (sched.isEmpty()) data.put("scheduler", "no scheduler state yet (is a scheduler running?)");
+        return new Explanation(job.getId(), st, "fair_share", "other tenants' turn: admission is shared by weight"
+                + sched.map(s -> s.position() == null ? "" : "; the tenant is at position " + s.position() + " of "
+                + s.competing()).orElse(""), data);
+    }
+
+    private Optional<JobStore.SchedulerTenantState> schedulerState(String tenantId) {
+        SchedulerService local = localScheduler.get();
+        if (local != null && local.isLeader()) {
+            return local.scheduler().snapshot().stream().filter(s -> s.tenantId().equals(tenantId)).findFirst();
+        }
+        return store.schedulerState(db, tenantId);
+    }
+}

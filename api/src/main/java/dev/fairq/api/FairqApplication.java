@@ -1,0 +1,155 @@
+package dev.fairq.api;
+
+import com.fasterxml.jackson.databind.PropertyNamingStrategies;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.fairq.scheduler.SchedulerService;
+import dev.fairq.schema.Database;
+import dev.fairq.schema.JobStore;
+import dev.fairq.worker.HandlerRegistry;
+import dev.fairq.worker.ShutdownSignals;
+import dev.fairq.worker.Worker;
+import io.dropwizard.configuration.EnvironmentVariableSubstitutor;
+import io.dropwizard.configuration.SubstitutingSourceProvider;
+import io.dropwizard.core.Application;
+import io.dropwizard.core.setup.Bootstrap;
+import io.dropwizard.core.setup.Environment;
+import io.dropwizard.lifecycle.Managed;
+import org.jooq.DSLContext;
+
+import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * fairq in one process: {@code server [config.yml]} runs the API, the scheduler (leader election: one
+ * active among all processes) and a worker pool. {@code worker}, {@code scheduler} and {@code migrate} run
+ * one role against a shared database. Settings: built-in defaults, then the optional file, then the
+ * {@code FAIRQ_*} environment variables ({@link EnvironmentOverrides}).
+ */
+public class FairqApplication extends Application<FairqConfiguration> {
+    public static void main(String[] args) throws Exception {
+        new FairqApplication().run(args);
+    }
+
+    @Override
+    public String getName() {
+        return "fairq";
+    }
+
+    @Override
+    public void initialize(Bootstrap<FairqConfiguration> bootstrap) {
+        bootstrap.setConfigurationSourceProvider(new SubstitutingSourceProvider(
+                bootstrap.getConfigurationSourceProvider(), new EnvironmentVariableSubstitutor(false)));
+        bootstrap.setConfigurationFactoryFactory(new EnvironmentConfigurationFactoryFactory<>(System.getenv()));
+        bootstrap.addCommand(new RoleCommands.WorkerCommand(this));
+        bootstrap.addCommand(new RoleCommands.SchedulerCommand());
+        bootstrap.addCommand(new RoleCommands.MigrateCommand());
+    }
+
+    /**
+     * The job types this process's workers run. Built-in handlers are registered in
+     * {@link BuiltInHandlers#register}; tests override this to add their own.
+     */
+    protected void registerHandlers(HandlerRegistry registry, FairqConfiguration config, DSLContext db) {
+        BuiltInHandlers.register(registry, config, db);
+    }
+
+    /** Whether SIGTERM / SIGINT stop the process gracefully with exit code 0 (off in in-JVM tests). */
+    protected boolean handleSignals() {
+        return true;
+    }
+
+    @Override
+    public void run(FairqConfiguration config, Environment env) throws Exception {
+        DatabaseTarget target;
+        if (config.embeddedDatabase()) {
+            EmbeddedDatabase embedded = EmbeddedDatabase.start(Path.of(config.dataDirectory));
+            env.lifecycle().manage(embedded); // managed first, so it stops last
+            target = embedded.target();
+        } else {
+            target = new DatabaseTarget(config.databaseUrl, config.databaseUser, config.databasePassword, false);
+        }
+        HikariDataSource apiPool = Roles.pool(target, config.apiPoolSize, "fairq-api");
+        env.lifecycle().manage(closing(apiPool::close));
+        Database.migrate(apiPool);
+        DSLContext db = Database.dsl(apiPool);
+        Roles.seedTenants(config, db);
+        String adminHash = AdminCredentials.resolveHash(config, target.embedded(), db, System.out);
+
+        JobStore store = new JobStore();
+        FairqMetrics metrics = new FairqMetrics(store, db);
+        AtomicReference<SchedulerService> scheduler = new AtomicReference<>();
+        if (config.runScheduler) {
+            env.lifecycle().manage(new Managed() {
+                @Override public void start() { scheduler.set(Roles.startScheduler(store, target)); }
+                @Override public void stop() { if (scheduler.get() != null) scheduler.get().close(); }
+            });
+        }
+        if (config.runWorker) {
+            HandlerRegistry handlers = new HandlerRegistry();
+            registerHandlers(handlers, config, db);
+            HikariDataSource workerPool = Roles.queuePool(target, 4, "fairq-worker");
+            AtomicReference<Worker> worker = new AtomicReference<>();
+            env.lifecycle().manage(new Managed() {
+                @Override public void start() {
+                    worker.set(Roles.startWorker(config, handlers, store, target, workerPool, metrics));
+                }
+                @Override public void stop() {
+                    if (worker.get() != null) worker.get().close();
+                    workerPool.close();
+                }
+            });
+            env.healthChecks().register("worker-pool", new LazyCheck(() -> worker.get() == null ? null
+                    : new HealthChecks.WorkerPoolCheck(db, worker.get())));
+        }
+
+        env.getObjectMapper().setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE);
+        env.getObjectMapper().disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS);
+        ApiKeyStore keys = new ApiKeyStore(db);
+        TenantAdminStore tenants = new TenantAdminStore(db);
+        env.jersey().register(new BearerAuthFilter(adminHash, keys));
+        env.jersey().register(new ApiExceptionMappers.Api());
+        env.jersey().register(new ApiExceptionMappers.InvalidJob());
+        env.jersey().register(new ApiExceptionMappers.QueueFull());
+        env.jersey().register(new JobsResource(store, db, new JobRequestParser(config.maxPayloadBytes),
+                new Explainer(store, db, scheduler::get)));
+        env.jersey().register(new StatsResource(store, db));
+        env.jersey().register(new AdminTenantsResource(tenants, keys));
+        env.jersey().register(new AdminJobsResource(store, db, tenants));
+
+        env.admin().addServlet("prometheus", new PrometheusServlet(metrics.registry)).addMapping("/metrics");
+        env.healthChecks().register("database", new HealthChecks.DatabaseCheck(db));
+        env.healthChecks().register("scheduler", new LazyCheck(() -> new HealthChecks.SchedulerCheck(db, scheduler.get())));
+
+        if (handleSignals()) {
+            env.lifecycle().addServerLifecycleListener(server -> ShutdownSignals.onTerminate(() -> {
+                try {
+                    server.stop();
+                } catch (Exception e) {
+                    throw new IllegalStateException("stopping the server failed", e);
+                }
+            }));
+        }
+    }
+
+    private static Managed closing(Runnable close) {
+        return new Managed() {
+            @Override public void stop() { close.run(); }
+        };
+    }
+
+    /** A health check whose target exists only once the server started. */
+    private static final class LazyCheck extends com.codahale.metrics.health.HealthCheck {
+        private final java.util.function.Supplier<com.codahale.metrics.health.HealthCheck> target;
+
+        LazyCheck(java.util.function.Supplier<com.codahale.metrics.health.HealthCheck> target) {
+            this.target = target;
+        }
+
+        @Override
+        protected Result check() {
+            com.codahale.metrics.health.HealthCheck t = target.get();
+            return t == null ? Result.unhealthy("not started") : t.execute();
+        }
+    }
+}

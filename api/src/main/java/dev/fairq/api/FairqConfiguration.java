@@ -1,0 +1,35 @@
+package dev.fairq.api;
+
+import com.fasterxml.jackson.annotation.JsonProperty;
+import io.dropwizard.core.Configuration;
+
+/**
+ * fairq's settings. Every field has a built-in default, so {@code server} runs with no file at all; the
+ * {@code FAIRQ_*} environment variables override the defaults and the file ({@link EnvironmentOverrides}).
+ */
+public class FairqConfiguration extends Configuration {
+    /** JDBC URL of the shared PostgreSQL; null starts the embedded one under {@link #dataDirectory}. */
+    @JsonProperty public String databaseUrl;
+    @JsonProperty public String databaseUser;
+    @JsonProperty public String databasePassword;
+    /** Where the embedded PostgreSQL keeps its data (it survives restarts). */
+    @JsonProperty public String dataDirectory = ".fairq";
+    /** The admin bearer token; required unless the database is the embedded default. */
+    @JsonProperty public String adminToken;
+    @JsonProperty public String tenantsFile = "./tenants.yml";
+    /** True when the tenants file was named explicitly (then it must exist; the default may be missing). */
+    @JsonProperty public boolean tenantsFileRequired;
+    @JsonProperty public int workerThreads = 8;
+    @JsonProperty public boolean demoHandlers;
+    /** Largest accepted job payload, serialized, in bytes (413 beyond it). */
+    @JsonProperty public int maxPayloadBytes = 64 * 1024;
+    /** Connections of the API's pool (the worker and scheduler have their own). */
+    @JsonProperty public int apiPoolSize = 10;
+    /** Run the scheduler (leader election) and a worker pool inside {@code server}. */
+    @JsonProperty public boolean runScheduler = true;
+    @JsonProperty public boolean runWorker = true;
+
+    public boolean embeddedDatabase() {
+        return databaseUrl == null || databaseUrl.isBlank();
+    }
+}

@@ -1,0 +1,57 @@
+package dev.fairq.api;
+
+import dev.fairq.schema.FieldError;
+import dev.fairq.schema.JobStore;
+import dev.fairq.schema.generated.enums.JobStatus;
+import dev.fairq.schema.generated.tables.records.JobsRecord;
+import org.jooq.DSLContext;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A keyset page of jobs, newest first. {@code next} is the cursor for the following page (pass it as
+ * {@code after}); null on the last page.
+ */
+public record JobPage(List<JobView> jobs, String next) {
+    static final int DEFAULT_LIMIT = 50;
+    static final int MAX_LIMIT = 500;
+
+    static JobPage fetch(JobStore store, DSLContext db, String tenantOrNull, String status, String queue, String type,
+                         String orderingKey, String limit, String after) {
+        List<FieldError> errors = new ArrayList<>();
+        JobStatus st = null;
+        if (status != null && !status.isBlank()) {
+            for (JobStatus s : JobStatus.values()) if (s.getLiteral().equals(status)) st = s;
+            if (st == null) errors.add(new FieldError("status", "must be one of pending, ready, running, succeeded, dead, cancelled"));
+        }
+        int lim = DEFAULT_LIMIT;
+        if (limit != null && !limit.isBlank()) {
+            try {
+                lim = Integer.parseInt(limit);
+                if (lim < 1 || lim > MAX_LIMIT) errors.add(new FieldError("limit", "must be between 1 and " + MAX_LIMIT));
+            } catch (NumberFormatException e) {
+                errors.add(new FieldError("limit", "must be a whole number"));
+            }
+        }
+        Long afterId = null;
+        if (after != null && !after.isBlank()) {
+            try {
+                afterId = Long.parseLong(after);
+            } catch (NumberFormatException e) {
+                errors.add(new FieldError("after", "must be the 'next' value of a previous page"));
+            }
+        }
+        if (!errors.isEmpty()) throw ApiException.invalid(errors);
+        List<JobsRecord> rows = store.list(db, new JobStore.JobFilter(tenantOrNull, st, blank(queue), blank(type),
+                blank(orderingKey)), afterId, lim + 1);
+        boolean more = rows.size() > lim;
+        List<JobView> jobs = new ArrayList<>(Math.min(rows.size(), lim));
+        for (int i = 0; i < Math.min(rows.size(), lim); i++) jobs.add(JobView.of(rows.get(i)));
+        return new JobPage(jobs, more ? Long.toString(jobs.get(jobs.size() - 1).id()) : null);
+    }
+
+    private static String blank(String s) {
+        return s == null || s.isBlank() ? null : s;
+    }
+}

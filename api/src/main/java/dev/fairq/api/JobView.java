@@ -1,0 +1,24 @@
+package dev.fairq.api;
+
+import com.fasterxml.jackson.annotation.JsonRawValue;
+import dev.fairq.schema.generated.tables.records.JobsRecord;
+
+import java.time.Instant;
+import java.time.OffsetDateTime;
+
+/** A job as the API shows it: snake_case, times in UTC, the payload as the JSON that was submitted. */
+public record JobView(long id, String tenant, String queue, String type, @JsonRawValue String payload, int priority,
+                      String status, int attempts, int maxAttempts, Instant runAt, String jobKey, String orderingKey,
+                      Instant createdAt, Instant startedAt, Instant finishedAt, String lastError) {
+
+    static JobView of(JobsRecord r) {
+        return new JobView(r.getId(), r.getTenantId(), r.getQueue(), r.getType(),
+                r.getPayload() == null ? "null" : r.getPayload().data(), r.getPriority(), r.getStatus().getLiteral(),
+                r.getAttempts(), r.getMaxAttempts(), utc(r.getRunAt()), r.getJobKey(), r.getOrderingKey(),
+                utc(r.getCreatedAt()), utc(r.getStartedAt()), utc(r.getFinishedAt()), r.getLastError());
+    }
+
+    static Instant utc(OffsetDateTime t) {
+        return t == null ? null : t.toInstant();
+    }
+}

@@ -1,0 +1,68 @@
+package dev.fairq.api;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.fairq.scheduler.Scheduler;
+import dev.fairq.scheduler.SchedulerConfig;
+import dev.fairq.scheduler.SchedulerService;
+import dev.fairq.scheduler.TenantsFile;
+import dev.fairq.schema.Database;
+import dev.fairq.schema.JobStore;
+import dev.fairq.worker.HandlerRegistry;
+import dev.fairq.worker.Worker;
+import dev.fairq.worker.WorkerConfig;
+import dev.fairq.worker.WorkerObserver;
+import org.jooq.DSLContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/** Starting the roles, shared by {@code server} and the single-role commands. */
+final class Roles {
+    private static final Logger log = LoggerFactory.getLogger(Roles.class);
+
+    private Roles() {}
+
+    static HikariDataSource pool(DatabaseTarget db, int size, String name) {
+        return Database.pool(db.url(), db.user(), db.password(), size, name);
+    }
+
+    /** For the queue's own transitions (claim, finish, heartbeat): see {@link Database#queuePool}. */
+    static HikariDataSource queuePool(DatabaseTarget db, int size, String name) {
+        return Database.queuePool(db.url(), db.user(), db.password(), size, name);
+    }
+
+    static SchedulerService startScheduler(JobStore store, DatabaseTarget db) {
+        SchedulerConfig config = SchedulerConfig.defaults();
+        return new SchedulerService(new Scheduler(store, config, System::nanoTime), store, config,
+                () -> db.dedicated("fairq-scheduler")).start();
+    }
+
+    /** A worker with its own small pool (claim, completion, heartbeat), as its engine expects. */
+    static Worker startWorker(FairqConfiguration config, HandlerRegistry handlers, JobStore store, DatabaseTarget db,
+                              HikariDataSource workerPool, WorkerObserver observer) {
+        WorkerConfig wc = WorkerConfig.defaults().withThreads(config.workerThreads);
+        Worker worker = new Worker(wc, handlers, store, Database.dsl(workerPool), () -> db.dedicated("fairq-listen"),
+                observer, () -> java.util.concurrent.ThreadLocalRandom.current().nextDouble());
+        log.info("worker job types: {}", handlers.types().isEmpty() ? "(none registered)" : handlers.types());
+        return worker.start();
+    }
+
+    /**
+     * Seeds tenants from the tenants file. The default file may be missing; a file named with FAIRQ_TENANTS
+     * must exist; an invalid file stops start-up with its line and field.
+     */
+    static void seedTenants(FairqConfiguration config, DSLContext db) throws IOException {
+        Path file = Path.of(config.tenantsFile);
+        if (!Files.exists(file)) {
+            if (config.tenantsFileRequired) throw new IllegalStateException("tenants file " + file + " (FAIRQ_TENANTS) does not exist");
+            log.info("no tenants file at {}; create tenants with PUT /v1/admin/tenants/{{id}}", file);
+            return;
+        }
+        TenantsFile tenants = TenantsFile.load(file);
+        int inserted = tenants.seed(db);
+        log.info("tenants file {}: {} tenants, {} new", file, tenants.tenants().size(), inserted);
+    }
+}

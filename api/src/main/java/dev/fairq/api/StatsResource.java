@@ -1,0 +1,48 @@
+package dev.fairq.api;
+
+import dev.fairq.schema.JobStore;
+import jakarta.ws.rs.GET;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.core.Context;
+import jakarta.ws.rs.core.MediaType;
+import jakarta.ws.rs.core.SecurityContext;
+import org.jooq.DSLContext;
+
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+import static dev.fairq.schema.generated.Tables.TENANTS;
+
+/** The caller's own numbers and limits. */
+@Path("/v1/stats")
+@Produces(MediaType.APPLICATION_JSON)
+public final class StatsResource {
+    static final Duration RECENT = Duration.ofMinutes(5);
+    private final JobStore store;
+    private final DSLContext db;
+
+    StatsResource(JobStore store, DSLContext db) {
+        this.store = store;
+        this.db = db;
+    }
+
+    @GET
+    public Map<String, Object> stats(@Context SecurityContext sc) {
+        String tenant = BearerAuthFilter.tenant(sc);
+        JobStore.TenantStats s = store.tenantStats(db, tenant, RECENT);
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("tenant", tenant);
+        out.put("pending", s.pending());
+        out.put("ready", s.ready());
+        out.put("running", s.running());
+        out.put("succeeded_last_5m", s.succeededRecent());
+        out.put("dead_last_5m", s.deadRecent());
+        out.put("dead_total", s.deadTotal());
+        out.put("oldest_pending_age_ms", s.oldestPendingAgeMs());
+        out.put("blocked_ordering_keys", s.blockedOrderingKeys());
+        out.put("limits", TenantView.of(db.selectFrom(TENANTS).where(TENANTS.ID.eq(tenant)).fetchOne()).limits());
+        return out;
+    }
+}

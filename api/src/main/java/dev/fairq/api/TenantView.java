@@ -1,0 +1,31 @@
+package dev.fairq.api;
+
+import dev.fairq.schema.generated.tables.records.TenantsRecord;
+
+import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/** A tenant and its limits as the admin API shows them. */
+public record TenantView(String id, int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued,
+                         boolean paused, List<String> webhookAllow, Instant createdAt, Instant updatedAt) {
+    static TenantView of(TenantsRecord r) {
+        return new TenantView(r.getId(), r.getWeight(), r.getRatePerSecond(), r.getBurst(), r.getMaxRunning(),
+                r.getMaxQueued(), r.getPaused(), r.getWebhookAllow() == null ? List.of() : List.of(r.getWebhookAllow()),
+                JobView.utc(r.getCreatedAt()), JobView.utc(r.getUpdatedAt()));
+    }
+
+    /** Just the limits, snake_case: what the audit log stores as old and new values. */
+    Map<String, Object> limits() {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("weight", weight);
+        m.put("rate_per_second", ratePerSecond);
+        m.put("burst", burst);
+        m.put("max_running", maxRunning);
+        m.put("max_queued", maxQueued);
+        m.put("paused", paused);
+        m.put("webhook_allow", webhookAllow);
+        return m;
+    }
+}

@@ -1,0 +1,132 @@
+package dev.fairq.api;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.List;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Admin auth, tenants and their audited limits, keys and revocation, admin job actions. */
+class AdminApiTest {
+    static TestApp app;
+
+    @BeforeAll
+    static void start() throws Exception {
+        app = TestApp.get();
+    }
+
+    @Test
+    void wrongOrMissingTokenIs401AndTheWrongKindIs403() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("auth"));
+        TestApp.Res missing = app.call("GET", "/v1/admin/tenants", null, null);
+        assertEquals(401, missing.status());
+        assertTrue(missing.header("WWW-Authenticate").startsWith("Bearer"));
+        assertEquals(401, app.call("GET", "/v1/admin/tenants", "wrong", null).status());
+        assertEquals(403, app.call("GET", "/v1/admin/tenants", key, null).status());
+        assertEquals(403, app.call("PUT", "/v1/admin/tenants/x", key, "{}").status());
+        assertEquals(401, app.call("GET", "/v1/jobs", null, null).status());
+        assertEquals(401, app.call("GET", "/v1/jobs", "fqk_unknown", null).status());
+        assertEquals(403, app.call("GET", "/v1/jobs", TestApp.ADMIN_TOKEN, null).status());
+        assertEquals(200, app.admin("GET", "/v1/admin/tenants", null).status());
+    }
+
+    @Test
+    void putCreatesOrReplacesPatchChangesPartiallyAndEveryChangeIsAudited() {
+        String t = TestApp.uniqueTenant("lim");
+        TestApp.Res created = app.admin("PUT", "/v1/admin/tenants/" + t, "{\"weight\": 3, \"max_running\": 5}");
+        assertEquals(201, created.status());
+        assertEquals(3, created.body().get("weight").asInt());
+        assertEquals(200, created.body().get("burst").asInt(), "defaults for the rest");
+        TestApp.Res replaced = app.admin("PUT", "/v1/admin/tenants/" + t, "{\"weight\": 2}");
+        assertEquals(200, replaced.status());
+        assertEquals(20, replaced.body().get("max_running").asInt(), "replace: left-out fields back to defaults");
+
+        List<Object> before = app.snapshot();
+        TestApp.Res bad = app.admin("PATCH", "/v1/admin/tenants/" + t, "{\"weight\": 0, \"rate_per_second\": -1, \"colour\": \"red\"}");
+        assertEquals(422, bad.status());
+        assertEquals(3, bad.body().get("errors").size());
+        assertEquals(422, app.admin("PUT", "/v1/admin/tenants/Not_Valid!", "{}").status());
+        assertEquals(400, app.admin("PATCH", "/v1/admin/tenants/" + t, "{not json").status());
+        assertEquals(404, app.admin("PATCH", "/v1/admin/tenants/" + TestApp.uniqueTenant("nobody"), "{\"weight\": 2}").status());
+        assertEquals(before, app.snapshot());
+
+        TestApp.Res patched = app.call(app.support.getLocalPort(), "PATCH", "/v1/admin/tenants/" + t, TestApp.ADMIN_TOKEN,
+                "{\"max_running\": 7, \"webhook_allow\": [\"Hooks.Example.com\"]}");
+        assertEquals(200, patched.status());
+        assertEquals(7, patched.body().get("max_running").asInt());
+        assertEquals(2, patched.body().get("weight").asInt(), "patch keeps the others");
+        assertEquals("hooks.example.com", patched.body().get("webhook_allow").get(0).asText());
+
+        JsonNode audit = app.admin("GET", "/v1/admin/audit?tenant=" + t, null).body().get("entries");
+        assertEquals(3, audit.size());
+        JsonNode last = audit.get(0);
+        assertEquals("patch", last.get("action").asText());
+        assertEquals("admin", last.get("actor").asText());
+        assertEquals(20, last.get("old_values").get("max_running").asInt());
+        assertEquals(7, last.get("new_values").get("max_running").asInt());
+        assertTrue(audit.get(2).get("old_values").isNull());
+        assertEquals("create", audit.get(2).get("action").asText());
+        assertTrue(last.get("changed_at").asText().endsWith("Z"));
+    }
+
+    @Test
+    void keysAreShownOnceAndRevocationTakesEffectAtOnce() {
+        String t = TestApp.uniqueTenant("keys");
+        app.admin("PUT", "/v1/admin/tenants/" + t, "{}");
+        TestApp.Res k = app.admin("POST", "/v1/admin/tenants/" + t + "/keys", null);
+        assertEquals(201, k.status());
+        String key = k.body().get("key").asText();
+        String keyId = k.body().get("key_id").asText();
+        assertEquals(0, app.db.dsl().fetchCount(app.db.dsl().selectOne().from("api_keys").where("key_hash = ?", key)),
+                "only the hash is stored");
+        assertEquals(200, app.call("GET", "/v1/stats", key, null).status());
+        TestApp.Res list = app.admin("GET", "/v1/admin/tenants/" + t + "/keys", null);
+        assertTrue(!list.body().toString().contains(key), "a listing never shows the key");
+
+        assertEquals(204, app.admin("DELETE", "/v1/admin/tenants/" + t + "/keys/" + keyId, null).status());
+        assertEquals(401, app.call("GET", "/v1/stats", key, null).status());
+        assertEquals(401, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}").status());
+        assertEquals(404, app.admin("DELETE", "/v1/admin/tenants/" + t + "/keys/key_nope", null).status());
+        assertEquals(404, app.admin("POST", "/v1/admin/tenants/" + TestApp.uniqueTenant("none") + "/keys", null).status());
+    }
+
+    @Test
+    void adminListsRetriesAndDiscardsAnyTenantsJobs() {
+        String t = TestApp.uniqueTenant("adm");
+        String key = app.newTenantKey(t);
+        long dead = app.call("POST", "/v1/jobs", key, "{\"type\": \"fail\", \"payload\": {}, \"max_attempts\": 1}").body().get("id").asLong();
+        await().atMost(Duration.ofSeconds(20)).until(() ->
+                app.call("GET", "/v1/jobs/" + dead, key, null).body().get("status").asText().equals("dead"));
+        TestApp.Res list = app.admin("GET", "/v1/admin/jobs?tenant=" + t + "&status=dead", null);
+        assertEquals(200, list.status());
+        assertEquals(dead, list.body().get("jobs").get(0).get("id").asLong());
+        assertEquals(422, app.admin("GET", "/v1/admin/jobs?status=nope", null).status());
+
+        TestApp.Res retried = app.admin("POST", "/v1/admin/jobs/" + dead + "/retry", null);
+        assertEquals(200, retried.status());
+        assertEquals(0, retried.body().get("attempts").asInt());
+        await().atMost(Duration.ofSeconds(20)).until(() ->
+                app.call("GET", "/v1/jobs/" + dead, key, null).body().get("status").asText().equals("dead"));
+        assertEquals(200, app.admin("POST", "/v1/admin/jobs/" + dead + "/discard", null).status());
+        assertEquals(409, app.admin("POST", "/v1/admin/jobs/" + dead + "/discard", null).status());
+        assertEquals(404, app.admin("POST", "/v1/admin/jobs/999999999/retry", null).status());
+    }
+
+    @Test
+    void aLimitChangeTakesEffectWithinASecond() {
+        String t = TestApp.uniqueTenant("live");
+        String key = app.newTenantKey(t);
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + t, "{\"paused\": true}").status());
+        app.awaitSchedulerSaw(t);
+        long id = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}").body().get("id").asLong();
+        assertEquals("paused", app.call("GET", "/v1/jobs/" + id + "/explain", key, null).body().get("reason").asText());
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + t, "{\"paused\": false}").status());
+        await().atMost(Duration.ofSeconds(3)).until(() ->
+                app.call("GET", "/v1/jobs/" + id, key, null).body().get("status").asText().equals("succeeded"));
+    }
+}

@@ -1,0 +1,255 @@
+package dev.fairq.api;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The tenant job endpoints over real HTTP: every status code of the contract. */
+class JobsApiTest {
+    static TestApp app;
+
+    @BeforeAll
+    static void start() throws Exception {
+        app = TestApp.get();
+    }
+
+    @Test
+    void submitReturns201WithLocationAndTheJobThenRunsIt() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("sub"));
+        TestApp.Res r = app.call("POST", "/v1/jobs", key,
+                "{\"type\": \"record\", \"payload\": {\"a\": [1, 2]}, \"priority\": 5, \"max_attempts\": 3, \"queue\": \"emails\"}");
+        assertEquals(201, r.status(), r.toString());
+        long id = r.body().get("id").asLong();
+        assertTrue(r.header("Location").endsWith("/v1/jobs/" + id));
+        assertEquals("record", r.body().get("type").asText());
+        assertEquals("emails", r.body().get("queue").asText());
+        assertEquals(5, r.body().get("priority").asInt());
+        assertEquals(3, r.body().get("max_attempts").asInt());
+        assertEquals(2, r.body().get("payload").get("a").get(1).asInt());
+        assertTrue(r.body().get("created_at").asText().endsWith("Z"), "RFC 3339 UTC");
+        for (String f : List.of("id", "queue", "type", "payload", "priority", "status", "attempts", "max_attempts", "run_at",
+                "job_key", "ordering_key", "created_at", "started_at", "finished_at", "last_error")) {
+            assertTrue(r.body().has(f), "field " + f);
+        }
+        await().atMost(Duration.ofSeconds(20)).until(() ->
+                app.call("GET", "/v1/jobs/" + id, key, null).body().get("status").asText().equals("succeeded"));
+        TestApp.Res done = app.call("GET", "/v1/jobs/" + id, key, null);
+        assertEquals(1, done.body().get("attempts").asInt());
+        assertNotNull(done.body().get("finished_at").asText(null));
+        assertEquals("not_waiting", app.call("GET", "/v1/jobs/" + id + "/explain", key, null).body().get("reason").asText());
+    }
+
+    @Test
+    void sameJobKeyReplaysWith200AndDifferentRequestIs409() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("idem"));
+        String body = "{\"type\": \"record\", \"payload\": {\"x\": 1, \"y\": 2}, \"job_key\": \"order-1\"}";
+        TestApp.Res first = app.call("POST", "/v1/jobs", key, body);
+        assertEquals(201, first.status());
+        // the same request with the payload's keys in another order is the same request
+        TestApp.Res again = app.call("POST", "/v1/jobs", key, "{\"job_key\": \"order-1\", \"payload\": {\"y\": 2, \"x\": 1}, \"type\": \"record\"}");
+        assertEquals(200, again.status());
+        assertEquals("true", again.header("Idempotent-Replay"));
+        assertEquals(first.body().get("id"), again.body().get("id"));
+        List<Object> before = app.snapshot();
+        TestApp.Res conflict = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {\"x\": 2}, \"job_key\": \"order-1\"}");
+        assertEquals(409, conflict.status());
+        assertEquals("job_key", conflict.body().get("errors").get(0).get("field").asText());
+        assertEquals(before, app.snapshot());
+    }
+
+    @Test
+    void badInputIs400Or422Or413NamingTheFieldAndChangesNothing() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("bad"));
+        List<Object> before = app.snapshot();
+
+        assertEquals(400, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", ").status());
+        assertEquals(400, app.call("POST", "/v1/jobs", key, "[1, 2]").status());
+
+        TestApp.Res invalid = app.call("POST", "/v1/jobs", key,
+                "{\"type\": \"bad type!\", \"payload\": {}, \"priority\": 1000, \"run_at\": \"tomorrow\", \"max_attempts\": 0, \"colour\": 1}");
+        assertEquals(422, invalid.status(), invalid.toString());
+        List<String> fields = new ArrayList<>();
+        invalid.body().get("errors").forEach(e -> fields.add(e.get("field").asText()));
+        assertTrue(fields.containsAll(List.of("type", "run_at", "max_attempts", "colour")), fields.toString());
+        TestApp.Res priority = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"priority\": 1000}");
+        assertEquals(422, priority.status());
+        assertEquals("priority", priority.body().get("errors").get(0).get("field").asText());
+        assertEquals(422, app.call("POST", "/v1/jobs", key, "{\"payload\": {}}").status());
+        assertEquals(422, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"tenant\": \"other\"}").status());
+        assertEquals(422, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"run_at\": \"2030-01-01T00:00:00Z\", \"delay_ms\": 5}").status());
+
+        TestApp.Res tooBig = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {\"s\": \"" + "x".repeat(2000) + "\"}}");
+        assertEquals(413, tooBig.status());
+        assertEquals("payload", tooBig.body().get("errors").get(0).get("field").asText());
+
+        assertEquals(before, app.snapshot());
+    }
+
+    @Test
+    void beyondMaxQueuedIs429WithRetryAfter() {
+        String tenant = TestApp.uniqueTenant("full");
+        String key = app.newTenantKey(tenant);
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"max_queued\": 2, \"paused\": true}").status());
+        assertEquals(201, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}").status());
+        assertEquals(201, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}").status());
+        List<Object> before = app.snapshot();
+        TestApp.Res r = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}");
+        assertEquals(429, r.status());
+        assertNotNull(r.header("Retry-After"));
+        assertEquals(before, app.snapshot());
+    }
+
+    @Test
+    void batchIsAtomicAndNamesTheIndexAndField() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("batch"));
+        List<Object> before = app.snapshot();
+        TestApp.Res bad = app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [{\"type\": \"record\", \"payload\": {}}, "
+                + "{\"type\": \"record\", \"payload\": {}}, {\"type\": \"record\", \"payload\": {}, \"max_attempts\": -1}]}");
+        assertEquals(422, bad.status());
+        assertEquals("jobs[2].max_attempts", bad.body().get("errors").get(0).get("field").asText());
+        assertEquals(before, app.snapshot());
+        assertEquals(422, app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": []}").status());
+        assertEquals(400, app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [").status());
+        assertEquals(before, app.snapshot());
+
+        TestApp.Res ok = app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [{\"type\": \"record\", \"payload\": {}, \"ordering_key\": \"k\"}, "
+                + "{\"type\": \"record\", \"payload\": {\"n\": 2}, \"ordering_key\": \"k\", \"job_key\": \"b2\"}]}");
+        assertEquals(201, ok.status(), ok.toString());
+        assertEquals(2, ok.body().get("jobs").size());
+        assertFalse(ok.body().get("jobs").get(1).get("idempotent_replay").asBoolean());
+
+        // a job_key reused with a different request rolls the whole batch back
+        List<Object> mid = app.snapshot();
+        TestApp.Res conflict = app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [{\"type\": \"record\", \"payload\": {}}, "
+                + "{\"type\": \"record\", \"payload\": {\"n\": 3}, \"ordering_key\": \"k\", \"job_key\": \"b2\"}]}");
+        assertEquals(409, conflict.status());
+        assertEquals("jobs[1].job_key", conflict.body().get("errors").get(0).get("field").asText());
+        assertEquals(mid, app.snapshot());
+    }
+
+    @Test
+    void getListCancelRetryAndTheirConflicts() {
+        String tenant = TestApp.uniqueTenant("ops");
+        String key = app.newTenantKey(tenant);
+        assertEquals(404, app.call("GET", "/v1/jobs/999999999", key, null).status());
+        assertEquals(404, app.call("GET", "/v1/jobs/not-a-number", key, null).status());
+
+        List<Long> ids = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            ids.add(app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000, \"queue\": \"q" + (i % 2) + "\"}")
+                    .body().get("id").asLong());
+        }
+        TestApp.Res page1 = app.call("GET", "/v1/jobs?limit=2", key, null);
+        assertEquals(200, page1.status());
+        assertEquals(2, page1.body().get("jobs").size());
+        assertEquals(ids.get(4), page1.body().get("jobs").get(0).get("id").asLong(), "newest first");
+        String next = page1.body().get("next").asText();
+        TestApp.Res page2 = app.call("GET", "/v1/jobs?limit=2&after=" + next, key, null);
+        assertEquals(ids.get(2), page2.body().get("jobs").get(0).get("id").asLong());
+        TestApp.Res page3 = app.call("GET", "/v1/jobs?limit=2&after=" + page2.body().get("next").asText(), key, null);
+        assertEquals(1, page3.body().get("jobs").size());
+        assertTrue(page3.body().get("next").isNull());
+        assertEquals(3, app.call("GET", "/v1/jobs?queue=q0&status=pending", key, null).body().get("jobs").size());
+        assertEquals(422, app.call("GET", "/v1/jobs?status=sleeping", key, null).status());
+        assertEquals(422, app.call("GET", "/v1/jobs?limit=0", key, null).status());
+
+        TestApp.Res explain = app.call("GET", "/v1/jobs/" + ids.get(0) + "/explain", key, null);
+        assertEquals("scheduled", explain.body().get("reason").asText());
+        assertNotNull(explain.body().get("data").get("run_at"));
+
+        assertEquals(409, app.call("POST", "/v1/jobs/" + ids.get(0) + "/retry", key, null).status());
+        TestApp.Res cancelled = app.call("POST", "/v1/jobs/" + ids.get(0) + "/cancel", key, null);
+        assertEquals(200, cancelled.status());
+        assertEquals("cancelled", cancelled.body().get("status").asText());
+        assertEquals(409, app.call("POST", "/v1/jobs/" + ids.get(0) + "/cancel", key, null).status());
+        TestApp.Res retried = app.call("POST", "/v1/jobs/" + ids.get(0) + "/retry", key, null);
+        assertEquals(200, retried.status());
+        assertEquals("pending", retried.body().get("status").asText());
+        assertEquals(404, app.call("POST", "/v1/jobs/999999999/cancel", key, null).status());
+        assertEquals(404, app.call("POST", "/v1/jobs/999999999/retry", key, null).status());
+    }
+
+    @Test
+    void explainNamesOrderingBlockedAndPausedAndStatsCountsTheTenant() {
+        String tenant = TestApp.uniqueTenant("expl");
+        String key = app.newTenantKey(tenant);
+        long dead = app.call("POST", "/v1/jobs", key, "{\"type\": \"fail\", \"payload\": {}, \"ordering_key\": \"acct-1\"}").body().get("id").asLong();
+        long behind = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"ordering_key\": \"acct-1\"}").body().get("id").asLong();
+        await().atMost(Duration.ofSeconds(20)).until(() ->
+                app.call("GET", "/v1/jobs/" + dead, key, null).body().get("status").asText().equals("dead"));
+        TestApp.Res e = app.call("GET", "/v1/jobs/" + behind + "/explain", key, null);
+        assertEquals("ordering_blocked", e.body().get("reason").asText());
+        assertEquals(dead, e.body().get("data").get("blocked_by_dead_job").asLong());
+
+        TestApp.Res stats = app.call("GET", "/v1/stats", key, null);
+        assertEquals(200, stats.status());
+        assertEquals(1, stats.body().get("pending").asInt());
+        assertEquals(1, stats.body().get("dead_total").asInt());
+        assertEquals(1, stats.body().get("dead_last_5m").asInt());
+        assertEquals(1, stats.body().get("blocked_ordering_keys").asInt());
+        assertNotNull(stats.body().get("limits").get("max_running"));
+
+        TestApp.Res blocked = app.admin("GET", "/v1/admin/ordering-keys/blocked?tenant=" + tenant, null);
+        assertEquals(1, blocked.body().get("ordering_keys").size());
+        assertEquals(dead, blocked.body().get("ordering_keys").get(0).get("dead_job_id").asLong());
+
+        // the admin discards the dead head: the key moves on and the job behind it runs
+        assertEquals(409, app.admin("POST", "/v1/admin/jobs/" + behind + "/discard", null).status());
+        assertEquals("cancelled", app.admin("POST", "/v1/admin/jobs/" + dead + "/discard", null).body().get("status").asText());
+        await().atMost(Duration.ofSeconds(20)).until(() ->
+                app.call("GET", "/v1/jobs/" + behind, key, null).body().get("status").asText().equals("succeeded"));
+
+        // paused: accepted, explained, not started
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"paused\": true}").status());
+        app.awaitSchedulerSaw(tenant);
+        long waiting = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}").body().get("id").asLong();
+        assertEquals("paused", app.call("GET", "/v1/jobs/" + waiting + "/explain", key, null).body().get("reason").asText());
+        assertNull(app.call("GET", "/v1/jobs/" + waiting, key, null).body().get("started_at").textValue());
+    }
+
+    @Test
+    void explainSaysRateLimitedWhenTheBucketIsEmpty() {
+        String tenant = TestApp.uniqueTenant("rate");
+        String key = app.newTenantKey(tenant);
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"rate_per_second\": 0.01, \"burst\": 1}").status());
+        app.awaitSchedulerSaw(tenant);
+        StringBuilder batch = new StringBuilder("{\"jobs\": [");
+        for (int i = 0; i < 3; i++) batch.append(i == 0 ? "" : ",").append("{\"type\": \"record\", \"payload\": {}}");
+        TestApp.Res r = app.call("POST", "/v1/jobs/batch", key, batch.append("]}").toString());
+        long last = r.body().get("jobs").get(2).get("job").get("id").asLong();
+        await().atMost(Duration.ofSeconds(10)).until(() ->
+                app.call("GET", "/v1/jobs/" + last + "/explain", key, null).body().get("reason").asText().equals("rate_limited"));
+        assertNotNull(app.call("GET", "/v1/jobs/" + last + "/explain", key, null).body().get("data").get("next_token_at"));
+    }
+
+    @Test
+    void metricsAndHealthChecksOnTheAdminPort() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("met"));
+        app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000}");
+        long id = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}").body().get("id").asLong();
+        await().atMost(Duration.ofSeconds(20)).until(() ->
+                app.call("GET", "/v1/jobs/" + id, key, null).body().get("status").asText().equals("succeeded"));
+        TestApp.Res metrics = app.adminPort("/metrics");
+        assertEquals(200, metrics.status());
+        String text = metrics.body().asText();
+        for (String m : List.of("fairq_jobs{", "fairq_job_starts_total{", "fairq_job_successes_total{",
+                "fairq_claim_latency_seconds_bucket{", "fairq_admission_latency_seconds_bucket{")) {
+            assertTrue(text.contains(m), m + " in\n" + text);
+        }
+        TestApp.Res health = app.adminPort("/healthcheck");
+        assertEquals(200, health.status(), health.toString());
+        assertTrue(health.body().get("database").get("healthy").asBoolean());
+        assertTrue(health.body().get("scheduler").get("healthy").asBoolean());
+        assertTrue(health.body().get("worker-pool").get("healthy").asBoolean());
+    }
+}

@@ -1,0 +1,153 @@
+package dev.fairq.api;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.fairq.testing.TestDatabase;
+import dev.fairq.worker.HandlerRegistry;
+import dev.fairq.worker.PermanentJobException;
+import io.dropwizard.core.server.DefaultServerFactory;
+import io.dropwizard.jetty.HttpConnectorFactory;
+import io.dropwizard.testing.DropwizardTestSupport;
+import org.jooq.DSLContext;
+import org.jooq.Record;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.List;
+import java.util.UUID;
+
+/**
+ * The whole application (API + scheduler + worker) once per test JVM, over real HTTP, against the test
+ * PostgreSQL. Tests use fresh tenants of their own instead of emptying tables under the running app.
+ */
+final class TestApp {
+    static final String ADMIN_TOKEN = "test-admin-token-0123456789";
+    static final ObjectMapper JSON = new ObjectMapper();
+    private static TestApp instance;
+
+    final TestDatabase db;
+    final DropwizardTestSupport<FairqConfiguration> support;
+    final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+
+    /** The application with test-only job types: {@code record} succeeds, {@code fail} dead-letters at once. */
+    public static final class TestApplication extends FairqApplication {
+        @Override
+        protected void registerHandlers(HandlerRegistry registry, FairqConfiguration config, DSLContext db) {
+            super.registerHandlers(registry, config, db);
+            registry.register("record", job -> { });
+            registry.register("fail", job -> {
+                throw new PermanentJobException("failing on purpose");
+            });
+        }
+
+        @Override
+        protected boolean handleSignals() {
+            return false;
+        }
+    }
+
+    private TestApp() throws Exception {
+        db = TestDatabase.get();
+        FairqConfiguration c = new FairqConfiguration();
+        c.databaseUrl = db.jdbcUrl;
+        c.databaseUser = db.user;
+        c.databasePassword = db.password;
+        c.adminToken = ADMIN_TOKEN;
+        c.tenantsFile = "target/no-tenants-file.yml";
+        c.workerThreads = 4;
+        c.maxPayloadBytes = 1024;
+        DefaultServerFactory server = (DefaultServerFactory) c.getServerFactory();
+        ((HttpConnectorFactory) server.getApplicationConnectors().get(0)).setPort(0);
+        ((HttpConnectorFactory) server.getAdminConnectors().get(0)).setPort(0);
+        support = new DropwizardTestSupport<>(TestApplication.class, c);
+        support.before();
+        Runtime.getRuntime().addShutdownHook(new Thread(support::after));
+    }
+
+    static synchronized TestApp get() throws Exception {
+        if (instance == null) instance = new TestApp();
+        return instance;
+    }
+
+    record Res(int status, java.net.http.HttpHeaders headers, JsonNode body) {
+        String header(String name) {
+            return headers.firstValue(name).orElse(null);
+        }
+    }
+
+    Res call(String method, String path, String token, String body) {
+        return call(support.getLocalPort(), method, path, token, body);
+    }
+
+    Res admin(String method, String path, String body) {
+        return call(method, path, ADMIN_TOKEN, body);
+    }
+
+    Res adminPort(String path) {
+        return call(support.getAdminPort(), "GET", path, null, null);
+    }
+
+    Res call(int port, String method, String path, String token, String body) {
+        return callPort(port, method, path, token, body);
+    }
+
+    private static final HttpClient CLIENT = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+
+    /** Any fairq on localhost (the integration test's own process too). */
+    static Res callPort(int port, String method, String path, String token, String body) {
+        HttpClient http = CLIENT;
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://localhost:" + port + path))
+                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+        if (body != null) b.header("Content-Type", "application/json");
+        if (token != null) b.header("Authorization", "Bearer " + token);
+        try {
+            HttpResponse<String> r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+            JsonNode node = null;
+            if (!r.body().isEmpty()) {
+                try {
+                    node = JSON.readTree(r.body());
+                } catch (Exception e) {
+                    node = JSON.getNodeFactory().textNode(r.body());
+                }
+            }
+            return new Res(r.statusCode(), r.headers(), node);
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** A new tenant with generous limits (created over the admin API) and a key for it. */
+    String newTenantKey(String tenantId) {
+        Res put = admin("PUT", "/v1/admin/tenants/" + tenantId, "{\"rate_per_second\": 100000, \"burst\": 100000, \"max_running\": 1000}");
+        if (put.status() != 201) throw new IllegalStateException("tenant not created: " + put);
+        Res key = admin("POST", "/v1/admin/tenants/" + tenantId + "/keys", null);
+        if (key.status() != 201) throw new IllegalStateException("key not created: " + key);
+        return key.body().get("key").asText();
+    }
+
+    /**
+     * Waits until the active scheduler has published its state more than 800 ms after the tenant's last
+     * change: it re-reads limits every 500 ms and ticks at least every 250 ms, so by then it has seen it.
+     */
+    void awaitSchedulerSaw(String tenantId) {
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(10)).until(() -> db.dsl().fetchExists(
+                db.dsl().selectOne().from("scheduler_tenant_state s").join("tenants t").on("t.id = s.tenant_id")
+                        .where("s.tenant_id = ? AND s.updated_at > t.updated_at + interval '800 milliseconds'", tenantId)));
+    }
+
+    static String uniqueTenant(String prefix) {
+        return prefix + "-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    /** Everything a bad request could have changed: row counts, the highest job id, every tenant row. */
+    List<Object> snapshot() {
+        Record r = db.dsl().resultQuery("""
+                SELECT (SELECT count(*) FROM jobs), (SELECT coalesce(max(id), 0) FROM jobs),
+                       (SELECT count(*) FROM api_keys), (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL),
+                       (SELECT count(*) FROM tenant_audit),
+                       (SELECT md5(string_agg(t::text, ',' ORDER BY t.id)) FROM tenants t)""").fetchOne();
+        return List.of(r.intoArray());
+    }
+}
