@@ -49,12 +49,12 @@ final class BenchPlatform implements AutoCloseable {
                     OR EXISTS (SELECT 1 FROM jobs WHERE status = 'running')"""));
     }
 
-    /** Waits (polling every 5 ms) until no job is left to run; returns the nanoTime when that was seen. */
+    /** Waits (polling every 20 ms) until no job is left to run; returns the nanoTime when that was seen. */
     long awaitDrained(long timeoutMillis) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
         while (busy()) {
             if (System.nanoTime() > deadline) throw new IllegalStateException("not drained within " + timeoutMillis + " ms");
-            Thread.sleep(5);
+            Thread.sleep(20);
         }
         return System.nanoTime();
     }

@@ -45,7 +45,7 @@ final class ThroughputBench implements Bench.Benchmark {
             try (BenchPlatform platform = new BenchPlatform(db)) {
                 platform.startScheduler(SchedulerConfig.defaults());
                 long start = System.nanoTime();
-                for (int p = 0; p < processes; p++) platform.startWorkerProcess("bench-w" + p, 8);
+                for (int p = 0; p < processes; p++) platform.startWorkerProcess("bench-w" + p, Integer.getInteger("fairq.bench.threads", 8));
                 long end = platform.awaitDrained(240_000);
                 double rate = JOBS / ((end - start) / 1e9);
                 out.put("drain_jobs_per_s_" + processes + "_process" + (processes == 1 ? "" : "es"), Math.round(rate));

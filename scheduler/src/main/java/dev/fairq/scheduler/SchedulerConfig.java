@@ -28,7 +28,7 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
                               Duration retention, Duration deadRetention) {
 
     public static SchedulerConfig defaults() {
-        return new SchedulerConfig(true, 8, Duration.ofMillis(25), 2000, 0, Duration.ofMillis(2),
+        return new SchedulerConfig(true, 8, Duration.ofMillis(100), 2000, 0, Duration.ofMillis(2),
                 Duration.ofMillis(250), Duration.ofSeconds(1), Duration.ofMillis(500), Duration.ofSeconds(30),
                 Duration.ofSeconds(30), Duration.ofDays(1), Duration.ofDays(7));
     }

@@ -112,7 +112,11 @@ public final class SchedulerService implements AutoCloseable {
         long nextMaintenance = System.nanoTime() + config.maintenanceEvery().toNanos();
         long nextPublish = System.nanoTime();
         while (!stopped) {
+            long started = System.nanoTime();
             Scheduler.TickResult r = scheduler.tick(ctx);
+            if (log.isDebugEnabled()) {
+                log.debug("tick: wanted {} admitted {} in {} us", r.wanted(), r.admitted(), (System.nanoTime() - started) / 1000);
+            }
             if (System.nanoTime() >= nextPublish) {
                 publishState(ctx);
                 nextPublish = System.nanoTime() + 1_000_000_000L;

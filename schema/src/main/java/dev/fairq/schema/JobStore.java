@@ -288,9 +288,9 @@ public final class JobStore {
     private static final String ADMIT = """
             WITH admitted AS (
                 UPDATE jobs j
-                SET status = 'ready', admitted_at = now(), ready_rank = a.rank
-                FROM unnest(?::bigint[], ?::double precision[]) AS a(id, rank)
-                WHERE j.id = a.id AND j.status = 'pending'
+                SET status = 'ready', admitted_at = now(),
+                    ready_rank = (?::double precision[])[array_position(?::bigint[], j.id)]
+                WHERE j.id = ANY(?::bigint[]) AND j.status = 'pending'
                 RETURNING j.id, j.tenant_id
             )
             SELECT admitted.id, admitted.tenant_id, pg_notify('fairq_ready', '')
@@ -367,7 +367,8 @@ public final class JobStore {
     /** Admits the given jobs with the given ranks; returns the ids actually moved to ready. */
     public List<Long> admit(DSLContext ctx, List<Long> ids, List<Double> ranks) {
         if (ids.isEmpty()) return List.of();
-        return ctx.resultQuery(ADMIT, ids.toArray(Long[]::new), ranks.toArray(Double[]::new)).fetch(0, Long.class);
+        Long[] idArray = ids.toArray(Long[]::new);
+        return ctx.resultQuery(ADMIT, ranks.toArray(Double[]::new), idArray, idArray).fetch(0, Long.class);
     }
 
     /** Admits the given jobs behind everything already ready, in the given order (tools and tests). */
@@ -458,6 +459,11 @@ public final class JobStore {
      * Successes, fenced: a row changes only while this worker still holds this attempt's lease. Zero rows
      * for a job means the lease expired and the job was reclaimed; the late result is dropped.
      *
+     * <p>Rows are found by {@code id = ANY(ids)} and each row's expected attempt is looked up by its position
+     * in the array, rather than by joining an unnest of the arrays: a join's plan depends on row estimates,
+     * and right after a burst (stale statistics: "1 running job") PostgreSQL would nest the whole array
+     * inside a scan of the running jobs, quadratic in the batch (measured: 4 s for 5,000 completions).
+     *
      * <p>The same statement hands each finished head's ordering key to the key's oldest waiting job, so the
      * common path is one autocommit round trip and a key is never left headless between two statements.
      * Both updates run in one command: the finished head's row is already updated by this command when the
@@ -469,8 +475,8 @@ public final class JobStore {
                 UPDATE jobs j
                 SET status = 'succeeded', finished_at = now(), locked_by = NULL, locked_until = NULL,
                     key_head = false
-                FROM unnest(?::bigint[], ?::integer[]) AS c(id, attempt)
-                WHERE j.id = c.id AND j.status = 'running' AND j.locked_by = ? AND j.attempts = c.attempt
+                WHERE j.id = ANY(?::bigint[]) AND j.status = 'running' AND j.locked_by = ?
+                  AND j.attempts = (?::integer[])[array_position(?::bigint[], j.id)]
                 RETURNING j.id, j.tenant_id, j.ordering_key
             ), keys AS (
                 SELECT DISTINCT tenant_id, ordering_key FROM done WHERE ordering_key IS NOT NULL
@@ -494,6 +500,12 @@ public final class JobStore {
      * head keeps its key blocked unless its queue says 'continue'.
      */
     private static final String FAIL = """
+            WITH f AS MATERIALIZED (
+                SELECT j.id, (?::boolean[])[p.i] AS dead, (?::bigint[])[p.i] AS delay_ms, (?::text[])[p.i] AS error,
+                       (?::integer[])[p.i] AS attempt
+                FROM jobs j, LATERAL (SELECT array_position(?::bigint[], j.id) AS i) p
+                WHERE j.id = ANY(?::bigint[]) AND j.status = 'running' AND j.locked_by = ?
+            )
             UPDATE jobs j
             SET status = CASE WHEN f.dead THEN 'dead'::job_status ELSE 'pending'::job_status END,
                 run_at = CASE WHEN f.dead THEN j.run_at ELSE now() + f.delay_ms * interval '1 millisecond' END,
@@ -502,9 +514,8 @@ public final class JobStore {
                 ready_rank = NULL, admitted_at = NULL,
                 key_head = CASE WHEN f.dead AND (SELECT q.ordering_on_dead FROM queues q WHERE q.name = j.queue) = 'continue'
                                 THEN false ELSE j.key_head END
-            FROM unnest(?::bigint[], ?::integer[], ?::boolean[], ?::bigint[], ?::text[])
-                 AS f(id, attempt, dead, delay_ms, error)
-            WHERE j.id = f.id AND j.status = 'running' AND j.locked_by = ? AND j.attempts = f.attempt
+            FROM f
+            WHERE j.id = f.id AND j.attempts = f.attempt AND j.status = 'running'
             RETURNING j.id, j.tenant_id, j.ordering_key, j.key_head
             """;
 
@@ -565,6 +576,14 @@ public final class JobStore {
         return jobs;
     }
 
+    /**
+     * A worker found the ready buffer empty while it had free threads: wake the scheduler now rather than at
+     * its next timed tick, so the buffer is refilled on demand (the channel the scheduler listens on).
+     */
+    public void wakeScheduler(DSLContext ctx) {
+        ctx.execute("SELECT pg_notify('fairq_jobs', 'drained')");
+    }
+
     /** Extends the leases of the given jobs still held by the worker; returns the ids still held. */
     public Set<Long> heartbeat(DSLContext ctx, String workerId, int capacity, Set<Long> jobIds, Duration lease) {
         return new HashSet<>(ctx.resultQuery(HEARTBEAT, workerId, capacity, lease.toMillis(),
@@ -612,7 +631,7 @@ public final class JobStore {
                 errors[i] = truncate(f.error(), 4000);
             }
             List<String[]> released = new ArrayList<>();
-            for (Record r : tx.resultQuery(FAIL, ids, attempts, dead, delays, errors, workerId).fetch()) {
+            for (Record r : tx.resultQuery(FAIL, dead, delays, errors, attempts, ids, ids, workerId).fetch()) {
                 recorded.add(r.get(0, Long.class));
                 if (r.get(2) != null && !r.get(3, Boolean.class)) {
                     released.add(new String[]{r.get(1, String.class), r.get(2, String.class)});
@@ -627,7 +646,7 @@ public final class JobStore {
         if (ok.isEmpty()) return new HashSet<>();
         Long[] ids = ok.stream().map(JobOutcome::jobId).toArray(Long[]::new);
         Integer[] attempts = ok.stream().map(JobOutcome::attempt).toArray(Integer[]::new);
-        return new HashSet<>(ctx.resultQuery(COMPLETE, ids, attempts, workerId).fetch(0, Long.class));
+        return new HashSet<>(ctx.resultQuery(COMPLETE, ids, workerId, attempts, ids).fetch(0, Long.class));
     }
 
     /** Returns expired leases to pending (or dead), at most {@code limit}; returns how many. */

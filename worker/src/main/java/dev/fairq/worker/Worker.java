@@ -149,6 +149,7 @@ public final class Worker implements AutoCloseable {
                 continue;
             }
             observer.claimed(jobs.size(), System.nanoTime() - t0);
+            if (log.isDebugEnabled()) log.debug("claimed {} of {} in {} us", jobs.size(), want, (System.nanoTime() - t0) / 1000);
             // Everything claimed is dispatched, even when a stop began meanwhile: the stop then either runs
             // it or hands it back, so no claimed job is stranded until its lease runs out.
             for (ClaimedJob job : jobs) {
@@ -157,6 +158,11 @@ public final class Worker implements AutoCloseable {
             }
             if (jobs.size() < want) {
                 slots.release(want - jobs.size());
+                try {
+                    store.wakeScheduler(db); // the buffer ran dry while threads are free: refill it now
+                } catch (RuntimeException e) {
+                    log.debug("could not wake the scheduler: {}", e.toString());
+                }
                 if (!sleepUntilWoken()) break;
             }
         }
@@ -282,7 +288,7 @@ public final class Worker implements AutoCloseable {
                     continue;
                 }
                 batch.add(first);
-                outcomes.drainTo(batch, 5000);
+                outcomes.drainTo(batch, 999); // bounded: one statement's work stays small
                 record(batch);
                 batch.clear();
             } catch (InterruptedException e) {
