@@ -85,6 +85,11 @@ public final class BenchDatabase implements AutoCloseable {
                 + "VALUES (?, ?, ?, ?, ?, 100000000)", id, weight, rate, burst, maxRunning);
     }
 
+    /** Empties the jobs, keeps tenants and the worker registry. */
+    public void truncateJobs() {
+        dsl().execute("TRUNCATE jobs RESTART IDENTITY");
+    }
+
     public void truncate() {
         dsl().execute("TRUNCATE jobs, workers, queues, tenants RESTART IDENTITY CASCADE");
     }

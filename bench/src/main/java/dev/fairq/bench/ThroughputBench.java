@@ -16,6 +16,16 @@ import java.util.Map;
 final class ThroughputBench implements Bench.Benchmark {
     static final int JOBS = 50_000;
     static final int TENANTS = 10;
+    static final int WARMUP = 20_000;
+
+    /** Bulk-enqueues noop jobs over the tenants, 5,000 per statement; returns the seconds it took. */
+    static double enqueue(JobStore store, BenchDatabase db, int count) {
+        List<JobRequest> jobs = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) jobs.add(JobRequest.builder("t" + (i % TENANTS), "noop").build());
+        long t0 = System.nanoTime();
+        for (int i = 0; i < count; i += 5_000) store.enqueueAll(db.dsl(), jobs.subList(i, Math.min(count, i + 5_000)));
+        return (System.nanoTime() - t0) / 1e9;
+    }
 
     @Override
     public Map<String, Object> run(BenchDatabase db) throws Exception {
@@ -34,18 +44,24 @@ final class ThroughputBench implements Bench.Benchmark {
             db.truncate();
             for (int t = 0; t < TENANTS; t++) db.createTenant("t" + t, 1, 1_000_000, 1_000_000, 100_000);
             JobStore store = new JobStore();
-            List<JobRequest> jobs = new ArrayList<>(JOBS);
-            for (int i = 0; i < JOBS; i++) jobs.add(JobRequest.builder("t" + (i % TENANTS), "noop").build());
-            long t0 = System.nanoTime();
-            for (int i = 0; i < JOBS; i += 5_000) store.enqueueAll(db.dsl(), jobs.subList(i, i + 5_000));
-            double enqueueSeconds = (System.nanoTime() - t0) / 1e9;
-            if (processes == 1) out.put("enqueue_jobs_per_s", Math.round(JOBS / enqueueSeconds));
-            db.dsl().execute("VACUUM ANALYZE jobs");
-
             try (BenchPlatform platform = new BenchPlatform(db)) {
-                platform.startScheduler(SchedulerConfig.defaults());
+                for (int p = 0; p < processes; p++) {
+                    platform.startWorkerProcess("bench-w" + p, Integer.getInteger("fairq.bench.threads", 8));
+                }
+                // Warm-up, not measured: worker JVMs are long-lived in production, so the figure is the
+                // steady state, not the JIT compiling PgJDBC and jOOQ during the first seconds.
+                enqueue(store, db, WARMUP);
+                var warmScheduler = platform.startScheduler(SchedulerConfig.defaults());
+                platform.awaitDrained(240_000);
+                warmScheduler.close();
+
+                // The measured run: the queue is filled while no scheduler runs, then drained.
+                db.truncateJobs();
+                double enqueueSeconds = enqueue(store, db, JOBS);
+                if (processes == 1) out.put("enqueue_jobs_per_s", Math.round(JOBS / enqueueSeconds));
+                db.dsl().execute("VACUUM ANALYZE jobs");
                 long start = System.nanoTime();
-                for (int p = 0; p < processes; p++) platform.startWorkerProcess("bench-w" + p, Integer.getInteger("fairq.bench.threads", 8));
+                platform.startScheduler(SchedulerConfig.defaults());
                 long end = platform.awaitDrained(240_000);
                 double rate = JOBS / ((end - start) / 1e9);
                 out.put("drain_jobs_per_s_" + processes + "_process" + (processes == 1 ? "" : "es"), Math.round(rate));
@@ -56,7 +72,8 @@ final class ThroughputBench implements Bench.Benchmark {
         }
         out.put("drain_jobs_per_s", Math.round(best));
         out.put("ratio_to_ceiling", ceilingAsync > 0 ? Math.round(best / ceilingAsync * 1000) / 1000.0 : null);
-        out.put("note", "drain time includes starting the worker JVMs (about 0.5 s)");
+        out.put("note", "worker processes warmed up on " + WARMUP + " jobs first; 8 threads each; drain timed "
+                + "from the scheduler's start to the last job succeeded (polled every 20 ms)");
         return out;
     }
 }

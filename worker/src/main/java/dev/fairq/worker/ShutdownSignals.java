@@ -22,7 +22,7 @@ public final class ShutdownSignals {
         for (String name : new String[]{"TERM", "INT"}) {
             Signal.handle(new Signal(name), signal -> {
                 if (!once.compareAndSet(false, true)) return;
-                new Thread(() -> {
+                Thread stopper = new Thread(() -> {
                     log.info("SIG{} received: stopping gracefully", name);
                     int code = 0;
                     try {
@@ -32,7 +32,11 @@ public final class ShutdownSignals {
                         code = 1;
                     }
                     System.exit(code);
-                }, "fairq-shutdown").start();
+                }, "fairq-shutdown");
+                // The signal handler's thread is a daemon and a new thread inherits that; a daemon stopper
+                // would let the JVM exit (code 0, mid-stop) as soon as the last worker thread ended.
+                stopper.setDaemon(false);
+                stopper.start();
             });
         }
     }

@@ -32,7 +32,8 @@ import java.util.function.DoubleSupplier;
 /**
  * One worker process's engine. Four moving parts, each on its own thread so none waits for another:
  * <ul>
- *   <li>the claimer takes ready jobs in batches (one statement per batch) as handler slots free up, and
+ *   <li>the claimer takes ready jobs in batches (one statement per batch) as handler threads free up,
+ *       holding about one claim round trip's worth of work beyond them, and
  *       sleeps on LISTEN/NOTIFY, with polling as the fallback, when there is nothing to take;</li>
  *   <li>handler threads (a bounded pool) run jobs outside any transaction;</li>
  *   <li>the completer records outcomes in batches: whatever finished while the previous batch was being
@@ -62,7 +63,13 @@ public final class Worker implements AutoCloseable {
 
     /** Jobs whose lease this process holds: claimed and not yet recorded as finished. */
     private final Map<Long, ClaimedJob> held = new ConcurrentHashMap<>();
-    private final Semaphore slots;
+    /** Jobs claimed whose handler has not returned yet (running, or waiting for a thread). */
+    private final AtomicInteger outstanding = new AtomicInteger();
+    /** One permit per handler that returned: wakes the claimer when it waits for room. */
+    private final Semaphore slotFreed = new Semaphore(0);
+    /** Moving averages (nanoseconds) of a claim round trip and of a handler run, for the prefetch depth. */
+    private volatile double claimNanos;
+    private volatile double handlerNanos;
     private final Semaphore wake = new Semaphore(0);
     private final LinkedBlockingQueue<Runnable> work = new LinkedBlockingQueue<>();
     private final ThreadPoolExecutor handlerPool;
@@ -93,7 +100,6 @@ public final class Worker implements AutoCloseable {
         this.listenConnections = listenConnections;
         this.observer = observer;
         this.random = random;
-        this.slots = new Semaphore(config.threads() + config.prefetch());
         this.handlerPool = new ThreadPoolExecutor(config.threads(), config.threads(), 0, TimeUnit.MILLISECONDS, work,
                 r -> new Thread(r, "fairq-handler-" + handlerThreads.incrementAndGet()));
         this.maintenance = Executors.newSingleThreadScheduledExecutor(r -> new Thread(r, "fairq-worker-maintenance"));
@@ -131,33 +137,40 @@ public final class Worker implements AutoCloseable {
 
     private void claimLoop() {
         while (claiming) {
-            int want;
-            try {
-                slots.acquire();
-                want = 1 + slots.drainPermits();
-            } catch (InterruptedException e) {
-                break;
+            int limit = config.threads() + prefetchDepth();
+            int busy = outstanding.get();
+            int want = limit - busy;
+            // Claim when there is room for a worthwhile batch, or at once when nothing is running at all.
+            if (want <= 0 || (busy > 0 && want < Math.max(1, limit / 4))) {
+                try {
+                    slotFreed.tryAcquire(config.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
+                    slotFreed.drainPermits();
+                } catch (InterruptedException e) {
+                    break;
+                }
+                continue;
             }
             List<ClaimedJob> jobs;
             long t0 = System.nanoTime();
             try {
                 jobs = store.claim(db, config.workerId(), want, config.lease());
             } catch (RuntimeException e) {
-                slots.release(want);
                 log.warn("claim failed, retrying after the poll interval: {}", e.toString());
                 if (!sleepUntilWoken()) break;
                 continue;
             }
-            observer.claimed(jobs.size(), System.nanoTime() - t0);
-            if (log.isDebugEnabled()) log.debug("claimed {} of {} in {} us", jobs.size(), want, (System.nanoTime() - t0) / 1000);
+            long took = System.nanoTime() - t0;
+            claimNanos = claimNanos == 0 ? took : claimNanos * 0.8 + took * 0.2;
+            observer.claimed(jobs.size(), took);
+            if (log.isDebugEnabled()) log.debug("claimed {} of {} in {} us", jobs.size(), want, took / 1000);
             // Everything claimed is dispatched, even when a stop began meanwhile: the stop then either runs
             // it or hands it back, so no claimed job is stranded until its lease runs out.
+            outstanding.addAndGet(jobs.size());
             for (ClaimedJob job : jobs) {
                 held.put(job.id(), job);
                 handlerPool.execute(new JobTask(job));
             }
             if (jobs.size() < want) {
-                slots.release(want - jobs.size());
                 try {
                     store.wakeScheduler(db); // the buffer ran dry while threads are free: refill it now
                 } catch (RuntimeException e) {
@@ -166,6 +179,19 @@ public final class Worker implements AutoCloseable {
                 if (!sleepUntilWoken()) break;
             }
         }
+    }
+
+    /**
+     * How many jobs to hold beyond the handler threads: about what the threads finish during one claim round
+     * trip (Little's law: threads x claim time / handler time), so threads never wait for a claim, capped by
+     * {@link WorkerConfig#prefetch()}. Quick jobs get a deep prefetch, slow jobs almost none, which keeps a
+     * claimed-but-waiting job (one no other worker can start) to about one round trip's worth of work.
+     */
+    private int prefetchDepth() {
+        double h = handlerNanos, c = claimNanos;
+        if (h <= 0 || c <= 0) return config.prefetch();
+        double depth = Math.ceil(config.threads() * c / Math.max(h, 1_000));
+        return (int) Math.min(config.prefetch(), depth);
     }
 
     /** Waits for a notification or the poll interval; false when the claimer should stop. */
@@ -226,7 +252,10 @@ public final class Worker implements AutoCloseable {
                 outcomes.add(new Finished(job, outcome));
                 observer.finished(job, outcome, System.nanoTime() - t0);
             } finally {
-                slots.release();
+                long took = System.nanoTime() - t0;
+                handlerNanos = handlerNanos == 0 ? took : handlerNanos * 0.8 + took * 0.2;
+                outstanding.decrementAndGet();
+                slotFreed.release();
                 MDC.remove("tenant");
                 MDC.remove("job_id");
             }

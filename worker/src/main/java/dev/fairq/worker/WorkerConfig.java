@@ -7,8 +7,9 @@ import java.util.UUID;
  * How a worker process runs. Defaults suit a web-hook style load; the tests shorten the lease.
  *
  * @param threads           handler threads (the process's concurrency)
- * @param prefetch          jobs claimed beyond the free threads, so threads never wait on a claim round trip;
- *                          small, because a claimed job is a job no other worker can start
+ * @param prefetch          the most jobs claimed beyond the threads; the worker holds about one claim round
+ *                          trip's worth of work ahead (deep for quick jobs, about one job for slow ones),
+ *                          because a claimed job is a job no other worker can start
  * @param lease             how long a claim holds without a heartbeat
  * @param heartbeatInterval how often the leases of running jobs are extended (well under the lease)
  * @param pollInterval      fallback claim poll when no notification arrives
@@ -19,7 +20,7 @@ public record WorkerConfig(String workerId, int threads, int prefetch, Duration 
                            Duration pollInterval, Duration reapInterval, Duration shutdownGrace) {
 
     public static WorkerConfig defaults() {
-        return new WorkerConfig(defaultWorkerId(), 8, 8, Duration.ofSeconds(30), Duration.ofSeconds(10),
+        return new WorkerConfig(defaultWorkerId(), 8, 128, Duration.ofSeconds(30), Duration.ofSeconds(10),
                 Duration.ofMillis(500), Duration.ofSeconds(5), Duration.ofSeconds(30));
     }
 
