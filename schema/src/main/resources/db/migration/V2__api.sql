@@ -45,8 +45,8 @@ CREATE TABLE scheduler_tenant_state (
     updated_at        timestamptz NOT NULL DEFAULT now()
 );
 
--- Listing a tenant's jobs newest first, whatever their status (keyset pages on id).
-CREATE INDEX jobs_tenant_id_idx ON jobs (tenant_id, id);
+-- (Listing a tenant's jobs newest first, whatever their status, merges one probe of jobs_tenant_status_idx
+-- per status: see JobStore.list. A second full (tenant_id, id) index would cost every status change.)
 
 -- Stats: succeeded and dead in the last minutes per tenant, a range scan instead of a walk over retention.
 CREATE INDEX jobs_tenant_finished_idx ON jobs (tenant_id, status, finished_at) WHERE finished_at IS NOT NULL;
