@@ -36,6 +36,10 @@ final class EnvironmentOverrides {
         }
         if ((v = get(env, "FAIRQ_WORKER_THREADS")) != null) c.workerThreads = intIn("FAIRQ_WORKER_THREADS", v, 1, 1000);
         if ((v = get(env, "FAIRQ_DEMO_HANDLERS")) != null) c.demoHandlers = bool("FAIRQ_DEMO_HANDLERS", v);
+        if ((v = get(env, "FAIRQ_RETENTION_HOURS")) != null) c.retentionHours = intIn("FAIRQ_RETENTION_HOURS", v, 1, 24 * 3650);
+        if ((v = get(env, "FAIRQ_DEAD_RETENTION_HOURS")) != null) {
+            c.deadRetentionHours = intIn("FAIRQ_DEAD_RETENTION_HOURS", v, 1, 24 * 3650);
+        }
         if ((v = get(env, "FAIRQ_MAX_PAYLOAD_BYTES")) != null) {
             c.maxPayloadBytes = intIn("FAIRQ_MAX_PAYLOAD_BYTES", v, 1, 16 * 1024 * 1024);
         }

@@ -81,7 +81,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         AtomicReference<SchedulerService> scheduler = new AtomicReference<>();
         if (config.runScheduler) {
             env.lifecycle().manage(new Managed() {
-                @Override public void start() { scheduler.set(Roles.startScheduler(store, target)); }
+                @Override public void start() { scheduler.set(Roles.startScheduler(config, store, target)); }
                 @Override public void stop() { if (scheduler.get() != null) scheduler.get().close(); }
             });
         }

@@ -20,6 +20,10 @@ public class FairqConfiguration extends Configuration {
     /** True when the tenants file was named explicitly (then it must exist; the default may be missing). */
     @JsonProperty public boolean tenantsFileRequired;
     @JsonProperty public int workerThreads = 8;
+    /** Finished (succeeded, cancelled) jobs are kept this long; it is also how long a job_key deduplicates. */
+    @JsonProperty public int retentionHours = 24;
+    /** Dead jobs (the dead-letter queue) are kept this long. */
+    @JsonProperty public int deadRetentionHours = 24 * 7;
     @JsonProperty public boolean demoHandlers;
     /** Largest accepted job payload, serialized, in bytes (413 beyond it). */
     @JsonProperty public int maxPayloadBytes = 64 * 1024;

@@ -56,7 +56,7 @@ final class RoleCommands {
             Database.migrate(pool);
             Roles.seedTenants(config, Database.dsl(pool));
             pool.close();
-            SchedulerService scheduler = Roles.startScheduler(new JobStore(), target);
+            SchedulerService scheduler = Roles.startScheduler(config, new JobStore(), target);
             ShutdownSignals.onTerminate(scheduler::close);
             new CountDownLatch(1).await();
         }

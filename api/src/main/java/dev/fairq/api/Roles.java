@@ -34,8 +34,9 @@ final class Roles {
         return Database.queuePool(db.url(), db.user(), db.password(), size, name);
     }
 
-    static SchedulerService startScheduler(JobStore store, DatabaseTarget db) {
-        SchedulerConfig config = SchedulerConfig.defaults();
+    static SchedulerService startScheduler(FairqConfiguration fairq, JobStore store, DatabaseTarget db) {
+        SchedulerConfig config = SchedulerConfig.defaults().withRetention(
+                java.time.Duration.ofHours(fairq.retentionHours), java.time.Duration.ofHours(fairq.deadRetentionHours));
         return new SchedulerService(new Scheduler(store, config, System::nanoTime), store, config,
                 () -> db.dedicated("fairq-scheduler")).start();
     }
