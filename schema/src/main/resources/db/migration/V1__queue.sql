@@ -59,13 +59,16 @@ CREATE TABLE jobs (
     -- already admitted for others (and never by id: a late tenant would always sort last).
     ready_rank    double precision,
     request_hash  text,
+    -- the lease: set exactly while the job is running (checked below), so "locked_by = this worker" alone
+    -- identifies a worker's running jobs
     locked_by     text,
     locked_until  timestamptz,
     last_error    text,
     created_at    timestamptz NOT NULL DEFAULT now(),
     admitted_at   timestamptz,
     started_at    timestamptz,
-    finished_at   timestamptz
+    finished_at   timestamptz,
+    CONSTRAINT jobs_lease_only_while_running CHECK ((status = 'running') = (locked_by IS NOT NULL))
 );
 
 -- Admission: per tenant, the next admissible pending jobs in aging order. Partial, so it holds only the

@@ -304,7 +304,7 @@ class OrderingKeyTest extends StoreTestSupport {
                 () -> dsl.execute("UPDATE jobs SET status = 'ready' WHERE id = ?", second));
         assertTrue(e.getMessage().contains("jobs_ordering_active_uidx"), e.getMessage());
         e = assertThrows(DataAccessException.class,
-                () -> dsl.execute("UPDATE jobs SET status = 'running' WHERE id = ?", second));
+                () -> dsl.execute("UPDATE jobs SET status = 'running', locked_by = 'w' WHERE id = ?", second));
         assertTrue(e.getMessage().contains("jobs_ordering_active_uidx"), e.getMessage());
 
         // also when the code would admit a non-head job directly

@@ -139,7 +139,10 @@ public final class Worker implements AutoCloseable {
         while (claiming) {
             int limit = config.threads() + prefetchDepth();
             int busy = outstanding.get();
-            int want = limit - busy;
+            // Back-pressure from the completer: jobs whose outcome is not recorded yet still hold a lease,
+            // so claiming must not outrun recording (else leases pile up and every statement grows).
+            int unrecorded = held.size() - busy;
+            int want = Math.min(limit - busy, 2 * limit - busy - unrecorded);
             // Claim when there is room for a worthwhile batch, or at once when nothing is running at all.
             if (want <= 0 || (busy > 0 && want < Math.max(1, limit / 4))) {
                 try {
@@ -343,6 +346,7 @@ public final class Worker implements AutoCloseable {
                         observer.leaseLost(f.job());
                     }
                 }
+                slotFreed.release(); // room again for a claimer held back by unrecorded outcomes
                 return;
             } catch (RuntimeException e) {
                 log.warn("recording {} outcomes failed, retrying in {} ms: {}", batch.size(), backoff, e.toString());
