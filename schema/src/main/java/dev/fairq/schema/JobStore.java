@@ -1079,8 +1079,9 @@ public final class JobStore {
     }
 
     /** A tenant's rollup totals over a window, and its worker time over a shorter recent window. */
-    public record RollupTotals(long started, long succeeded, long failed, long dead, long busyMs, long busyMsRecent) {
-        public static final RollupTotals NONE = new RollupTotals(0, 0, 0, 0, 0, 0);
+    public record RollupTotals(long started, long succeeded, long failed, long dead, long busyMs, long busyMsRecent,
+                               long startedRecent) {
+        public static final RollupTotals NONE = new RollupTotals(0, 0, 0, 0, 0, 0, 0);
     }
 
     /**
@@ -1089,7 +1090,8 @@ public final class JobStore {
      */
     private static final String TOTALS = """
             SELECT tenant_id, sum(started), sum(succeeded), sum(failed), sum(dead), sum(busy_ms),
-                   coalesce(sum(busy_ms) FILTER (WHERE minute >= date_trunc('minute', now() - ? * interval '1 millisecond')), 0)
+                   coalesce(sum(busy_ms) FILTER (WHERE minute >= date_trunc('minute', now() - ? * interval '1 millisecond')), 0),
+                   coalesce(sum(started) FILTER (WHERE minute >= date_trunc('minute', now() - ? * interval '1 millisecond')), 0)
             FROM tenant_minute_stats
             WHERE minute >= date_trunc('minute', now() - ? * interval '1 millisecond')
               AND (?::text IS NULL OR tenant_id = ?)
@@ -1098,9 +1100,9 @@ public final class JobStore {
 
     public Map<String, RollupTotals> rollupTotals(DSLContext ctx, String tenantIdOrNull, Duration window, Duration recent) {
         Map<String, RollupTotals> out = new HashMap<>();
-        for (Record r : ctx.resultQuery(TOTALS, recent.toMillis(), window.toMillis(), tenantIdOrNull, tenantIdOrNull).fetch()) {
+        for (Record r : ctx.resultQuery(TOTALS, recent.toMillis(), recent.toMillis(), window.toMillis(), tenantIdOrNull, tenantIdOrNull).fetch()) {
             out.put(r.get(0, String.class), new RollupTotals(r.get(1, Long.class), r.get(2, Long.class),
-                    r.get(3, Long.class), r.get(4, Long.class), r.get(5, Long.class), r.get(6, Long.class)));
+                    r.get(3, Long.class), r.get(4, Long.class), r.get(5, Long.class), r.get(6, Long.class), r.get(7, Long.class)));
         }
         return out;
     }
