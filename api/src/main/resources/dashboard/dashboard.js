@@ -83,8 +83,9 @@
   function lineChart(container, points, series) {
     container.textContent = '';
     var W = 600, H = 180, L = 34, R = 8, T = 8, B = 20;
-    var max = 1;
+    var max = 0;
     points.forEach(function (p) { series.forEach(function (s) { if (p[s.key] !== null && p[s.key] > max) max = p[s.key]; }); });
+    max = niceMax(max);
     var root = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, preserveAspectRatio: 'none', role: 'img' });
     var x = function (i) { return L + (W - L - R) * (points.length <= 1 ? 0 : i / (points.length - 1)); };
     var y = function (v) { return T + (H - T - B) * (1 - v / max); };
@@ -105,16 +106,32 @@
         pen = true;
       });
       if (d) root.appendChild(svg('path', { d: d, fill: 'none', stroke: s.color, 'stroke-width': 2, 'data-series': s.key }));
+      // a dot on the latest known value, so a single point (a fresh start, a gap before it) is visible too
+      for (var i = points.length - 1; i >= 0; i--) {
+        var v = points[i][s.key];
+        if (v === null || v === undefined) continue;
+        root.appendChild(svg('circle', { cx: x(i).toFixed(1), cy: y(v).toFixed(1), r: 3, fill: s.color }));
+        break;
+      }
     });
     container.appendChild(root);
     var legend = el('div', { 'class': 'legend' });
     series.forEach(function (s) {
       var last = points.length ? points[points.length - 1][s.key] : null;
       var span = el('span'); var i = el('i'); i.style.background = s.color; span.appendChild(i);
-      span.appendChild(document.createTextNode(s.label + (last === null || last === undefined ? '' : ' (' + last + ' now)')));
+      span.appendChild(document.createTextNode(s.label + (last === null || last === undefined ? '' : ' (' + last + ' this min)')));
       legend.appendChild(span);
     });
     container.appendChild(legend);
+  }
+
+  // 4, 10, 20, 50, 100, ...: a round top for the y axis whose half is a whole number too
+  function niceMax(m) {
+    if (m <= 4) return 4;
+    var p = Math.pow(10, Math.floor(Math.log10(m)));
+    var steps = [1, 2, 5, 10];
+    for (var i = 0; i < steps.length; i++) if (steps[i] * p >= m) return steps[i] * p;
+    return 10 * p;
   }
 
   function meter(label, used, limit, fmt) {
@@ -227,13 +244,17 @@
         return box;
       },
       function (t) { return num(t.counts.pending); }, function (t) { return num(t.counts.ready); },
-      function (t) { return num(t.usage.running) + ' / ' + num(t.limits.max_running); },
+      function (t, tr) {
+        var s = el('span', null, num(t.usage.running) + ' / ' + num(t.limits.max_running));
+        if (t.usage.running > t.limits.max_running) { s.className = 'over'; s.title = 'above max_running: the limit was just lowered; it drains'; }
+        return s;
+      },
       function (t) { return num(t.usage.start_rate_per_second) + ' / ' + num(t.limits.rate_per_second); },
       function (t) { return num(t.usage.queued) + ' / ' + num(t.limits.max_queued); },
       function (t) { return age(t.oldest_pending_age_ms); },
       function (t) { return num(t.counts.succeeded_last_hour); },
       function (t) { return num(t.counts.failed_last_hour); },
-      function (t) { return num(t.counts.dead_last_hour) + ' (' + num(t.counts.dead) + ')'; },
+      function (t) { return num(t.counts.dead_last_hour) + ' / ' + num(t.counts.dead); },
       function (t) { return pct(t.success_rate); },
       function (t) { return num(t.blocked_ordering_keys); },
       function (t) {
