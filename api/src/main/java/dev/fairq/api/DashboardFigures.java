@@ -121,8 +121,9 @@ final class DashboardFigures {
         for (TenantsRecord t : tenants) {
             Map<String, Long> d = depths.getOrDefault(t.getId(), Map.of());
             JobStore.RollupTotals x = totals.getOrDefault(t.getId(), JobStore.RollupTotals.NONE);
-            boolean a = d.getOrDefault("pending", 0L) + d.getOrDefault("ready", 0L) + d.getOrDefault("running", 0L) > 0
-                    || x.busyMsRecent() > 0 || x.startedRecent() > 0;
+            // a paused tenant's waiting jobs claim no share: it cannot start them
+            boolean a = (!t.getPaused() && d.getOrDefault("pending", 0L) + d.getOrDefault("ready", 0L) > 0)
+                    || d.getOrDefault("running", 0L) > 0 || x.busyMsRecent() > 0 || x.startedRecent() > 0;
             active.add(a);
             if (a) activeWeight += t.getWeight();
         }
