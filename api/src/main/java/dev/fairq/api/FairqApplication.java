@@ -116,6 +116,10 @@ public class FairqApplication extends Application<FairqConfiguration> {
         env.jersey().register(new StatsResource(store, db));
         env.jersey().register(new AdminTenantsResource(tenants, keys));
         env.jersey().register(new AdminJobsResource(store, db, tenants));
+        DashboardFigures dashboards = new DashboardFigures(store, db);
+        env.jersey().register(new DashboardResource(dashboards));
+        env.jersey().register(new AdminOverviewResource(dashboards));
+        env.jersey().register(new DashboardPages());
 
         env.admin().addServlet("prometheus", new PrometheusServlet(metrics.registry)).addMapping("/metrics");
         env.healthChecks().register("database", new HealthChecks.DatabaseCheck(db));

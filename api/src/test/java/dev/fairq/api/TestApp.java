@@ -25,6 +25,8 @@ import java.util.UUID;
 final class TestApp {
     static final String ADMIN_TOKEN = "test-admin-token-0123456789";
     static final ObjectMapper JSON = new ObjectMapper();
+    /** Causes "fixed" for the {@code fixable} job type. */
+    static final java.util.Set<String> FIXED = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private static TestApp instance;
 
     final TestDatabase db;
@@ -37,8 +39,17 @@ final class TestApp {
         protected void registerHandlers(HandlerRegistry registry, FairqConfiguration config, DSLContext db) {
             super.registerHandlers(registry, config, db);
             registry.register("record", job -> { });
+            if (!config.demoHandlers) dev.fairq.worker.handlers.DemoHandlers.register(registry); // noop, sleep
             registry.register("fail", job -> {
                 throw new PermanentJobException("failing on purpose");
+            });
+            // fails once with a retry (10 ms later), then succeeds: a retried failure for the dashboard counts
+            registry.register("flaky", job -> {
+                if (job.attempt() == 1) throw new dev.fairq.worker.RetryableJobException("flaky on purpose", java.time.Duration.ofMillis(10));
+            });
+            // dead-letters until a test "fixes the cause" by adding the payload's "k" to FIXED; then succeeds
+            registry.register("fixable", job -> {
+                if (!FIXED.contains(job.payload().path("k").asText())) throw new PermanentJobException("not fixed yet: " + job.payload().path("k").asText());
             });
         }
 

@@ -27,6 +27,13 @@ public final class SchedulerService implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(SchedulerService.class);
     /** Advisory lock key: two ints, "fairq" and "scheduler". */
     private static final String TRY_LOCK = "SELECT pg_try_advisory_lock(1717658993, 1)";
+    /**
+     * The dashboards' per-minute rollup: recomputed this often, over the current and the previous minute
+     * (so a job finished in the last second of a minute is counted at the next run), kept this long.
+     */
+    static final Duration ROLLUP_EVERY = Duration.ofSeconds(10);
+    static final int ROLLUP_MINUTES = 2;
+    static final Duration ROLLUP_RETENTION = Duration.ofDays(7);
 
     @FunctionalInterface
     public interface ConnectionFactory {
@@ -111,6 +118,7 @@ public final class SchedulerService implements AutoCloseable {
         log.info("this process is now the active scheduler");
         long nextMaintenance = System.nanoTime() + config.maintenanceEvery().toNanos();
         long nextPublish = System.nanoTime();
+        long nextRollup = System.nanoTime();
         while (!stopped) {
             long started = System.nanoTime();
             Scheduler.TickResult r = scheduler.tick(ctx);
@@ -120,6 +128,10 @@ public final class SchedulerService implements AutoCloseable {
             if (System.nanoTime() >= nextPublish) {
                 publishState(ctx);
                 nextPublish = System.nanoTime() + 1_000_000_000L;
+            }
+            if (System.nanoTime() >= nextRollup) {
+                rollup(ctx);
+                nextRollup = System.nanoTime() + ROLLUP_EVERY.toNanos();
             }
             if (System.nanoTime() >= nextMaintenance) {
                 maintain(ctx);
@@ -144,6 +156,17 @@ public final class SchedulerService implements AutoCloseable {
         }
     }
 
+    /** The dashboards' rollup (idempotent: see JobStore.rollupMinutes); a failure only costs a chart point. */
+    private void rollup(DSLContext ctx) {
+        try {
+            long started = System.nanoTime();
+            int rows = store.rollupMinutes(ctx, ROLLUP_MINUTES);
+            if (log.isDebugEnabled()) log.debug("rollup: {} rows in {} ms", rows, (System.nanoTime() - started) / 1_000_000);
+        } catch (RuntimeException e) {
+            log.warn("could not write the dashboard rollup: {}", e.toString());
+        }
+    }
+
     private void maintain(DSLContext ctx) {
         int deleted = 0;
         for (int i = 0; i < 20; i++) {
@@ -152,6 +175,7 @@ public final class SchedulerService implements AutoCloseable {
             if (n < 5000) break;
         }
         ctx.execute("DELETE FROM workers WHERE heartbeat_at < now() - interval '1 hour'");
+        store.pruneRollup(ctx, ROLLUP_RETENTION);
         if (deleted > 0) log.info("retention: deleted {} finished jobs", deleted);
     }
 

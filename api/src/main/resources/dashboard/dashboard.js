@@ -1,0 +1,343 @@
+// fairq dashboards: plain JS, no dependencies, no build step. The page is static; the data comes from
+// /v1/dashboard (tenant key) or /v1/admin/overview (admin token), refreshed every few seconds. Everything
+// shown is set with textContent (never innerHTML), so a job's type or error text cannot inject markup.
+(function () {
+  'use strict';
+  var page = document.body.getAttribute('data-page');
+  var STORE = page === 'admin' ? 'fairq.adminToken' : 'fairq.tenantKey';
+  var REFRESH_MS = 3000;
+  var timer = null;
+  var SVG = 'http://www.w3.org/2000/svg';
+
+  function $(id) { return document.getElementById(id); }
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    if (attrs) Object.keys(attrs).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function svg(tag, attrs) {
+    var e = document.createElementNS(SVG, tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    return e;
+  }
+  function token() { return sessionStorage.getItem(STORE); }
+
+  function api(method, path, body) {
+    var headers = { 'Authorization': 'Bearer ' + token() };
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    return fetch(path, { method: method, headers: headers, body: body === undefined ? undefined : JSON.stringify(body),
+                         cache: 'no-store' })
+      .then(function (r) {
+        return r.text().then(function (t) {
+          var data = null;
+          try { data = t ? JSON.parse(t) : null; } catch (e) { data = { error: t }; }
+          if (!r.ok) {
+            var err = new Error((data && data.error) || ('HTTP ' + r.status));
+            err.status = r.status;
+            throw err;
+          }
+          return data;
+        });
+      });
+  }
+
+  // ---- formatting ----
+  function age(ms) {
+    if (ms === null || ms === undefined) return '–';
+    var s = Math.round(ms / 1000);
+    if (s < 60) return s + ' s';
+    if (s < 3600) return Math.floor(s / 60) + ' min ' + (s % 60) + ' s';
+    return Math.floor(s / 3600) + ' h ' + Math.floor((s % 3600) / 60) + ' min';
+  }
+  function pct(x) { return x === null || x === undefined ? '–' : (x * 100).toFixed(x < 0.1 && x > 0 ? 1 : 0) + '%'; }
+  function num(x) { return x === null || x === undefined ? '–' : (Math.round(x * 100) / 100).toLocaleString('en'); }
+  function time(iso) { return iso ? new Date(iso).toLocaleTimeString() : '–'; }
+  function statusPill(s) { return el('span', { 'class': 'st st-' + s, 'data-status': s }, s); }
+
+  function fillTable(table, rows, cols, emptyText) {
+    var tbody = table.querySelector('tbody');
+    tbody.textContent = '';
+    if (!rows.length) {
+      var tr = el('tr');
+      tr.appendChild(el('td', { 'class': 'empty', colspan: String(table.querySelectorAll('th').length) }, emptyText));
+      tbody.appendChild(tr);
+      return;
+    }
+    rows.forEach(function (row) {
+      var tr = el('tr');
+      if (row.id !== undefined) tr.setAttribute('data-job-id', String(row.id));
+      cols.forEach(function (c) {
+        var v = c(row, tr);
+        var td = el('td');
+        if (v instanceof Node) td.appendChild(v); else td.textContent = v === null || v === undefined ? '–' : String(v);
+        if (c.cls) td.className = c.cls;
+        tr.appendChild(td);
+      });
+      tbody.appendChild(tr);
+    });
+  }
+  function col(f, cls) { f.cls = cls; return f; }
+
+  // ---- charts: inline SVG lines, a gap where a value is unknown (null) ----
+  function lineChart(container, points, series) {
+    container.textContent = '';
+    var W = 600, H = 180, L = 34, R = 8, T = 8, B = 20;
+    var max = 0;
+    points.forEach(function (p) { series.forEach(function (s) { if (p[s.key] !== null && p[s.key] > max) max = p[s.key]; }); });
+    max = niceMax(max);
+    var root = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, preserveAspectRatio: 'none', role: 'img' });
+    var x = function (i) { return L + (W - L - R) * (points.length <= 1 ? 0 : i / (points.length - 1)); };
+    var y = function (v) { return T + (H - T - B) * (1 - v / max); };
+    [0, 0.5, 1].forEach(function (f) {
+      root.appendChild(svg('line', { 'class': 'axis', x1: L, x2: W - R, y1: y(max * f), y2: y(max * f) }));
+      var t = svg('text', { x: 2, y: y(max * f) + 3 }); t.textContent = num(Math.round(max * f)); root.appendChild(t);
+    });
+    [0, Math.floor(points.length / 2), points.length - 1].forEach(function (i) {
+      if (!points[i]) return;
+      var t = svg('text', { x: Math.min(x(i) - 14, W - 40), y: H - 4 }); t.textContent = time(points[i].minute).slice(0, 5); root.appendChild(t);
+    });
+    series.forEach(function (s) {
+      var d = '', pen = false;
+      points.forEach(function (p, i) {
+        var v = p[s.key];
+        if (v === null || v === undefined) { pen = false; return; }
+        d += (pen ? 'L' : 'M') + x(i).toFixed(1) + ' ' + y(v).toFixed(1) + ' ';
+        pen = true;
+      });
+      if (d) root.appendChild(svg('path', { d: d, fill: 'none', stroke: s.color, 'stroke-width': 2, 'data-series': s.key }));
+      // a dot on the latest known value, so a single point (a fresh start, a gap before it) is visible too
+      for (var i = points.length - 1; i >= 0; i--) {
+        var v = points[i][s.key];
+        if (v === null || v === undefined) continue;
+        root.appendChild(svg('circle', { cx: x(i).toFixed(1), cy: y(v).toFixed(1), r: 3, fill: s.color }));
+        break;
+      }
+    });
+    container.appendChild(root);
+    var legend = el('div', { 'class': 'legend' });
+    series.forEach(function (s) {
+      var last = points.length ? points[points.length - 1][s.key] : null;
+      var span = el('span'); var i = el('i'); i.style.background = s.color; span.appendChild(i);
+      span.appendChild(document.createTextNode(s.label + (last === null || last === undefined ? '' : ' (' + last + ' this min)')));
+      legend.appendChild(span);
+    });
+    container.appendChild(legend);
+  }
+
+  // 4, 10, 20, 50, 100, ...: a round top for the y axis whose half is a whole number too
+  function niceMax(m) {
+    if (m <= 4) return 4;
+    var p = Math.pow(10, Math.floor(Math.log10(m)));
+    var steps = [1, 2, 5, 10];
+    for (var i = 0; i < steps.length; i++) if (steps[i] * p >= m) return steps[i] * p;
+    return 10 * p;
+  }
+
+  function meter(label, used, limit, fmt) {
+    var box = el('div', { 'class': 'meter' });
+    var head = el('div', { 'class': 'label' });
+    head.appendChild(el('span', null, label));
+    head.appendChild(el('strong', null, fmt(used) + ' / ' + fmt(limit)));
+    box.appendChild(head);
+    var f = limit > 0 ? Math.min(1, used / limit) : 0;
+    var bar = el('div', { 'class': 'bar' + (f >= 0.9 ? ' bad' : f >= 0.7 ? ' warn' : '') });
+    var fill = el('div'); fill.style.width = (f * 100).toFixed(1) + '%'; bar.appendChild(fill);
+    box.appendChild(bar);
+    return box;
+  }
+
+  function card(label, value, cls, id) {
+    var c = el('div', { 'class': 'card' + (cls ? ' ' + cls : ''), id: id });
+    c.appendChild(el('div', { 'class': 'v' }, value));
+    c.appendChild(el('div', { 'class': 'k' }, label));
+    return c;
+  }
+
+  // ---- the tenant page ----
+  function renderTenant(d, recent) {
+    $('who').textContent = d.tenant;
+    var c = d.counts, cards = $('cards');
+    cards.textContent = '';
+    cards.appendChild(card('pending', num(c.pending), null, 'count-pending'));
+    cards.appendChild(card('ready', num(c.ready), null, 'count-ready'));
+    cards.appendChild(card('running', num(c.running), null, 'count-running'));
+    cards.appendChild(card('dead (dead-letter queue)', num(c.dead), c.dead > 0 ? 'bad' : null, 'count-dead'));
+    cards.appendChild(card('oldest pending', age(d.oldest_pending_age_ms), d.oldest_pending_age_ms > 60000 ? 'warn' : null, 'oldest'));
+    cards.appendChild(card('succeeded, last hour', num(c.succeeded_last_hour), null, 'count-succeeded'));
+    cards.appendChild(card('success rate, last hour', pct(d.success_rate), null, 'success-rate'));
+    cards.appendChild(card('failure rate, last hour', pct(d.failure_rate), d.failure_rate > 0.1 ? 'warn' : null, 'failure-rate'));
+
+    lineChart($('chart-depth'), d.series, [
+      { key: 'pending', label: 'pending', color: '#8a94a8' },
+      { key: 'ready', label: 'ready', color: '#3b82f6' },
+      { key: 'running', label: 'running', color: '#10b981' }]);
+    lineChart($('chart-throughput'), d.series, [
+      { key: 'started', label: 'started', color: '#3b82f6' },
+      { key: 'succeeded', label: 'succeeded', color: '#10b981' },
+      { key: 'failed', label: 'failed (retried)', color: '#f59e0b' },
+      { key: 'dead', label: 'dead', color: '#dc2626' }]);
+
+    var lim = $('limits'); lim.textContent = '';
+    lim.appendChild(meter('running vs max_running', d.usage.running, d.limits.max_running, num));
+    lim.appendChild(meter('starts/s (last minute) vs rate_per_second', d.usage.start_rate_per_second, d.limits.rate_per_second, num));
+    lim.appendChild(meter('queued vs max_queued', d.usage.queued, d.limits.max_queued, num));
+    if (d.limits.paused) lim.appendChild(el('p', { 'class': 'error' }, 'This tenant is paused: nothing starts.'));
+
+    fillTable($('running'), d.running_jobs, [
+      function (r) { return r.id; }, function (r) { return r.type; }, function (r) { return r.queue; },
+      function (r) { return r.attempt + ' of ' + r.max_attempts; }, function (r) { return r.ordering_key; },
+      function (r) { return age(r.age_ms); }], 'nothing running');
+    fillTable($('recent'), recent, [
+      function (r) { return r.id; }, function (r) { return r.type; },
+      function (r, tr) { tr.setAttribute('data-status', r.status); return statusPill(r.status); },
+      function (r) { return r.attempts; }, function (r) { return time(r.created_at); }], 'no jobs yet');
+    fillTable($('dead'), d.dead_letters, [
+      function (r) { return r.id; }, function (r) { return r.type; }, function (r) { return r.queue; },
+      function (r) { return r.attempts; }, function (r) { return time(r.finished_at); },
+      col(function (r) { return r.last_error; }, 'err'),
+      function (r) {
+        var b = el('button', { 'class': 'replay', 'data-id': String(r.id), type: 'button' }, 'Replay');
+        b.addEventListener('click', function () { replay(r.id, b); });
+        return b;
+      }], 'the dead-letter queue is empty');
+    fillTable($('blocked'), d.blocked_keys, [
+      function (r) { return r.ordering_key; }, function (r) { return '#' + r.dead_job_id; },
+      function (r) { return time(r.dead_since); }, function (r) { return r.waiting; },
+      col(function (r) { return r.last_error; }, 'err')], 'no ordering key is blocked');
+  }
+
+  function replay(id, button) {
+    button.disabled = true;
+    api('POST', '/v1/jobs/' + encodeURIComponent(id) + '/retry')
+      .then(function (job) { $('error').textContent = ''; flash('job ' + job.id + ' replayed: ' + job.status); refreshNow(); })
+      .catch(function (e) { button.disabled = false; $('error').textContent = 'replay of job ' + id + ' failed: ' + e.message; });
+  }
+  function flash(msg) { $('updated').textContent = msg; }
+
+  // ---- the admin page ----
+  var lastOverview = null;
+  function renderAdmin(o) {
+    lastOverview = o;
+    $('share-note').textContent = 'Worker share: ' + (o.worker_share_basis === 'worker_time' ? 'worker time' : 'attempts started')
+      + ' over the last ' + o.share_window_minutes + ' min, against the tenant\'s share of the weights of the active tenants. '
+      + 'Red rows take more than 1.5x their weight share while others are active too. Counts: last '
+      + o.window_minutes + ' min.';
+    var rows = o.tenants.slice().sort(function (a, b) {
+      return (b.over_share - a.over_share) || ((b.worker_share || 0) - (a.worker_share || 0)) || (b.usage.queued - a.usage.queued);
+    });
+    fillTable($('tenants'), rows, [
+      function (t, tr) {
+        tr.setAttribute('data-tenant', t.tenant);
+        if (t.over_share) tr.className = 'noisy';
+        var span = el('span', null, t.tenant);
+        if (t.over_share) { var f = el('span'); f.appendChild(span); f.appendChild(el('span', { 'class': 'badge' }, 'over its share')); return f; }
+        if (t.limits.paused) { var p = el('span'); p.appendChild(span); p.appendChild(el('span', { 'class': 'muted' }, ' (paused)')); return p; }
+        return span;
+      },
+      function (t) {
+        var box = el('div', { 'class': 'share' });
+        box.appendChild(el('span', null, 'workers ' + pct(t.worker_share) + ' · weight ' + pct(t.weight_share) + ' (w=' + t.limits.weight + ')'));
+        var b1 = el('div', { 'class': 'bar' + (t.over_share ? ' bad' : '') }); var f1 = el('div'); f1.style.width = ((t.worker_share || 0) * 100) + '%'; b1.appendChild(f1);
+        var b2 = el('div', { 'class': 'bar w' }); var f2 = el('div'); f2.style.width = ((t.weight_share || 0) * 100) + '%'; b2.appendChild(f2);
+        box.appendChild(b1); box.appendChild(b2);
+        return box;
+      },
+      function (t) { return num(t.counts.pending); }, function (t) { return num(t.counts.ready); },
+      function (t, tr) {
+        var s = el('span', null, num(t.usage.running) + ' / ' + num(t.limits.max_running));
+        if (t.usage.running > t.limits.max_running) { s.className = 'over'; s.title = 'above max_running: the limit was just lowered; it drains'; }
+        return s;
+      },
+      function (t) { return num(t.usage.start_rate_per_second) + ' / ' + num(t.limits.rate_per_second); },
+      function (t) { return num(t.usage.queued) + ' / ' + num(t.limits.max_queued); },
+      function (t) { return age(t.oldest_pending_age_ms); },
+      function (t) { return num(t.counts.succeeded_last_hour); },
+      function (t) { return num(t.counts.failed_last_hour); },
+      function (t) { return num(t.counts.dead_last_hour) + ' / ' + num(t.counts.dead); },
+      function (t) { return pct(t.success_rate); },
+      function (t) { return num(t.blocked_ordering_keys); },
+      function (t) {
+        var b = el('button', { type: 'button', 'class': 'edit-limits', 'data-tenant': t.tenant }, 'Edit limits');
+        b.addEventListener('click', function () { openEdit(t); });
+        return b;
+      }], 'no tenants yet: PUT /v1/admin/tenants/{id}');
+  }
+
+  var editing = null;
+  function openEdit(t) {
+    editing = t;
+    $('edit-tenant').textContent = t.tenant;
+    var f = $('edit-form');
+    ['weight', 'max_running', 'rate_per_second', 'burst', 'max_queued'].forEach(function (k) { f.elements[k].value = t.limits[k]; });
+    f.elements.paused.checked = !!t.limits.paused;
+    $('edit-result').textContent = '';
+    $('edit-panel').hidden = false;
+  }
+  function saveEdit(ev) {
+    ev.preventDefault();
+    if (!editing) return;
+    var f = $('edit-form'), patch = {};
+    ['weight', 'max_running', 'burst', 'max_queued'].forEach(function (k) {
+      var v = Number(f.elements[k].value); if (v !== editing.limits[k]) patch[k] = v;
+    });
+    var rate = Number(f.elements.rate_per_second.value);
+    if (rate !== editing.limits.rate_per_second) patch.rate_per_second = rate;
+    if (f.elements.paused.checked !== !!editing.limits.paused) patch.paused = f.elements.paused.checked;
+    if (!Object.keys(patch).length) { $('edit-result').textContent = 'nothing changed'; return; }
+    api('PATCH', '/v1/admin/tenants/' + encodeURIComponent(editing.tenant), patch)
+      .then(function (t) { $('edit-result').textContent = 'saved: ' + JSON.stringify(patch); editing.limits = t; refreshNow(); })
+      .catch(function (e) { $('edit-result').textContent = 'not saved: ' + e.message; });
+  }
+
+  // ---- refresh loop and sign-in ----
+  function load() {
+    if (page === 'admin') return api('GET', '/v1/admin/overview').then(renderAdmin);
+    return Promise.all([api('GET', '/v1/dashboard'), api('GET', '/v1/jobs?limit=10')])
+      .then(function (r) { renderTenant(r[0], r[1].jobs); });
+  }
+  function refresh() {
+    timer = null;
+    if (!token()) return;
+    load().then(function () {
+      $('error').textContent = '';
+      $('updated').textContent = 'updated ' + new Date().toLocaleTimeString() + ' · every ' + (REFRESH_MS / 1000) + ' s';
+    }).catch(function (e) {
+      if (e.status === 401 || e.status === 403) { signOut(e.message); return; }
+      $('error').textContent = 'could not refresh: ' + e.message;
+    }).then(function () { if (token() && !timer) timer = setTimeout(refresh, REFRESH_MS); });
+  }
+  function refreshNow() { if (timer) { clearTimeout(timer); timer = null; } refresh(); }
+
+  function show(signedIn) {
+    $('signin-box').hidden = signedIn;
+    $('dash').hidden = !signedIn;
+    $('signout').hidden = !signedIn;
+  }
+  function signOut(reason) {
+    sessionStorage.removeItem(STORE);
+    if (timer) { clearTimeout(timer); timer = null; }
+    show(false);
+    $('signin-error').textContent = reason || '';
+    $('updated').textContent = '';
+  }
+  function signIn(ev) {
+    ev.preventDefault();
+    var k = $('key').value.trim();
+    if (!k) { $('signin-error').textContent = 'paste a key first'; return; }
+    sessionStorage.setItem(STORE, k);
+    $('key').value = '';
+    $('signin-error').textContent = '';
+    show(true);
+    refreshNow();
+  }
+
+  $('signin-form').addEventListener('submit', signIn);
+  $('signout').addEventListener('click', function () { signOut(''); });
+  if (page === 'admin') {
+    $('edit-form').addEventListener('submit', saveEdit);
+    $('edit-cancel').addEventListener('click', function () { $('edit-panel').hidden = true; editing = null; });
+  }
+  show(!!token());
+  if (token()) refresh();
+})();

@@ -1,0 +1,133 @@
+package dev.fairq.api;
+
+import dev.fairq.schema.JobStore;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The dashboards in a real headless Chromium (Debian's chromium + chromium-driver): a tenant signs in with
+ * its key, watches a job appear and finish, replays a dead job from the page after its cause is fixed; the
+ * admin overview shows the flooding tenant highlighted. Screenshots go to target/ for review. Without a
+ * browser the test is skipped, and says why.
+ */
+class DashboardBrowserTest {
+    static TestApp app;
+    static WebDriverClient browser;
+
+    @BeforeAll
+    static void start() throws Exception {
+        String[] found = WebDriverClient.findBrowser();
+        Assumptions.assumeTrue(found != null, "SKIPPED: no headless browser: install Debian's chromium and "
+                + "chromium-driver (apt-get install -y chromium chromium-driver), or set FAIRQ_CHROMIUM and FAIRQ_CHROMEDRIVER");
+        app = TestApp.get();
+        Files.createDirectories(Path.of("target"));
+        browser = new WebDriverClient(found[0], found[1], Path.of("target/chromedriver.log"));
+    }
+
+    @AfterAll
+    static void stop() {
+        if (browser != null) browser.close();
+    }
+
+    private String url(String path) {
+        return "http://localhost:" + app.support.getLocalPort() + path;
+    }
+
+    private long submit(String key, String body) {
+        TestApp.Res r = app.call("POST", "/v1/jobs", key, body);
+        assertEquals(201, r.status(), r.toString());
+        return r.body().get("id").asLong();
+    }
+
+    private String recentStatus(long id) {
+        return browser.script("var tr = document.querySelector('#recent tr[data-job-id=\"" + id + "\"]');"
+                + "return tr ? tr.getAttribute('data-status') : null;").asText("");
+    }
+
+    @Test
+    void aTenantWatchesItsJobsAndReplaysADeadOne_andTheAdminSeesTheFlood() throws Exception {
+        String tenant = TestApp.uniqueTenant("browser");
+        String key = app.newTenantKey(tenant);
+        // some history for the charts: jobs that succeed, one that retries, one that dies
+        for (int i = 0; i < 6; i++) submit(key, "{\"type\": \"record\", \"payload\": {}}");
+        submit(key, "{\"type\": \"flaky\", \"payload\": {}}");
+
+        browser.open(url("/dashboard"));
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#key"));
+        browser.type("#key", key);
+        browser.click("#signin");
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(tenant));
+        assertTrue(browser.text("#count-pending").contains("pending"));
+        // the key stays in this tab's sessionStorage, never in a cookie or the URL
+        assertEquals(key, browser.script("return sessionStorage.getItem('fairq.tenantKey')").asText());
+
+        // a job appears (due in 4 s, so the page shows it waiting first) and finishes
+        long job = submit(key, "{\"type\": \"record\", \"payload\": {\"hello\": \"dashboard\"}, \"delay_ms\": 4000}");
+        await().atMost(Duration.ofSeconds(15)).ignoreExceptions().until(() -> recentStatus(job).equals("pending"));
+        await().atMost(Duration.ofSeconds(30)).ignoreExceptions().until(() -> recentStatus(job).equals("succeeded"));
+
+        // a job dies; the page lists it with its error; the cause is fixed; Replay from the page; it succeeds
+        String cause = "cause-" + tenant;
+        long dead = submit(key, "{\"type\": \"fixable\", \"payload\": {\"k\": \"" + cause + "\"}}");
+        String button = "#dead button.replay[data-id=\"" + dead + "\"]";
+        await().atMost(Duration.ofSeconds(30)).ignoreExceptions().until(() -> browser.exists(button));
+        assertTrue(browser.text("#dead tr[data-job-id=\"" + dead + "\"]").contains("not fixed yet: " + cause));
+        new JobStore().rollupMinutes(app.db.dsl(), 2); // the charts' next point now rather than within 10 s
+        await().atMost(Duration.ofSeconds(15)).ignoreExceptions().until(() -> browser.exists("#chart-throughput path[data-series=succeeded]"));
+        browser.screenshot(Path.of("target/dashboard-tenant-dead.png"));
+
+        TestApp.FIXED.add(cause);
+        browser.click(button);
+        await().atMost(Duration.ofSeconds(30)).ignoreExceptions().until(() -> recentStatus(dead).equals("succeeded"));
+        await().atMost(Duration.ofSeconds(15)).ignoreExceptions().until(() -> !browser.exists(button));
+        assertEquals("succeeded", app.call("GET", "/v1/jobs/" + dead, key, null).body().get("status").asText());
+        new JobStore().rollupMinutes(app.db.dsl(), 2);
+        String updated = browser.text("#updated");
+        await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> !browser.text("#updated").equals(updated)
+                && browser.text("#success-rate").contains("%"));
+        browser.screenshot(Path.of("target/dashboard-tenant.png"));
+
+        // the admin overview: a tenant floods the queue with 80 jobs of 250 ms while the quiet tenant has two;
+        // the flooder takes most of the worker time, far beyond its weight share, and its row is highlighted
+        String flood = TestApp.uniqueTenant("flood");
+        String floodKey = app.newTenantKey(flood);
+        StringBuilder batch = new StringBuilder("{\"jobs\": [");
+        for (int i = 0; i < 80; i++) batch.append(i == 0 ? "" : ",").append("{\"type\": \"sleep\", \"payload\": {\"ms\": 250}}");
+        assertEquals(201, app.call("POST", "/v1/jobs/batch", floodKey, batch.append("]}").toString()).status());
+        for (int i = 0; i < 2; i++) submit(key, "{\"type\": \"sleep\", \"payload\": {\"ms\": 250}}");
+        await().atMost(Duration.ofSeconds(60)).until(() -> app.db.dsl().fetchCount(app.db.dsl().selectOne().from("jobs")
+                .where("tenant_id = ? AND status = 'succeeded'", flood)) >= 24);
+        new JobStore().rollupMinutes(app.db.dsl(), 2);
+
+        browser.open(url("/dashboard/admin"));
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#key"));
+        browser.type("#key", TestApp.ADMIN_TOKEN);
+        browser.click("#signin");
+        String floodRow = "#tenants tr[data-tenant=\"" + flood + "\"]";
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(floodRow));
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(floodRow + ".noisy"));
+        // the admin edits the flooder's limits from the page (PATCH /v1/admin/tenants/{id})
+        browser.click(floodRow + " button.edit-limits");
+        browser.script("var f = document.getElementById('edit-form'); f.elements.max_running.value = '2';");
+        browser.click("#edit-save");
+        await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> browser.text("#edit-result").startsWith("saved"));
+        assertEquals(2, app.admin("GET", "/v1/admin/tenants/" + flood, null).body().get("max_running").asInt());
+        await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> browser.text(floodRow).contains("/ 2"));
+        browser.screenshot(Path.of("target/dashboard-admin.png"));
+
+        // leave no backlog of sleeping jobs behind for the tests that follow (and the JVM's shutdown)
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + flood, "{\"paused\": true}").status());
+        await().atMost(Duration.ofSeconds(30)).until(() -> app.db.dsl().fetchCount(app.db.dsl().selectOne().from("jobs")
+                .where("tenant_id = ? AND status IN ('ready', 'running')", flood)) == 0);
+    }
+}
