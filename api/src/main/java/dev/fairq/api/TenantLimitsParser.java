@@ -1,6 +1,7 @@
 package dev.fairq.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.fairq.scheduler.TenantsFile;
 import dev.fairq.schema.FieldError;
 
 import java.util.ArrayList;
@@ -16,21 +17,13 @@ import java.util.regex.Pattern;
  * table's CHECK constraints. Returns the fields given, snake_case name -> value.
  */
 final class TenantLimitsParser {
-    static final Pattern TENANT_ID = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
+    static final Pattern TENANT_ID = TenantsFile.TENANT_ID;
     static final Set<String> FIELDS = Set.of("weight", "rate_per_second", "burst", "max_running", "max_queued",
             "paused", "webhook_allow");
 
     /** The built-in defaults (as in tenants.yml) for the fields a PUT leaves out. */
     static Map<String, Object> defaults() {
-        Map<String, Object> d = new LinkedHashMap<>();
-        d.put("weight", 1);
-        d.put("rate_per_second", 100.0);
-        d.put("burst", 200);
-        d.put("max_running", 20);
-        d.put("max_queued", 100_000);
-        d.put("paused", false);
-        d.put("webhook_allow", List.of());
-        return d;
+        return TenantsFile.builtInDefaults();
     }
 
     private TenantLimitsParser() {}

@@ -48,7 +48,8 @@ import java.util.regex.Pattern;
  * through the admin API since (the database is the source of truth once a tenant exists).
  */
 public final class TenantsFile {
-    private static final Pattern TENANT_ID = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
+    /** What a tenant id may be (the tenants table checks the same). */
+    public static final Pattern TENANT_ID = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
     private static final Set<String> LIMIT_KEYS = Set.of("weight", "rate_per_second", "burst", "max_running",
             "max_queued", "paused", "webhook_allow");
 
@@ -137,7 +138,8 @@ public final class TenantsFile {
         return inserted;
     }
 
-    private static Map<String, Object> builtInDefaults() {
+    /** The limits a tenant gets for what neither its entry nor {@code defaults:} says (a fresh, mutable map). */
+    public static Map<String, Object> builtInDefaults() {
         Map<String, Object> d = new LinkedHashMap<>();
         d.put("weight", 1);
         d.put("rate_per_second", 100.0);

@@ -704,18 +704,11 @@ public final class JobStore {
      * tenant (admin).
      */
     public ActionResult cancel(DSLContext ctx, String tenantId, long id) {
-        return ctx.transactionResult(c -> {
-            DSLContext tx = c.dsl();
-            Optional<JobsRecord> job = lockForAction(tx, tenantId, id);
-            if (job.isEmpty()) return ActionResult.NOT_FOUND;
-            JobsRecord j = job.get();
-            if (j.getStatus() != JobStatus.pending && j.getStatus() != JobStatus.ready) return ActionResult.WRONG_STATUS;
-            boolean wasHead = j.getKeyHead();
+        return act(ctx, tenantId, id, Set.of(JobStatus.pending, JobStatus.ready), (tx, j) -> {
             tx.update(JOBS).set(JOBS.STATUS, JobStatus.cancelled).set(JOBS.FINISHED_AT, org.jooq.impl.DSL.currentOffsetDateTime())
                     .set(JOBS.KEY_HEAD, false).set(JOBS.READY_RANK, (Double) null)
                     .where(JOBS.ID.eq(id)).execute();
-            if (wasHead) promoteNext(tx, List.<String[]>of(new String[]{j.getTenantId(), j.getOrderingKey()}));
-            return ActionResult.DONE;
+            if (j.getKeyHead()) promoteNext(tx, List.<String[]>of(new String[]{j.getTenantId(), j.getOrderingKey()}));
         });
     }
 
@@ -724,12 +717,7 @@ public final class JobStore {
      * if the key has none, otherwise it waits its turn (by id, so it goes next).
      */
     public ActionResult replay(DSLContext ctx, String tenantId, long id) {
-        return ctx.transactionResult(c -> {
-            DSLContext tx = c.dsl();
-            Optional<JobsRecord> job = lockForAction(tx, tenantId, id);
-            if (job.isEmpty()) return ActionResult.NOT_FOUND;
-            JobsRecord j = job.get();
-            if (j.getStatus() != JobStatus.dead && j.getStatus() != JobStatus.cancelled) return ActionResult.WRONG_STATUS;
+        return act(ctx, tenantId, id, Set.of(JobStatus.dead, JobStatus.cancelled), (tx, j) -> {
             boolean head = j.getKeyHead();
             if (!head && j.getOrderingKey() != null) {
                 // A concurrent enqueue that takes the head between this check and the update makes the
@@ -743,21 +731,30 @@ public final class JobStore {
                     .set(JOBS.KEY_HEAD, head)
                     .where(JOBS.ID.eq(id)).execute();
             tx.execute("SELECT pg_notify('fairq_jobs', '')");
-            return ActionResult.DONE;
         });
     }
 
     /** dead -> cancelled (kept for the record); a dead head that blocked its key hands the key on. */
     public ActionResult discard(DSLContext ctx, String tenantId, long id) {
+        return act(ctx, tenantId, id, Set.of(JobStatus.dead), (tx, j) -> {
+            tx.update(JOBS).set(JOBS.STATUS, JobStatus.cancelled).set(JOBS.KEY_HEAD, false)
+                    .where(JOBS.ID.eq(id)).execute();
+            if (j.getKeyHead()) promoteNext(tx, List.<String[]>of(new String[]{j.getTenantId(), j.getOrderingKey()}));
+        });
+    }
+
+    /**
+     * An operator action in one transaction: lock the job (the tenant's own, or any with a null tenant),
+     * check its status, apply the change.
+     */
+    private static ActionResult act(DSLContext ctx, String tenantId, long id, Set<JobStatus> allowed,
+                                    java.util.function.BiConsumer<DSLContext, JobsRecord> change) {
         return ctx.transactionResult(c -> {
             DSLContext tx = c.dsl();
             Optional<JobsRecord> job = lockForAction(tx, tenantId, id);
             if (job.isEmpty()) return ActionResult.NOT_FOUND;
-            JobsRecord j = job.get();
-            if (j.getStatus() != JobStatus.dead) return ActionResult.WRONG_STATUS;
-            tx.update(JOBS).set(JOBS.STATUS, JobStatus.cancelled).set(JOBS.KEY_HEAD, false)
-                    .where(JOBS.ID.eq(id)).execute();
-            if (j.getKeyHead()) promoteNext(tx, List.<String[]>of(new String[]{j.getTenantId(), j.getOrderingKey()}));
+            if (!allowed.contains(job.get().getStatus())) return ActionResult.WRONG_STATUS;
+            change.accept(tx, job.get());
             return ActionResult.DONE;
         });
     }
