@@ -45,8 +45,8 @@ public final class JobStore {
      * ORDER BY), so a job that has to be inserted again in a second step keeps its place in its key.
      * The first job of each (tenant, ordering_key) in the batch tries to become the key's head; ON CONFLICT
      * DO NOTHING turns both a duplicate job_key and an already-taken head into "not inserted", and the
-     * caller sorts those out ({@link #enqueueAll}). RETURNING gives the inserted rows; the outer SELECT
-     * gives every input row with its id so the two can be matched.
+     * caller sorts those out ({@link #enqueueAll}). RETURNING gives the inserted rows, whole, so the
+     * caller needs no second read; the outer SELECT gives every input row with its id, matched to them.
      */
     private static final String INSERT_JOBS = """
             WITH input AS MATERIALIZED (
@@ -68,10 +68,10 @@ public final class JobStore {
                 FROM input
                 ORDER BY ord
                 ON CONFLICT DO NOTHING
-                RETURNING id
+                RETURNING *
             )
-            SELECT input.ord, input.id, inserted.id IS NOT NULL AS inserted
-            FROM input LEFT JOIN inserted USING (id)
+            SELECT input.ord AS input_ord, input.id AS input_id, inserted.*
+            FROM input LEFT JOIN inserted ON inserted.id = input.id
             ORDER BY input.ord
             """;
 
@@ -168,7 +168,7 @@ public final class JobStore {
         boolean[] mayHead = new boolean[n];
         java.util.Arrays.fill(mayHead, true);
         Map<Integer, Long> idByIndex = new HashMap<>();
-        Set<Integer> inserted = new HashSet<>();
+        Map<Integer, JobsRecord> inserted = new HashMap<>();
         List<Integer> todo = new ArrayList<>();
         for (int i = 0; i < n; i++) todo.add(i);
 
@@ -192,15 +192,10 @@ public final class JobStore {
         // A key left without a head by this batch (its first job was a duplicate, or the head finished
         // while this transaction was open) gets one at commit: see jobs_ensure_key_head in V1__queue.sql.
 
-        List<Long> newIds = new ArrayList<>();
-        for (int i : inserted) newIds.add(idByIndex.get(i));
-        Map<Long, JobsRecord> created = new HashMap<>();
-        for (JobsRecord r : tx.selectFrom(JOBS).where(JOBS.ID.in(newIds)).fetch()) created.put(r.getId(), r);
-
         List<EnqueueResult> results = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            if (inserted.contains(i)) {
-                results.add(new EnqueueResult(created.get(idByIndex.get(i)), true));
+            if (inserted.containsKey(i)) {
+                results.add(new EnqueueResult(inserted.get(i), true));
             } else {
                 results.add(new EnqueueResult(existing.get(i), false));
             }
@@ -209,7 +204,7 @@ public final class JobStore {
     }
 
     private List<Integer> runInsert(DSLContext tx, List<JobRequest> batch, List<Integer> indexes, Long[] presetIds,
-                                    boolean[] mayHead, Map<Integer, Long> idByIndex, Set<Integer> inserted) {
+                                    boolean[] mayHead, Map<Integer, Long> idByIndex, Map<Integer, JobsRecord> inserted) {
         int n = indexes.size();
         Long[] ids = new Long[n];
         String[] tenant = new String[n], queue = new String[n], type = new String[n], payload = new String[n];
@@ -239,9 +234,9 @@ public final class JobStore {
         List<Integer> notInserted = new ArrayList<>();
         for (Record row : tx.resultQuery(INSERT_JOBS, ids, tenant, queue, type, payload, priority, runAt, delay,
                 jobKey, orderingKey, maxAttempts, hash, head).fetch()) {
-            int i = indexes.get(row.get(0, Integer.class) - 1);
-            idByIndex.put(i, row.get(1, Long.class));
-            if (row.get(2, Boolean.class)) inserted.add(i);
+            int i = indexes.get(row.get("input_ord", Integer.class) - 1);
+            idByIndex.put(i, row.get("input_id", Long.class));
+            if (row.get("id") != null) inserted.put(i, row.into(JOBS));
             else notInserted.add(i);
         }
         return notInserted;
