@@ -79,9 +79,8 @@ final class FairnessBench implements Bench.Benchmark {
             }
             floodStillPending = false;
             if (flood) { // close the throughput window first, while a's flood must still be waiting
-                Object firstStart = db.dsl().fetchValue("SELECT min(started_at) FROM jobs");
                 while (!Boolean.TRUE.equals(db.dsl().fetchValue(
-                        "SELECT now() > ?::timestamptz + ? * interval '1 second'", firstStart, WINDOW_TO_S + 0.5))) {
+                        "SELECT now() > (SELECT min(started_at) FROM jobs) + ? * interval '1 second'", WINDOW_TO_S + 0.5))) {
                     Thread.sleep(100);
                 }
                 floodStillPending = count(db, "SELECT count(*) FROM jobs WHERE tenant_id = 'a' AND status = 'pending'") > 0;

@@ -105,7 +105,7 @@ final class LongTxBench implements Bench.Benchmark {
             sampler.start();
             Thread.sleep(BEFORE_MS);
             long deadBefore = latest(deadSamples);
-            holdStart = db.dsl().fetchValue("SELECT now()");
+            holdStart = db.dsl().fetchValue("SELECT now()::text");
             holder.setAutoCommit(false);
             try (Statement s = holder.createStatement()) {
                 s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
@@ -115,7 +115,7 @@ final class LongTxBench implements Bench.Benchmark {
             Thread.sleep(HOLD_MS);
             long deadAtRelease = latest(deadSamples);
             holder.rollback();
-            holdEnd = db.dsl().fetchValue("SELECT now()");
+            holdEnd = db.dsl().fetchValue("SELECT now()::text");
             phase.set(Phase.AFTER);
             Thread.sleep(AFTER_MS);
             running.set(false);

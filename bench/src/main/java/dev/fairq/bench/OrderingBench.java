@@ -19,15 +19,25 @@ import java.util.Random;
  * Baseline in the same run: the same jobs without ordering keys (throughput_ratio_vs_unordered).
  */
 final class OrderingBench implements Bench.Benchmark {
-    static final int JOBS = 20_000;
-    static final int KEYS = 200;
     static final double FAIL_SHARE = 0.05;
+    private final int jobCount;
+    private final int keyCount;
+
+    OrderingBench() {
+        this(20_000, 200);
+    }
+
+    /** A smaller run (the smoke test). */
+    OrderingBench(int jobs, int keys) {
+        this.jobCount = jobs;
+        this.keyCount = keys;
+    }
 
     @Override
     public Map<String, Object> run(BenchDatabase db) throws Exception {
         Map<String, Object> out = new LinkedHashMap<>();
-        out.put("jobs", JOBS);
-        out.put("ordering_keys", KEYS);
+        out.put("jobs", jobCount);
+        out.put("ordering_keys", keyCount);
         out.put("handler", "flaky: sleep 0-5 ms (uniform), 5% fail attempt 1 (retry after 20 ms)");
         out.put("workers", "1 process x 8 threads");
         double unordered = drain(db, false, new LinkedHashMap<>());
@@ -45,18 +55,18 @@ final class OrderingBench implements Bench.Benchmark {
         db.dsl().execute("TRUNCATE bench_runs");
         db.createTenant("t0", 1, 1_000_000, 1_000_000, 100_000);
         Random random = new Random(42);
-        List<JobRequest> jobs = new ArrayList<>(JOBS);
+        List<JobRequest> jobs = new ArrayList<>(jobCount);
         int failing = 0;
-        for (int i = 0; i < JOBS; i++) {
+        for (int i = 0; i < jobCount; i++) {
             boolean fail = random.nextDouble() < FAIL_SHARE;
             if (fail) failing++;
             JobRequest.Builder b = JobRequest.builder("t0", "flaky")
                     .payload("{\"ms\": " + random.nextInt(6) + (fail ? ", \"fail\": true" : "") + "}");
-            if (withKeys) b.orderingKey("key-" + random.nextInt(KEYS));
+            if (withKeys) b.orderingKey("key-" + random.nextInt(keyCount));
             jobs.add(b.build());
         }
         JobStore store = new JobStore();
-        for (int i = 0; i < JOBS; i += 5_000) store.enqueueAll(db.dsl(), jobs.subList(i, i + 5_000));
+        for (int i = 0; i < jobCount; i += 5_000) store.enqueueAll(db.dsl(), jobs.subList(i, Math.min(jobCount, i + 5_000)));
         db.dsl().execute("VACUUM ANALYZE jobs");
         long start, end;
         try (BenchPlatform platform = new BenchPlatform(db)) {
@@ -66,13 +76,13 @@ final class OrderingBench implements Bench.Benchmark {
             end = platform.awaitDrained(200_000);
         }
         long succeeded = count(db, "SELECT count(*) FROM jobs WHERE status = 'succeeded'");
-        if (succeeded != JOBS) throw new IllegalStateException("only " + succeeded + " of " + JOBS + " succeeded");
+        if (succeeded != jobCount) throw new IllegalStateException("only " + succeeded + " of " + jobCount + " succeeded");
         long failedRuns = count(db, "SELECT count(*) FROM bench_runs WHERE failed");
         if (failedRuns < failing) throw new IllegalStateException(failedRuns + " failed runs recorded, " + failing + " planned");
         long unfinished = count(db, "SELECT count(*) FROM bench_runs WHERE finished IS NULL");
         if (unfinished != 0) throw new IllegalStateException(unfinished + " runs never recorded their end");
         long jobsRun = count(db, "SELECT count(DISTINCT job_id) FROM bench_runs WHERE NOT failed");
-        if (jobsRun != JOBS) throw new IllegalStateException("only " + jobsRun + " jobs have a successful run recorded");
+        if (jobsRun != jobCount) throw new IllegalStateException("only " + jobsRun + " jobs have a successful run recorded");
         if (withKeys) {
             // per key, runs in start order: the job id must never go down, and a run must not start before
             // the previous run of the key ended
@@ -88,13 +98,13 @@ final class OrderingBench implements Bench.Benchmark {
             long runs = r.get(2, Long.class);
             out.put("runs", runs);
             out.put("planned_failures", failing);
-            out.put("retried_runs", runs - JOBS);
+            out.put("retried_runs", runs - jobCount);
             out.put("inversions", r.get(0, Long.class));
             out.put("overlaps", r.get(1, Long.class));
             long nullKeys = count(db, "SELECT count(*) FROM bench_runs WHERE ordering_key IS NULL");
             if (nullKeys != 0) throw new IllegalStateException(nullKeys + " runs without their ordering key");
         }
-        return JOBS / ((end - start) / 1e9);
+        return jobCount / ((end - start) / 1e9);
     }
 
     static long count(BenchDatabase db, String sql) {
