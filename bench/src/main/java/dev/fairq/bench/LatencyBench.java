@@ -77,7 +77,7 @@ final class LatencyBench implements Bench.Benchmark {
                 FairnessBench.sleepUntil(next);
                 next += INTERVAL_NANOS;
                 long t0 = System.nanoTime();
-                JsonNode job = Json.MAPPER.readTree(send(http, "POST", base + "/v1/jobs", key, "{\"type\": \"noop\"}", 201));
+                JsonNode job = Json.MAPPER.readTree(send(http, "POST", base + "/v1/jobs", key, "{\"type\": \"noop\", \"payload\": {}}", 201));
                 if (i >= WARMUP) {
                     http_ms.add((System.nanoTime() - t0) / 1e6);
                     if (firstMeasuredId < 0) firstMeasuredId = job.get("id").asLong();
@@ -112,8 +112,12 @@ final class LatencyBench implements Bench.Benchmark {
             out.put("http_submit_p99_ms", Stats.round(Stats.percentile(http_ms, 99)));
             List<Double> rt = roundTrips(db, 500);
             double rtP50 = Stats.percentile(rt, 50);
-            out.put("baseline_db_round_trip_p50_ms", Stats.round(rtP50 * 100) / 100.0);
-            out.put("baseline_db_round_trip_p99_ms", Stats.round(Stats.percentile(rt, 99) * 100) / 100.0);
+            out.put("baseline_db_round_trip_p50_ms", Math.round(rtP50 * 100) / 100.0);
+            out.put("baseline_db_round_trip_p99_ms", Math.round(Stats.percentile(rt, 99) * 100) / 100.0);
+            // what an accepted job costs at the least: one durable (synchronous_commit on) single-row commit
+            List<Double> commits = commits(db, 200);
+            out.put("baseline_durable_commit_p50_ms", Stats.round(Stats.percentile(commits, 50)));
+            out.put("baseline_durable_commit_p99_ms", Stats.round(Stats.percentile(commits, 99)));
             out.put("p50_over_db_round_trip", Stats.ratio(Stats.percentile(e2e, 50), rtP50));
             out.put("targets", "p50_ms <= 3, p99_ms <= 15");
             out.put("note", "admitted_at and started_at are now() of their transactions (transaction start), created_at too");
@@ -130,6 +134,20 @@ final class LatencyBench implements Bench.Benchmark {
             for (int i = 0; i < n; i++) {
                 long t0 = System.nanoTime();
                 s.execute("SELECT 1");
+                ms.add((System.nanoTime() - t0) / 1e6);
+            }
+        }
+        return ms;
+    }
+
+    private static List<Double> commits(BenchDatabase db, int n) throws Exception {
+        List<Double> ms = new ArrayList<>(n);
+        try (Connection c = db.pool().getConnection(); Statement s = c.createStatement()) {
+            s.execute("SET synchronous_commit = on");
+            s.execute("CREATE TABLE IF NOT EXISTS bench_commit (id bigserial PRIMARY KEY, at timestamptz DEFAULT now())");
+            for (int i = 0; i < n; i++) {
+                long t0 = System.nanoTime();
+                s.execute("INSERT INTO bench_commit DEFAULT VALUES");
                 ms.add((System.nanoTime() - t0) / 1e6);
             }
         }
