@@ -33,7 +33,7 @@ import static dev.fairq.bench.OrderingBench.count;
  * started_at - created_at. Baseline in the same run: a JDBC round trip (SELECT 1) from this process.
  */
 final class LatencyBench implements Bench.Benchmark {
-    static final int WARMUP = 200, JOBS = 1_000;
+    static final int WARMUP = 200, JOBS = 1_000, DIRECT = 500;
     static final long INTERVAL_NANOS = 20_000_000L; // 50 per second
 
     @Override
@@ -110,6 +110,40 @@ final class LatencyBench implements Bench.Benchmark {
             out.put("admitted_to_started_p99_ms", Stats.round(Stats.percentile(claimed, 99)));
             out.put("http_submit_p50_ms", Stats.round(Stats.percentile(http_ms, 50)));
             out.put("http_submit_p99_ms", Stats.round(Stats.percentile(http_ms, 99)));
+            // breakdown: the same jobs enqueued straight into the database from this JVM (JobStore.enqueue in
+            // a transaction, as the API resource does), same rate, same server (its scheduler and workers):
+            // the time of the enqueue transaction itself, and what the scheduler and worker add after it
+            dev.fairq.schema.JobStore store = new dev.fairq.schema.JobStore();
+            List<Double> txMs = new ArrayList<>();
+            long firstDirect = -1;
+            next = System.nanoTime();
+            for (int i = 0; i < DIRECT; i++) {
+                FairnessBench.sleepUntil(next);
+                next += INTERVAL_NANOS;
+                long t0 = System.nanoTime();
+                long id = db.dsl().transactionResult(c -> store.enqueue(c.dsl(),
+                        dev.fairq.schema.JobRequest.builder("latency", "noop").build()).job().getId());
+                txMs.add((System.nanoTime() - t0) / 1e6);
+                if (firstDirect < 0) firstDirect = id;
+            }
+            deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (count(db, "SELECT count(*) FROM jobs WHERE status <> 'succeeded'") > 0) {
+                if (System.nanoTime() > deadline) throw new IllegalStateException("direct jobs not all succeeded in 30 s");
+                Thread.sleep(50);
+            }
+            List<Double> dE2e = new ArrayList<>(), dAdm = new ArrayList<>();
+            for (Record r : db.dsl().fetch("SELECT extract(epoch FROM started_at - created_at) * 1000, "
+                    + "extract(epoch FROM admitted_at - created_at) * 1000 FROM jobs WHERE id >= ?", firstDirect)) {
+                dE2e.add(r.get(0, Double.class));
+                dAdm.add(r.get(1, Double.class));
+            }
+            if (dE2e.size() != DIRECT) throw new IllegalStateException(dE2e.size() + " direct jobs, expected " + DIRECT);
+            out.put("direct_enqueue_jobs", DIRECT);
+            out.put("direct_enqueue_tx_p50_ms", Stats.round(Stats.percentile(txMs, 50)));
+            out.put("direct_enqueue_tx_p99_ms", Stats.round(Stats.percentile(txMs, 99)));
+            out.putAll(Stats.summary("direct_", dE2e));
+            out.put("direct_created_to_admitted_p50_ms", Stats.round(Stats.percentile(dAdm, 50)));
+            out.put("direct_created_to_admitted_p99_ms", Stats.round(Stats.percentile(dAdm, 99)));
             List<Double> rt = roundTrips(db, 500);
             double rtP50 = Stats.percentile(rt, 50);
             out.put("baseline_db_round_trip_p50_ms", Math.round(rtP50 * 100) / 100.0);
