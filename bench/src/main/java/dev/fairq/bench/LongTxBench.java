@@ -150,7 +150,7 @@ final class LongTxBench implements Bench.Benchmark {
         out.put("claim_p99_ratio_after_vs_before", Stats.ratio(p99.get(Phase.AFTER), p99.get(Phase.BEFORE)));
         out.put("dead_tuples_peak", peak);
         List<Double> buckets = new ArrayList<>();
-        byTenSeconds.forEach((k, v) -> buckets.add(Stats.round(Stats.percentile(v, 50) * 10) / 10.0));
+        byTenSeconds.forEach((k, v) -> buckets.add(Math.round(Stats.percentile(v, 50) * 100) / 100.0));
         out.put("claim_p50_ms_per_10s", buckets);
         out.put("hold_from_to_s", List.of((WARMUP_MS + BEFORE_MS) / 1000, (WARMUP_MS + BEFORE_MS + HOLD_MS) / 1000));
         // end-to-end: the workers' own view, per phase, from the jobs table (enqueue to start, database clock)
