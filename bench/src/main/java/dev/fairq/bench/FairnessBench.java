@@ -27,7 +27,7 @@ final class FairnessBench implements Bench.Benchmark {
     static final long B_START_MS = 3_000;
     static final double WINDOW_FROM_S = 2, WINDOW_TO_S = 10;
 
-    private record Result(List<Double> bLatencies, double windowJobsPerS, boolean floodStillPending) {}
+    private record Result(List<Double> bLatencies, List<Double> bAdmission, double windowJobsPerS, boolean floodStillPending) {}
 
     @Override
     public Map<String, Object> run(BenchDatabase db) throws Exception {
@@ -41,6 +41,10 @@ final class FairnessBench implements Bench.Benchmark {
         out.putAll(Stats.summary("b_alone_", alone.bLatencies()));
         out.putAll(Stats.summary("b_flood_fair_", fair.bLatencies()));
         out.putAll(Stats.summary("b_flood_fifo_", fifo.bLatencies()));
+        // where b's wait is spent: created -> admitted (the scheduler), the rest (the ready buffer and the claim)
+        out.put("b_alone_created_to_admitted_p50_ms", Stats.round(Stats.percentile(alone.bAdmission(), 50)));
+        out.put("b_flood_fair_created_to_admitted_p50_ms", Stats.round(Stats.percentile(fair.bAdmission(), 50)));
+        out.put("b_flood_fair_created_to_admitted_max_ms", Stats.round(Stats.percentile(fair.bAdmission(), 100)));
         double p99Alone = Stats.percentile(alone.bLatencies(), 99);
         out.put("p99_ratio", Stats.ratio(Stats.percentile(fair.bLatencies(), 99), p99Alone));
         out.put("p99_ratio_fifo", Stats.ratio(Stats.percentile(fifo.bLatencies(), 99), p99Alone));
@@ -97,9 +101,11 @@ final class FairnessBench implements Bench.Benchmark {
         if (flood && !floodStillPending) {
             throw new IllegalStateException("a's flood drained before the throughput window closed: the window measured idle time");
         }
-        List<Double> b = new ArrayList<>();
-        for (Record r : db.dsl().fetch("SELECT extract(epoch FROM started_at - created_at) * 1000 FROM jobs WHERE tenant_id = 'b'")) {
+        List<Double> b = new ArrayList<>(), bAdmission = new ArrayList<>();
+        for (Record r : db.dsl().fetch("SELECT extract(epoch FROM started_at - created_at) * 1000, "
+                + "extract(epoch FROM admitted_at - created_at) * 1000 FROM jobs WHERE tenant_id = 'b'")) {
             b.add(r.get(0, Double.class));
+            bAdmission.add(r.get(1, Double.class));
         }
         double window = 0;
         if (flood) {
@@ -109,7 +115,7 @@ final class FairnessBench implements Bench.Benchmark {
                     WHERE started_at >= f.t + ? * interval '1 second' AND started_at < f.t + ? * interval '1 second'""",
                     WINDOW_FROM_S, WINDOW_TO_S)).doubleValue() / (WINDOW_TO_S - WINDOW_FROM_S);
         }
-        return new Result(b, window, floodStillPending);
+        return new Result(b, bAdmission, window, floodStillPending);
     }
 
     static void sleepUntil(long nanoTime) throws InterruptedException {
