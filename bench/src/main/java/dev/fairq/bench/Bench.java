@@ -14,7 +14,13 @@ public final class Bench {
     }
 
     private static final Map<String, Benchmark> BENCHMARKS = new TreeMap<>(Map.of(
-            "throughput", new ThroughputBench()));
+            "throughput", new ThroughputBench(),
+            "latency", new LatencyBench(),
+            "fairness", new FairnessBench(),
+            "starvation", new StarvationBench(),
+            "ordering", new OrderingBench(),
+            "crash", new CrashBench(),
+            "longtx", new LongTxBench()));
 
     private Bench() {}
 

@@ -4,29 +4,69 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.fairq.schema.Database;
 import dev.fairq.schema.JobStore;
 import dev.fairq.worker.HandlerRegistry;
+import dev.fairq.worker.JobContext;
+import dev.fairq.worker.RetryableJobException;
 import dev.fairq.worker.ShutdownSignals;
 import dev.fairq.worker.Worker;
 import dev.fairq.worker.WorkerConfig;
 import dev.fairq.worker.handlers.DemoHandlers;
+import org.jooq.DSLContext;
+
+import java.time.Duration;
 
 /**
- * A worker process for the benchmarks (the demo handlers: noop and sleep). Arguments: jdbcUrl user password
- * workerId threads. Stops gracefully on SIGTERM.
+ * A worker process for the benchmarks. Arguments: jdbcUrl user password workerId threads. Stops gracefully on
+ * SIGTERM. Handlers: the demo ones (noop, sleep) and two bench-only ones that record every run in the
+ * {@code bench_runs} table (start and end on the database clock, clock_timestamp()), through a pool of
+ * their own so that recording does not compete with the worker's claim and completion connections:
+ * <ul>
+ *   <li>{@code record} ({@code {"ms": n}}): records the run, sleeps n ms, records its end;</li>
+ *   <li>{@code flaky} ({@code {"ms": n, "fail": true}}): like record, but when {@code fail} is set the
+ *       first attempt throws a transient error (retried after 20 ms) after recording its run.</li>
+ * </ul>
  */
 public final class BenchWorker {
+    static final String RUNS_TABLE = """
+            CREATE TABLE IF NOT EXISTS bench_runs (
+                run_id       bigserial PRIMARY KEY,
+                job_id       bigint NOT NULL,
+                attempt      integer NOT NULL,
+                worker       text NOT NULL,
+                ordering_key text,
+                started      timestamptz NOT NULL,
+                finished     timestamptz,
+                failed       boolean NOT NULL DEFAULT false
+            )""";
+
     private BenchWorker() {}
 
     public static void main(String[] args) {
         String url = args[0], user = args[1], password = args[2].isEmpty() ? null : args[2], id = args[3];
         int threads = Integer.parseInt(args[4]);
         HikariDataSource pool = Database.queuePool(url, user, password, 4, id);
+        HikariDataSource recordPool = Database.queuePool(url, user, password, threads, id + "-record");
+        DSLContext rec = Database.dsl(recordPool);
+        HandlerRegistry registry = DemoHandlers.register(new HandlerRegistry());
+        registry.register("record", job -> recorded(rec, job, false));
+        registry.register("flaky", job -> recorded(rec, job, job.attempt() == 1 && job.payload().path("fail").asBoolean(false)));
         Worker worker = new Worker(WorkerConfig.defaults().withWorkerId(id).withThreads(threads),
-                DemoHandlers.register(new HandlerRegistry()), new JobStore(), Database.dsl(pool),
+                registry, new JobStore(), Database.dsl(pool),
                 () -> Database.dedicated(url, user, password, "listen-" + id));
         ShutdownSignals.onTerminate(() -> {
             worker.close();
             pool.close();
+            recordPool.close();
         });
         worker.start();
+    }
+
+    private static void recorded(DSLContext rec, JobContext job, boolean fail) throws Exception {
+        long runId = ((Number) rec.fetchValue("INSERT INTO bench_runs (job_id, attempt, worker, ordering_key, started) "
+                + "VALUES (?, ?, ?, ?, clock_timestamp()) RETURNING run_id",
+                job.jobId(), job.attempt(), job.workerId(), job.orderingKey())).longValue();
+        long ms = job.payload().path("ms").asLong(0);
+        if (ms > 0) Thread.sleep(ms);
+        rec.execute("UPDATE bench_runs SET finished = clock_timestamp(), failed = ? WHERE run_id = ?", fail, runId);
+        if (fail) throw new RetryableJobException("bench: planned failure of attempt 1", Duration.ofMillis(20));
     }
 }

@@ -1,0 +1,125 @@
+package dev.fairq.bench;
+
+import dev.fairq.scheduler.SchedulerConfig;
+import dev.fairq.schema.JobRequest;
+import dev.fairq.schema.JobStore;
+import org.jooq.Record;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import static dev.fairq.bench.OrderingBench.count;
+
+/**
+ * Tenant a floods 20,000 {@code sleep} 5 ms jobs (bulk enqueue); 3 s after the worker starts, tenant b submits
+ * 50 {@code sleep} 5 ms jobs one at a time, one every 30 ms (a normal tenant's trickle). One worker process,
+ * 8 threads; both tenants weight 1, limits out of the way. b's enqueue-to-start latency (started_at -
+ * created_at, the database's clock) is measured three times in the same run: b alone, b under the flood
+ * with fairness on, b under the flood with FIFO (the baseline). Throughput: jobs started per second in a
+ * fixed window (2 s to 10 s after the first start), fair versus FIFO.
+ */
+final class FairnessBench implements Bench.Benchmark {
+    static final int FLOOD = 20_000;
+    static final int B_JOBS = 50;
+    static final long B_INTERVAL_MS = 30;
+    static final long B_START_MS = 3_000;
+    static final double WINDOW_FROM_S = 2, WINDOW_TO_S = 10;
+
+    private record Result(List<Double> bLatencies, List<Double> bAdmission, double windowJobsPerS, boolean floodStillPending) {}
+
+    @Override
+    public Map<String, Object> run(BenchDatabase db) throws Exception {
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("flood", FLOOD + " x sleep 5 ms, tenant a, bulk enqueue");
+        out.put("b_trickle", B_JOBS + " x sleep 5 ms, tenant b, one every " + B_INTERVAL_MS + " ms from " + B_START_MS + " ms");
+        out.put("workers", "1 process x 8 threads");
+        Result alone = scenario(db, SchedulerConfig.defaults(), false);
+        Result fair = scenario(db, SchedulerConfig.defaults(), true);
+        Result fifo = scenario(db, SchedulerConfig.defaults().withFair(false), true);
+        out.putAll(Stats.summary("b_alone_", alone.bLatencies()));
+        out.putAll(Stats.summary("b_flood_fair_", fair.bLatencies()));
+        out.putAll(Stats.summary("b_flood_fifo_", fifo.bLatencies()));
+        // where b's wait is spent: created -> admitted (the scheduler), the rest (the ready buffer and the claim)
+        out.put("b_alone_created_to_admitted_p50_ms", Stats.round(Stats.percentile(alone.bAdmission(), 50)));
+        out.put("b_flood_fair_created_to_admitted_p50_ms", Stats.round(Stats.percentile(fair.bAdmission(), 50)));
+        out.put("b_flood_fair_created_to_admitted_max_ms", Stats.round(Stats.percentile(fair.bAdmission(), 100)));
+        double p99Alone = Stats.percentile(alone.bLatencies(), 99);
+        out.put("p99_ratio", Stats.ratio(Stats.percentile(fair.bLatencies(), 99), p99Alone));
+        out.put("p99_ratio_fifo", Stats.ratio(Stats.percentile(fifo.bLatencies(), 99), p99Alone));
+        out.put("p50_ratio", Stats.ratio(Stats.percentile(fair.bLatencies(), 50), Stats.percentile(alone.bLatencies(), 50)));
+        out.put("window_jobs_per_s_fair", Math.round(fair.windowJobsPerS()));
+        out.put("window_jobs_per_s_fifo", Math.round(fifo.windowJobsPerS()));
+        out.put("throughput_ratio_vs_fifo", Stats.ratio(fair.windowJobsPerS(), fifo.windowJobsPerS()));
+        out.put("throughput_window_s", WINDOW_FROM_S + "-" + WINDOW_TO_S + " after the first start");
+        out.put("targets", "p99_ratio <= 1.5; throughput_ratio_vs_fifo >= 0.9");
+        return out;
+    }
+
+    private Result scenario(BenchDatabase db, SchedulerConfig config, boolean flood) throws Exception {
+        db.truncate();
+        db.createTenant("a", 1, 1_000_000, 1_000_000, 100_000);
+        db.createTenant("b", 1, 1_000_000, 1_000_000, 100_000);
+        JobStore store = new JobStore();
+        if (flood) {
+            List<JobRequest> jobs = new ArrayList<>(FLOOD);
+            for (int i = 0; i < FLOOD; i++) jobs.add(JobRequest.builder("a", "sleep").payload("{\"ms\": 5}").build());
+            for (int i = 0; i < FLOOD; i += 5_000) store.enqueueAll(db.dsl(), jobs.subList(i, i + 5_000));
+        }
+        db.dsl().execute("VACUUM ANALYZE jobs");
+        boolean floodStillPending;
+        try (BenchPlatform platform = new BenchPlatform(db)) {
+            platform.startScheduler(config);
+            long start = System.nanoTime();
+            platform.startWorkerProcess("fair-w0", 8);
+            if (!flood) { // warm the worker up like the flood does, then measure b alone
+                while (count(db, "SELECT count(*) FROM workers") == 0) Thread.sleep(20);
+            }
+            sleepUntil(start + B_START_MS * 1_000_000);
+            for (int i = 0; i < B_JOBS; i++) {
+                store.enqueue(db.dsl(), JobRequest.builder("b", "sleep").payload("{\"ms\": 5}").build());
+                sleepUntil(start + (B_START_MS + (i + 1) * B_INTERVAL_MS) * 1_000_000);
+            }
+            floodStillPending = false;
+            if (flood) { // close the throughput window first, while a's flood must still be waiting
+                while (!Boolean.TRUE.equals(db.dsl().fetchValue(
+                        "SELECT now() > (SELECT min(started_at) FROM jobs) + ? * interval '1 second'", WINDOW_TO_S + 0.5))) {
+                    Thread.sleep(100);
+                }
+                floodStillPending = count(db, "SELECT count(*) FROM jobs WHERE tenant_id = 'a' AND status = 'pending'") > 0;
+            }
+            while (count(db, "SELECT count(*) FROM jobs WHERE tenant_id = 'b' AND status <> 'succeeded'") > 0) {
+                if (System.nanoTime() - start > 120_000_000_000L) throw new IllegalStateException("b not done in 120 s");
+                Thread.sleep(50);
+            }
+        }
+        long bDone = count(db, "SELECT count(*) FROM jobs WHERE tenant_id = 'b' AND status = 'succeeded'");
+        if (bDone != B_JOBS) throw new IllegalStateException("b: " + bDone + " of " + B_JOBS + " succeeded");
+        long dead = count(db, "SELECT count(*) FROM jobs WHERE status = 'dead'");
+        if (dead != 0) throw new IllegalStateException(dead + " dead jobs");
+        if (flood && !floodStillPending) {
+            throw new IllegalStateException("a's flood drained before the throughput window closed: the window measured idle time");
+        }
+        List<Double> b = new ArrayList<>(), bAdmission = new ArrayList<>();
+        for (Record r : db.dsl().fetch("SELECT extract(epoch FROM started_at - created_at) * 1000, "
+                + "extract(epoch FROM admitted_at - created_at) * 1000 FROM jobs WHERE tenant_id = 'b'")) {
+            b.add(r.get(0, Double.class));
+            bAdmission.add(r.get(1, Double.class));
+        }
+        double window = 0;
+        if (flood) {
+            window = ((Number) db.dsl().fetchValue("""
+                    WITH f AS (SELECT min(started_at) AS t FROM jobs)
+                    SELECT count(*) FROM jobs, f
+                    WHERE started_at >= f.t + ? * interval '1 second' AND started_at < f.t + ? * interval '1 second'""",
+                    WINDOW_FROM_S, WINDOW_TO_S)).doubleValue() / (WINDOW_TO_S - WINDOW_FROM_S);
+        }
+        return new Result(b, bAdmission, window, floodStillPending);
+    }
+
+    static void sleepUntil(long nanoTime) throws InterruptedException {
+        long ms = (nanoTime - System.nanoTime()) / 1_000_000;
+        if (ms > 0) Thread.sleep(ms);
+    }
+}

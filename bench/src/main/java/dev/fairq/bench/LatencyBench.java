@@ -1,0 +1,223 @@
+package dev.fairq.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.fairq.schema.Json;
+import org.jooq.Record;
+
+import java.io.File;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static dev.fairq.bench.OrderingBench.count;
+
+/**
+ * The platform as deployed: {@code java -jar api/target/fairq.jar server} (API, scheduler and an 8-thread
+ * worker pool in one process) on the bench database. An admin creates a tenant and a key over the admin API;
+ * then noop jobs are submitted one at a time over HTTP at 50 per second: 200 warm-up jobs (not counted),
+ * then 1,000 measured ones. Enqueue-to-start is read from the jobs table, one clock (the database's):
+ * started_at - created_at. Baseline in the same run: a JDBC round trip (SELECT 1) from this process.
+ */
+final class LatencyBench implements Bench.Benchmark {
+    static final int WARMUP = 200, JOBS = 1_000, DIRECT = 500;
+    static final long INTERVAL_NANOS = 20_000_000L; // 50 per second
+
+    @Override
+    public Map<String, Object> run(BenchDatabase db) throws Exception {
+        Map<String, Object> out = new LinkedHashMap<>();
+        Path jar = Path.of("api", "target", "fairq.jar");
+        if (!Files.exists(jar)) throw new IllegalStateException(jar + " missing: build first (mvn -B package -DskipTests)");
+        db.truncate();
+        int port = freePort(), adminPort = freePort();
+        String adminToken = "fqa_bench" + HexFormat.of().formatHex(new SecureRandom().generateSeed(16));
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        ProcessBuilder pb = new ProcessBuilder(java, "-Xmx512m", "-jar", jar.toString(), "server");
+        pb.environment().put("FAIRQ_DATABASE_URL", db.jdbcUrl);
+        pb.environment().put("FAIRQ_DATABASE_USER", db.user);
+        if (db.password != null) pb.environment().put("FAIRQ_DATABASE_PASSWORD", db.password);
+        pb.environment().put("FAIRQ_ADMIN_TOKEN", adminToken);
+        pb.environment().put("FAIRQ_PORT", Integer.toString(port));
+        pb.environment().put("FAIRQ_ADMIN_PORT", Integer.toString(adminPort));
+        pb.environment().put("FAIRQ_DEMO_HANDLERS", "true");
+        File log = new File(System.getProperty("java.io.tmpdir"), "fairq-bench-latency-server.log");
+        pb.redirectErrorStream(true);
+        pb.redirectOutput(log);
+        Process server = pb.start();
+        out.put("server", "java -jar api/target/fairq.jar server (log: " + log + ")");
+        out.put("rate_per_s", 1_000_000_000L / INTERVAL_NANOS);
+        out.put("warmup_jobs", WARMUP);
+        out.put("jobs", JOBS);
+        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+        String base = "http://127.0.0.1:" + port;
+        try {
+            awaitUp(http, base, adminToken, server, log);
+            send(http, "PUT", base + "/v1/admin/tenants/latency", adminToken,
+                    "{\"weight\": 1, \"rate_per_second\": 1000, \"burst\": 1000, \"max_running\": 100}", 201);
+            String key = Json.MAPPER.readTree(send(http, "POST", base + "/v1/admin/tenants/latency/keys", adminToken, "", 201))
+                    .get("key").asText();
+
+            List<Double> http_ms = new ArrayList<>();
+            long firstMeasuredId = -1;
+            long next = System.nanoTime();
+            for (int i = 0; i < WARMUP + JOBS; i++) {
+                FairnessBench.sleepUntil(next);
+                next += INTERVAL_NANOS;
+                long t0 = System.nanoTime();
+                JsonNode job = Json.MAPPER.readTree(send(http, "POST", base + "/v1/jobs", key, "{\"type\": \"noop\", \"payload\": {}}", 201));
+                if (i >= WARMUP) {
+                    http_ms.add((System.nanoTime() - t0) / 1e6);
+                    if (firstMeasuredId < 0) firstMeasuredId = job.get("id").asLong();
+                }
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (count(db, "SELECT count(*) FROM jobs WHERE status <> 'succeeded'") > 0) {
+                if (System.nanoTime() > deadline) throw new IllegalStateException("jobs not all succeeded 30 s after the last submit");
+                Thread.sleep(50);
+            }
+            long total = count(db, "SELECT count(*) FROM jobs WHERE tenant_id = 'latency'");
+            if (total != WARMUP + JOBS) throw new IllegalStateException(total + " jobs stored, " + (WARMUP + JOBS) + " submitted");
+            List<Double> e2e = new ArrayList<>();
+            for (Record r : db.dsl().fetch("SELECT extract(epoch FROM started_at - created_at) * 1000 FROM jobs "
+                    + "WHERE tenant_id = 'latency' AND id >= ?", firstMeasuredId)) {
+                e2e.add(r.get(0, Double.class));
+            }
+            if (e2e.size() != JOBS) throw new IllegalStateException(e2e.size() + " measured jobs, expected " + JOBS);
+            List<Double> admitted = new ArrayList<>(), claimed = new ArrayList<>();
+            for (Record r : db.dsl().fetch("SELECT extract(epoch FROM admitted_at - created_at) * 1000, "
+                    + "extract(epoch FROM started_at - admitted_at) * 1000 FROM jobs WHERE tenant_id = 'latency' AND id >= ?",
+                    firstMeasuredId)) {
+                admitted.add(r.get(0, Double.class));
+                claimed.add(r.get(1, Double.class));
+            }
+            out.putAll(Stats.summary("", e2e));
+            out.put("created_to_admitted_p50_ms", Stats.round(Stats.percentile(admitted, 50)));
+            out.put("created_to_admitted_p99_ms", Stats.round(Stats.percentile(admitted, 99)));
+            out.put("admitted_to_started_p50_ms", Stats.round(Stats.percentile(claimed, 50)));
+            out.put("admitted_to_started_p99_ms", Stats.round(Stats.percentile(claimed, 99)));
+            out.put("http_submit_p50_ms", Stats.round(Stats.percentile(http_ms, 50)));
+            out.put("http_submit_p99_ms", Stats.round(Stats.percentile(http_ms, 99)));
+            // breakdown: the same jobs enqueued straight into the database from this JVM (JobStore.enqueue in
+            // a transaction, as the API resource does), same rate, same server (its scheduler and workers):
+            // the time of the enqueue transaction itself, and what the scheduler and worker add after it
+            dev.fairq.schema.JobStore store = new dev.fairq.schema.JobStore();
+            List<Double> txMs = new ArrayList<>();
+            long firstDirect = -1;
+            next = System.nanoTime();
+            for (int i = 0; i < DIRECT; i++) {
+                FairnessBench.sleepUntil(next);
+                next += INTERVAL_NANOS;
+                long t0 = System.nanoTime();
+                long id = db.dsl().transactionResult(c -> store.enqueue(c.dsl(),
+                        dev.fairq.schema.JobRequest.builder("latency", "noop").build()).job().getId());
+                txMs.add((System.nanoTime() - t0) / 1e6);
+                if (firstDirect < 0) firstDirect = id;
+            }
+            deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (count(db, "SELECT count(*) FROM jobs WHERE status <> 'succeeded'") > 0) {
+                if (System.nanoTime() > deadline) throw new IllegalStateException("direct jobs not all succeeded in 30 s");
+                Thread.sleep(50);
+            }
+            List<Double> dE2e = new ArrayList<>(), dAdm = new ArrayList<>();
+            for (Record r : db.dsl().fetch("SELECT extract(epoch FROM started_at - created_at) * 1000, "
+                    + "extract(epoch FROM admitted_at - created_at) * 1000 FROM jobs WHERE id >= ?", firstDirect)) {
+                dE2e.add(r.get(0, Double.class));
+                dAdm.add(r.get(1, Double.class));
+            }
+            if (dE2e.size() != DIRECT) throw new IllegalStateException(dE2e.size() + " direct jobs, expected " + DIRECT);
+            out.put("direct_enqueue_jobs", DIRECT);
+            out.put("direct_enqueue_tx_p50_ms", Stats.round(Stats.percentile(txMs, 50)));
+            out.put("direct_enqueue_tx_p99_ms", Stats.round(Stats.percentile(txMs, 99)));
+            out.putAll(Stats.summary("direct_", dE2e));
+            out.put("direct_created_to_admitted_p50_ms", Stats.round(Stats.percentile(dAdm, 50)));
+            out.put("direct_created_to_admitted_p99_ms", Stats.round(Stats.percentile(dAdm, 99)));
+            List<Double> rt = roundTrips(db, 500);
+            double rtP50 = Stats.percentile(rt, 50);
+            out.put("baseline_db_round_trip_p50_ms", Math.round(rtP50 * 100) / 100.0);
+            out.put("baseline_db_round_trip_p99_ms", Math.round(Stats.percentile(rt, 99) * 100) / 100.0);
+            // what an accepted job costs at the least: one durable (synchronous_commit on) single-row commit
+            List<Double> commits = commits(db, 200);
+            out.put("baseline_durable_commit_p50_ms", Stats.round(Stats.percentile(commits, 50)));
+            out.put("baseline_durable_commit_p99_ms", Stats.round(Stats.percentile(commits, 99)));
+            out.put("p50_over_db_round_trip", Stats.ratio(Stats.percentile(e2e, 50), rtP50));
+            out.put("targets", "p50_ms <= 3, p99_ms <= 15");
+            out.put("note", "admitted_at and started_at are now() of their transactions (transaction start), created_at too");
+        } finally {
+            server.destroy();
+            if (!server.waitFor(30, TimeUnit.SECONDS)) server.destroyForcibly().waitFor();
+        }
+        return out;
+    }
+
+    private static List<Double> roundTrips(BenchDatabase db, int n) throws Exception {
+        List<Double> ms = new ArrayList<>(n);
+        try (Connection c = db.pool().getConnection(); Statement s = c.createStatement()) {
+            for (int i = 0; i < n; i++) {
+                long t0 = System.nanoTime();
+                s.execute("SELECT 1");
+                ms.add((System.nanoTime() - t0) / 1e6);
+            }
+        }
+        return ms;
+    }
+
+    private static List<Double> commits(BenchDatabase db, int n) throws Exception {
+        List<Double> ms = new ArrayList<>(n);
+        try (Connection c = db.pool().getConnection(); Statement s = c.createStatement()) {
+            s.execute("SET synchronous_commit = on");
+            s.execute("CREATE TABLE IF NOT EXISTS bench_commit (id bigserial PRIMARY KEY, at timestamptz DEFAULT now())");
+            for (int i = 0; i < n; i++) {
+                long t0 = System.nanoTime();
+                s.execute("INSERT INTO bench_commit DEFAULT VALUES");
+                ms.add((System.nanoTime() - t0) / 1e6);
+            }
+        }
+        return ms;
+    }
+
+    private static void awaitUp(HttpClient http, String base, String token, Process server, File log) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+        while (System.nanoTime() < deadline) {
+            if (!server.isAlive()) throw new IllegalStateException("the server exited; see " + log);
+            try {
+                HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(base + "/v1/admin/tenants"))
+                        .header("Authorization", "Bearer " + token).timeout(Duration.ofSeconds(2)).GET().build(),
+                        HttpResponse.BodyHandlers.ofString());
+                if (r.statusCode() == 200) return;
+            } catch (java.io.IOException notYet) {
+                // not listening yet
+            }
+            Thread.sleep(200);
+        }
+        throw new IllegalStateException("the server did not come up within 90 s; see " + log);
+    }
+
+    private static String send(HttpClient http, String method, String url, String token, String body, int expect) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url)).header("Authorization", "Bearer " + token)
+                .timeout(Duration.ofSeconds(10));
+        if (!body.isEmpty()) b.header("Content-Type", "application/json");
+        b.method(method, body.isEmpty() ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+        HttpResponse<String> r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+        if (r.statusCode() != expect) throw new IllegalStateException(method + " " + url + ": " + r.statusCode() + " " + r.body());
+        return r.body();
+    }
+
+    private static int freePort() throws Exception {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+}
