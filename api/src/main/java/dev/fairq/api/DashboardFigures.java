@@ -1,5 +1,6 @@
 package dev.fairq.api;
 
+import dev.fairq.schema.DashboardStore;
 import dev.fairq.schema.JobStore;
 import dev.fairq.schema.generated.enums.JobStatus;
 import dev.fairq.schema.generated.tables.records.JobsRecord;
@@ -32,6 +33,7 @@ final class DashboardFigures {
     static final int LIST_LIMIT = 50;
 
     private final JobStore store;
+    private final DashboardStore dashboards = new DashboardStore();
     private final DSLContext db;
 
     DashboardFigures(JobStore store, DSLContext db) {
@@ -45,16 +47,16 @@ final class DashboardFigures {
         if (t == null) throw ApiException.notFound("no tenant " + tenantId);
         OffsetDateTime now = store.now(db);
         JobStore.TenantStats live = store.tenantStats(db, tenantId, WINDOW);
-        JobStore.RollupTotals totals = store.rollupTotals(db, tenantId, WINDOW, SHARE_WINDOW)
-                .getOrDefault(tenantId, JobStore.RollupTotals.NONE);
-        long starts = store.startsSince(db, tenantId, START_RATE_WINDOW).getOrDefault(tenantId, 0L);
+        DashboardStore.RollupTotals totals = dashboards.rollupTotals(db, tenantId, WINDOW, SHARE_WINDOW)
+                .getOrDefault(tenantId, DashboardStore.RollupTotals.NONE);
+        long starts = dashboards.startsSince(db, tenantId, START_RATE_WINDOW).getOrDefault(tenantId, 0L);
 
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("generated_at", now.toInstant());
         out.putAll(summary(t, live, totals, starts));
-        out.put("series", series(store.minuteStats(db, tenantId, WINDOW), now));
+        out.put("series", series(dashboards.minuteStats(db, tenantId, WINDOW), now));
         List<Map<String, Object>> running = new ArrayList<>();
-        for (JobStore.RunningJob r : store.runningJobs(db, tenantId, LIST_LIMIT)) {
+        for (DashboardStore.RunningJob r : dashboards.runningJobs(db, tenantId, LIST_LIMIT)) {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("id", r.id());
             m.put("type", r.type());
@@ -99,8 +101,8 @@ final class DashboardFigures {
         OffsetDateTime now = store.now(db);
         Map<String, Map<String, Long>> depths = store.queueDepths(db);
         Map<String, Long> oldest = store.oldestPendingAgeMs(db);
-        Map<String, JobStore.RollupTotals> totals = store.rollupTotals(db, null, WINDOW, SHARE_WINDOW);
-        Map<String, Long> starts = store.startsSince(db, null, START_RATE_WINDOW);
+        Map<String, DashboardStore.RollupTotals> totals = dashboards.rollupTotals(db, null, WINDOW, SHARE_WINDOW);
+        Map<String, Long> starts = dashboards.startsSince(db, null, START_RATE_WINDOW);
         Map<String, Long> blocked = new HashMap<>();
         for (JobStore.BlockedKey k : store.blockedOrderingKeys(db, null, 10_000)) blocked.merge(k.tenantId(), 1L, Long::sum);
         List<TenantsRecord> tenants = db.selectFrom(TENANTS).orderBy(TENANTS.ID).fetch();
@@ -109,7 +111,7 @@ final class DashboardFigures {
         // Jobs of a millisecond or less round that to nothing, so below a second of total worker time the
         // share is taken from attempts started instead (the answer says which).
         long totalBusy = 0, totalStarted = 0;
-        for (JobStore.RollupTotals x : totals.values()) {
+        for (DashboardStore.RollupTotals x : totals.values()) {
             totalBusy += x.busyMsRecent();
             totalStarted += x.startedRecent();
         }
@@ -120,7 +122,7 @@ final class DashboardFigures {
         List<Boolean> active = new ArrayList<>();
         for (TenantsRecord t : tenants) {
             Map<String, Long> d = depths.getOrDefault(t.getId(), Map.of());
-            JobStore.RollupTotals x = totals.getOrDefault(t.getId(), JobStore.RollupTotals.NONE);
+            DashboardStore.RollupTotals x = totals.getOrDefault(t.getId(), DashboardStore.RollupTotals.NONE);
             // a paused tenant's waiting jobs claim no share: it cannot start them
             boolean a = (!t.getPaused() && d.getOrDefault("pending", 0L) + d.getOrDefault("ready", 0L) > 0)
                     || d.getOrDefault("running", 0L) > 0 || x.busyMsRecent() > 0 || x.startedRecent() > 0;
@@ -136,7 +138,7 @@ final class DashboardFigures {
             JobStore.TenantStats live = new JobStore.TenantStats(d.getOrDefault("pending", 0L), d.getOrDefault("ready", 0L),
                     d.getOrDefault("running", 0L), 0, 0, d.getOrDefault("dead", 0L), oldest.get(t.getId()),
                     blocked.getOrDefault(t.getId(), 0L));
-            JobStore.RollupTotals x = totals.getOrDefault(t.getId(), JobStore.RollupTotals.NONE);
+            DashboardStore.RollupTotals x = totals.getOrDefault(t.getId(), DashboardStore.RollupTotals.NONE);
             Map<String, Object> row = summary(t, live, x, starts.getOrDefault(t.getId(), 0L));
             Double workerShare = byTime ? share(x.busyMsRecent(), totalBusy) : share(x.startedRecent(), totalStarted);
             Double weightShare = active.get(i) && activeWeight > 0 ? (double) t.getWeight() / activeWeight : null;
@@ -164,7 +166,7 @@ final class DashboardFigures {
     }
 
     /** The figures both pages show for one tenant. */
-    private static Map<String, Object> summary(TenantsRecord t, JobStore.TenantStats live, JobStore.RollupTotals h, long starts) {
+    private static Map<String, Object> summary(TenantsRecord t, JobStore.TenantStats live, DashboardStore.RollupTotals h, long starts) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("tenant", t.getId());
         Map<String, Object> counts = new LinkedHashMap<>();
@@ -205,14 +207,14 @@ final class DashboardFigures {
      * One point per minute of the window, oldest first, on the database clock: a minute without a row had no
      * events (counts 0) and, if the rollup did not run then, an unknown depth (null: a gap in the chart).
      */
-    private static List<Map<String, Object>> series(List<JobStore.MinuteStats> rows, OffsetDateTime now) {
-        Map<java.time.Instant, JobStore.MinuteStats> byMinute = new HashMap<>();
-        for (JobStore.MinuteStats r : rows) byMinute.put(r.minute().toInstant(), r);
+    private static List<Map<String, Object>> series(List<DashboardStore.MinuteStats> rows, OffsetDateTime now) {
+        Map<java.time.Instant, DashboardStore.MinuteStats> byMinute = new HashMap<>();
+        for (DashboardStore.MinuteStats r : rows) byMinute.put(r.minute().toInstant(), r);
         java.time.Instant current = now.toInstant().truncatedTo(ChronoUnit.MINUTES);
         List<Map<String, Object>> out = new ArrayList<>();
         for (long i = WINDOW.toMinutes() - 1; i >= 0; i--) {
             java.time.Instant minute = current.minus(i, ChronoUnit.MINUTES);
-            JobStore.MinuteStats r = byMinute.get(minute);
+            DashboardStore.MinuteStats r = byMinute.get(minute);
             Map<String, Object> p = new LinkedHashMap<>();
             p.put("minute", minute);
             p.put("started", r == null ? 0 : r.started());

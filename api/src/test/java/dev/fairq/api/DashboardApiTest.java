@@ -1,7 +1,7 @@
 package dev.fairq.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.fairq.schema.JobStore;
+import dev.fairq.schema.DashboardStore;
 import org.jooq.DSLContext;
 import org.jooq.Record;
 import org.junit.jupiter.api.BeforeAll;
@@ -65,7 +65,7 @@ class DashboardApiTest {
         long ok = submit(b, "{\"type\": \"record\", \"payload\": {}}");
         await().atMost(Duration.ofSeconds(20)).until(() -> status(b, dead).equals("dead") && status(b, ok).equals("succeeded"));
         // the scheduler rolls up every 10 s; the test does not wait for it
-        new JobStore().rollupMinutes(app.db.dsl(), 3);
+        new DashboardStore().rollupMinutes(app.db.dsl(), 3);
 
         TestApp.Res resA = app.call("GET", "/v1/dashboard", a, null);
         assertEquals(200, resA.status());
@@ -126,7 +126,7 @@ class DashboardApiTest {
             return true;
         });
 
-        JobStore store = new JobStore();
+        DashboardStore store = new DashboardStore();
         DSLContext dsl = app.db.dsl();
         store.rollupMinutes(dsl, 5);
         List<List<Object>> first = rows(dsl, id);

@@ -1,6 +1,6 @@
 package dev.fairq.api;
 
-import dev.fairq.schema.JobStore;
+import dev.fairq.schema.DashboardStore;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
@@ -82,7 +82,7 @@ class DashboardBrowserTest {
         String button = "#dead button.replay[data-id=\"" + dead + "\"]";
         await().atMost(Duration.ofSeconds(30)).ignoreExceptions().until(() -> browser.exists(button));
         assertTrue(browser.text("#dead tr[data-job-id=\"" + dead + "\"]").contains("not fixed yet: " + cause));
-        new JobStore().rollupMinutes(app.db.dsl(), 2); // the charts' next point now rather than within 10 s
+        new DashboardStore().rollupMinutes(app.db.dsl(), 2); // the charts' next point now rather than within 10 s
         await().atMost(Duration.ofSeconds(15)).ignoreExceptions().until(() -> browser.exists("#chart-throughput path[data-series=succeeded]"));
         browser.screenshot(Path.of("target/dashboard-tenant-dead.png"));
 
@@ -91,7 +91,7 @@ class DashboardBrowserTest {
         await().atMost(Duration.ofSeconds(30)).ignoreExceptions().until(() -> recentStatus(dead).equals("succeeded"));
         await().atMost(Duration.ofSeconds(15)).ignoreExceptions().until(() -> !browser.exists(button));
         assertEquals("succeeded", app.call("GET", "/v1/jobs/" + dead, key, null).body().get("status").asText());
-        new JobStore().rollupMinutes(app.db.dsl(), 2);
+        new DashboardStore().rollupMinutes(app.db.dsl(), 2);
         String updated = browser.text("#updated");
         await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> !browser.text("#updated").equals(updated)
                 && browser.text("#success-rate").contains("%"));
@@ -107,7 +107,7 @@ class DashboardBrowserTest {
         for (int i = 0; i < 2; i++) submit(key, "{\"type\": \"sleep\", \"payload\": {\"ms\": 250}}");
         await().atMost(Duration.ofSeconds(60)).until(() -> app.db.dsl().fetchCount(app.db.dsl().selectOne().from("jobs")
                 .where("tenant_id = ? AND status = 'succeeded'", flood)) >= 24);
-        new JobStore().rollupMinutes(app.db.dsl(), 2);
+        new DashboardStore().rollupMinutes(app.db.dsl(), 2);
 
         browser.open(url("/dashboard/admin"));
         await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#key"));

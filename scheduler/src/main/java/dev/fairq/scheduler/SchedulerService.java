@@ -1,5 +1,6 @@
 package dev.fairq.scheduler;
 
+import dev.fairq.schema.DashboardStore;
 import dev.fairq.schema.Database;
 import dev.fairq.schema.JobStore;
 import org.jooq.DSLContext;
@@ -42,6 +43,7 @@ public final class SchedulerService implements AutoCloseable {
 
     private final Scheduler scheduler;
     private final JobStore store;
+    private final DashboardStore dashboards = new DashboardStore();
     private final SchedulerConfig config;
     private final ConnectionFactory connections;
     private final Thread thread;
@@ -160,7 +162,7 @@ public final class SchedulerService implements AutoCloseable {
     private void rollup(DSLContext ctx) {
         try {
             long started = System.nanoTime();
-            int rows = store.rollupMinutes(ctx, ROLLUP_MINUTES);
+            int rows = dashboards.rollupMinutes(ctx, ROLLUP_MINUTES);
             if (log.isDebugEnabled()) log.debug("rollup: {} rows in {} ms", rows, (System.nanoTime() - started) / 1_000_000);
         } catch (RuntimeException e) {
             log.warn("could not write the dashboard rollup: {}", e.toString());
@@ -175,7 +177,7 @@ public final class SchedulerService implements AutoCloseable {
             if (n < 5000) break;
         }
         ctx.execute("DELETE FROM workers WHERE heartbeat_at < now() - interval '1 hour'");
-        store.pruneRollup(ctx, ROLLUP_RETENTION);
+        dashboards.pruneRollup(ctx, ROLLUP_RETENTION);
         if (deleted > 0) log.info("retention: deleted {} finished jobs", deleted);
     }
 
