@@ -286,25 +286,6 @@ public final class JobStore {
             """;
 
     /**
-     * Tenants that have admissible pending work at all: a loose index scan (one probe per distinct tenant)
-     * over jobs_admit_idx, so that idle tenants cost nothing and a deep backlog is never walked.
-     */
-    private static final String TENANTS_WITH_WORK = """
-            WITH RECURSIVE t(tenant_id) AS (
-                (SELECT tenant_id FROM jobs
-                 WHERE status = 'pending' AND (ordering_key IS NULL OR key_head)
-                 ORDER BY tenant_id LIMIT 1)
-                UNION ALL
-                SELECT (SELECT j.tenant_id FROM jobs j
-                        WHERE j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
-                          AND j.tenant_id > t.tenant_id
-                        ORDER BY j.tenant_id LIMIT 1)
-                FROM t WHERE t.tenant_id IS NOT NULL
-            )
-            SELECT tenant_id FROM t WHERE tenant_id IS NOT NULL
-            """;
-
-    /**
      * Moves the chosen jobs to ready in one statement, each with the rank (start tag) the scheduler gave it;
      * workers claim in rank order. The status re-check makes a job cancelled meanwhile simply drop out.
      * pg_notify wakes idle workers; PostgreSQL delivers it at commit and folds duplicates into one.
@@ -362,8 +343,9 @@ public final class JobStore {
             WHERE status = 'ready' AND tenant_id = ANY(?::text[])
             """;
 
+    /** Tenants that have admissible pending work at all (the loose index scan of {@link #load}). */
     public List<String> tenantsWithWork(DSLContext ctx) {
-        return ctx.resultQuery(TENANTS_WITH_WORK).fetch(0, String.class);
+        return load(ctx, Duration.ofSeconds(30)).tenantsWithWork();
     }
 
     /** Candidates per tenant, in each tenant's aging order. */
