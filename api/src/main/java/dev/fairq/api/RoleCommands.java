@@ -71,7 +71,8 @@ final class RoleCommands {
         @Override
         protected void run(Bootstrap<FairqConfiguration> bootstrap, Namespace namespace, FairqConfiguration config) {
             DatabaseTarget target = DatabaseTarget.required(config, "migrate");
-            try (HikariDataSource pool = Roles.pool(target, 1, "fairq-migrate")) {
+            // two connections: Flyway holds its lock on one while it migrates on another (with one it waits forever)
+            try (HikariDataSource pool = Roles.pool(target, 2, "fairq-migrate")) {
                 Database.migrate(pool);
             }
             System.out.println("fairq: migrations applied");

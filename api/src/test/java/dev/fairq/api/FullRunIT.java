@@ -1,5 +1,6 @@
 package dev.fairq.api;
 
+import dev.fairq.testing.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -112,6 +113,43 @@ class FullRunIT {
         assertEquals(2, call(second, "GET", "/v1/admin/audit?tenant=acme", token, null).body().get("entries").size());
         second.process().destroy();
         assertTrue(second.process().waitFor(60, TimeUnit.SECONDS));
+    }
+
+    /** {@code migrate} against a shared database (FAIRQ_DATABASE_URL): an empty database gets the schema, twice is a no-op. */
+    @Test
+    void migrateCommandMigratesAnEmptyDatabase() throws Exception {
+        TestDatabase db = TestDatabase.get();
+        String name = "fairq_migrate_it_" + ProcessHandle.current().pid();
+        db.dsl().execute("DROP DATABASE IF EXISTS " + name);
+        db.dsl().execute("CREATE DATABASE " + name);
+        try {
+            String url = db.jdbcUrl.replaceFirst("(jdbc:postgresql://[^/]+/)[^?]*", "$1" + name);
+            for (int run = 1; run <= 2; run++) {
+                ProcessBuilder pb = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                        "-Xmx256m", "-jar", Path.of(System.getProperty("fairq.jar", "target/fairq.jar")).toAbsolutePath().toString(),
+                        "migrate").redirectErrorStream(true);
+                pb.environment().keySet().removeIf(k -> k.startsWith("FAIRQ_"));
+                pb.environment().put("FAIRQ_DATABASE_URL", url);
+                pb.environment().put("FAIRQ_DATABASE_USER", db.user);
+                if (db.password != null) pb.environment().put("FAIRQ_DATABASE_PASSWORD", db.password);
+                pb.environment().put("FAIRQ_ADMIN_TOKEN", "migrate-only");
+                Process p = pb.start();
+                started.add(p);
+                String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+                assertTrue(p.waitFor(120, TimeUnit.SECONDS), "migrate did not end");
+                assertEquals(0, p.exitValue(), "run " + run + ":\n" + out);
+                assertTrue(out.contains("fairq: migrations applied"), out);
+            }
+            try (var c = java.sql.DriverManager.getConnection(url, db.user, db.password);
+                 var rs = c.createStatement().executeQuery(
+                         "SELECT count(*) FILTER (WHERE success), count(*) FROM flyway_schema_history WHERE version IS NOT NULL")) {
+                assertTrue(rs.next());
+                assertEquals(rs.getInt(2), rs.getInt(1), "every migration succeeded");
+                assertTrue(rs.getInt(1) >= 3, "V1..V3 applied once each: " + rs.getInt(1));
+            }
+        } finally {
+            db.dsl().execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+        }
     }
 
     private static int freePort() throws Exception {
