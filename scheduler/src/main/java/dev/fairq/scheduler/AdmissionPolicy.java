@@ -21,4 +21,10 @@ public interface AdmissionPolicy {
      */
     List<Pick> choose(Map<String, List<Long>> candidates, Map<String, TenantState> tenants, int n,
                       Double nextRank, Double lastRank);
+
+    /**
+     * Accounts one admission granted in advance to a tenant with nothing waiting as a pick of that tenant
+     * (see Scheduler, admission grants); the granted job itself is ranked at the front of the claim order.
+     */
+    void chargeGrant(TenantState tenant, Double nextRank);
 }

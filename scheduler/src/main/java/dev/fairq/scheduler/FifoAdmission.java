@@ -30,4 +30,9 @@ public final class FifoAdmission implements AdmissionPolicy {
         }
         return picks;
     }
+
+    /** No virtual time to charge: FIFO ignores weights. */
+    @Override
+    public void chargeGrant(TenantState tenant, Double nextRank) {
+    }
 }

@@ -12,6 +12,8 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.HashSet;
+import java.util.Set;
 import java.util.function.LongSupplier;
 
 import static dev.fairq.schema.generated.Tables.TENANTS;
@@ -33,6 +35,11 @@ public final class Scheduler {
     /** Recent admissions (nanoTime, count), to size the buffer from what the workers actually consume. */
     private final ArrayDeque<long[]> recent = new ArrayDeque<>();
     private long recentTotal;
+    /** The tenants that held an admission grant after the last round: one missing now has used it. */
+    private Set<String> grantsAfterLastTick = Set.of();
+
+    /** A grant goes to a tenant active this recently, and is taken back when unused this long. */
+    static final long GRANT_WINDOW_NANOS = 60_000_000_000L;
 
     /** What one round did. */
     public record TickResult(int wanted, int admitted, List<String> admittedTenants, long nanosUntilNextToken) {
@@ -59,6 +66,7 @@ public final class Scheduler {
         tenantsLoadedAt = Long.MIN_VALUE;
         recent.clear();
         recentTotal = 0;
+        grantsAfterLastTick = Set.of();
     }
 
     /** A read-only view of the tenants' in-memory state (limits, tokens, pass), for metrics and explain. */
@@ -102,7 +110,21 @@ public final class Scheduler {
         }
         store.unadmitPaused(ctx, pausedWithReady);
 
+        Map<String, Double> grants = keepValidGrants(ctx, now, load);
         int capacity = config.fixedCapacity() > 0 ? config.fixedCapacity() : load.workerCapacity();
+        TickResult result = admit(ctx, now, load, capacity, unadmitted, grants);
+        if (grantsOn()) grantToQuietTenants(ctx, now, load, capacity, grants, result);
+        grantsAfterLastTick = grants.keySet();
+        return result;
+    }
+
+    /**
+     * One admission round: how many jobs the ready buffer needs, which tenants may start jobs (tokens,
+     * max_running (a grant holds one place), paused), which of their jobs go next (the policy), then one
+     * statement that admits them.
+     */
+    private TickResult admit(DSLContext ctx, long now, JobStore.QueueLoad load, int capacity, int unadmitted,
+                             Map<String, Double> grants) {
         int free = Math.max(0, capacity - load.totalRunning());
         int target = free + bufferSlack(now);
         int wanted = Math.min(config.maxBatch(), target - (load.totalReady() - unadmitted));
@@ -113,7 +135,8 @@ public final class Scheduler {
         for (String tenantId : load.tenantsWithWork()) {
             TenantState t = tenants.get(tenantId);
             if (t == null || t.limits().paused()) continue;
-            int room = t.limits().maxRunning() - load.running(tenantId) - load.ready(tenantId);
+            int room = t.limits().maxRunning() - load.running(tenantId) - load.ready(tenantId)
+                    - (grants.containsKey(tenantId) ? 1 : 0);
             int tokens = t.bucket().available();
             if (room > 0 && tokens == 0) nextToken = Math.min(nextToken, t.bucket().nanosUntilNextToken());
             int lim = Math.min(Math.min(room, tokens), wanted);
@@ -138,10 +161,80 @@ public final class Scheduler {
         }
         List<Long> admitted = store.admit(ctx, ids, ranks);
         noteAdmissions(now, admitted.size());
+        for (AdmissionPolicy.Pick p : picks) tenants.get(p.tenantId()).lastActiveNanos = now;
         List<String> admittedTenants = new ArrayList<>(admitted.size());
         java.util.Set<Long> admittedSet = new java.util.HashSet<>(admitted);
         for (Long id : ids) if (admittedSet.contains(id)) admittedTenants.add(tenantOf.get(id));
         return new TickResult(wanted, admitted.size(), admittedTenants, nextToken);
+    }
+
+
+    /** Grants put a job at the front of the claim order, so plain FIFO (strict global order) has none. */
+    private boolean grantsOn() {
+        return config.grants() && config.fair();
+    }
+
+    /**
+     * The grants LOAD found, minus those taken back now: a paused tenant's, one whose tenant has jobs
+     * waiting again (its slot goes back to ordinary admission, where aging order decides), and one unused
+     * for a minute. A grant that disappeared since the last round was used: its tenant is active.
+     */
+    private Map<String, Double> keepValidGrants(DSLContext ctx, long now, JobStore.QueueLoad load) {
+        Map<String, Double> grants = new HashMap<>(load.grantAgeSeconds());
+        for (String used : grantsAfterLastTick) {
+            TenantState t = tenants.get(used);
+            if (t != null && !grants.containsKey(used)) t.lastActiveNanos = now;
+        }
+        Set<String> withWork = new HashSet<>(load.tenantsWithWork());
+        List<String> revoke = new ArrayList<>();
+        grants.forEach((tenantId, ageSeconds) -> {
+            TenantState t = tenants.get(tenantId);
+            if (!grantsOn() || t == null || t.limits().paused() || withWork.contains(tenantId)
+                    || ageSeconds * 1e9 > GRANT_WINDOW_NANOS) {
+                revoke.add(tenantId);
+            }
+        });
+        store.revokeGrants(ctx, revoke);
+        revoke.forEach(grants::remove);
+        return grants;
+    }
+
+    /**
+     * Admission grants: one admission made in advance for each quiet tenant (nothing admissible waiting,
+     * active in the last minute), so that its next job is inserted ready and starts without waiting for a
+     * scheduler round trip (see V4__admission_grants.sql). A grant is an admission like any other: it takes
+     * a token, counts against max_running, and is charged to the tenant by the policy. At most a buffer's worth
+     * (the worker capacity) is outstanding, most recently active tenants first.
+     */
+    private void grantToQuietTenants(DSLContext ctx, long now, JobStore.QueueLoad load, int capacity,
+                                     Map<String, Double> grants, TickResult admitted) {
+        int budget = Math.max(config.minBuffer(), capacity) - grants.size();
+        if (budget <= 0) return;
+        Set<String> withWork = new HashSet<>(load.tenantsWithWork());
+        Map<String, Integer> admittedNow = new HashMap<>();
+        for (String t : admitted.admittedTenants()) admittedNow.merge(t, 1, Integer::sum);
+        List<TenantState> quiet = new ArrayList<>();
+        for (TenantState t : tenants.values()) {
+            boolean active = load.running(t.id()) + load.ready(t.id()) > 0
+                    || (t.lastActiveNanos != Long.MIN_VALUE && now - t.lastActiveNanos < GRANT_WINDOW_NANOS);
+            if (active && !grants.containsKey(t.id()) && !withWork.contains(t.id()) && !t.limits().paused()) {
+                quiet.add(t);
+            }
+        }
+        quiet.sort(java.util.Comparator.comparingLong((TenantState t) -> t.lastActiveNanos).reversed()
+                .thenComparing(TenantState::id));
+        List<String> ids = new ArrayList<>();
+        for (TenantState t : quiet) {
+            if (ids.size() >= budget) break;
+            int room = t.limits().maxRunning() - load.running(t.id()) - load.ready(t.id())
+                    - admittedNow.getOrDefault(t.id(), 0);
+            if (room < 1 || t.bucket().available() < 1) continue;
+            t.bucket().take(1);
+            ids.add(t.id());
+            policy.chargeGrant(t, load.nextRank());
+        }
+        store.grant(ctx, ids);
+        for (String id : ids) grants.put(id, 0.0);
     }
 
     private void loadTenants(DSLContext ctx) {

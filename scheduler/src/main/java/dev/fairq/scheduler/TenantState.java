@@ -16,6 +16,8 @@ public final class TenantState {
     double pass;
     /** Whether the tenant was eligible at the previous admission round (a newcomer is lifted to the pack). */
     boolean eligibleLastRound;
+    /** When a job of the tenant was last admitted or took a grant (Long.MIN_VALUE: never, as leader). */
+    long lastActiveNanos = Long.MIN_VALUE;
 
     TenantState(TenantLimits limits, LongSupplier nanoTime) {
         this.limits = limits;

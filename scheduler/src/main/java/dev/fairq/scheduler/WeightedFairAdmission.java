@@ -59,4 +59,12 @@ public final class WeightedFairAdmission implements AdmissionPolicy {
         }
         return picks;
     }
+
+    /** A quiet tenant starts at the system's virtual time, like any tenant that becomes eligible. */
+    @Override
+    public void chargeGrant(TenantState t, Double nextRank) {
+        double virtualTime = nextRank != null ? nextRank : lastPicked;
+        if (t.pass < virtualTime) t.pass = virtualTime;
+        t.pass += 1.0 / t.weight();
+    }
 }

@@ -48,30 +48,55 @@ public final class JobStore {
      * DO NOTHING turns both a duplicate job_key and an already-taken head into "not inserted", and the
      * caller sorts those out ({@link #enqueueAll}). RETURNING gives the inserted rows, whole, so the
      * caller needs no second read; the outer SELECT gives every input row with its id, matched to them.
+     *
+     * <p>A tenant holding an admission grant (V4__admission_grants.sql: the scheduler admitted its next job
+     * in advance) has its first due job without an ordering key inserted ready, ranked at the front of the
+     * claim order (-Infinity), and the workers are woken: a quiet tenant's job starts without a scheduler round trip. SKIP LOCKED: a
+     * grant that another open transaction is taking is simply not there, so no enqueue ever waits on
+     * another's. A grant taken by a row that then conflicts (a job_key replay) is used up; the scheduler
+     * grants again, at the cost of one token.
      */
     private static final String INSERT_JOBS = """
             WITH input AS MATERIALIZED (
-                SELECT coalesce(r.preset_id, nextval(pg_get_serial_sequence('jobs', 'id'))) AS id, r.*
+                SELECT coalesce(r.preset_id, nextval(pg_get_serial_sequence('jobs', 'id'))) AS id, r.*,
+                       r.ordering_key IS NULL AND coalesce(r.run_at::timestamptz <= now(), true)
+                           AND coalesce(r.delay_ms, 0) <= 0 AS grantable
                 FROM unnest(?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::smallint[], ?::text[],
                             ?::bigint[], ?::text[], ?::text[], ?::integer[], ?::text[], ?::boolean[])
                      WITH ORDINALITY AS r(preset_id, tenant_id, queue, type, payload, priority, run_at,
                                           delay_ms, job_key, ordering_key, max_attempts, request_hash, may_head, ord)
                 ORDER BY r.ord
+            ), granted AS (
+                DELETE FROM admission_grants g
+                USING (SELECT a.tenant_id FROM admission_grants a
+                       WHERE a.tenant_id IN (SELECT tenant_id FROM input WHERE grantable)
+                       FOR UPDATE SKIP LOCKED) mine
+                WHERE g.tenant_id = mine.tenant_id
+                RETURNING g.tenant_id
+            ), grant_use AS (
+                SELECT DISTINCT ON (i.tenant_id) i.ord
+                FROM input i JOIN granted g ON g.tenant_id = i.tenant_id
+                WHERE i.grantable
+                ORDER BY i.tenant_id, i.ord
             ), inserted AS (
                 INSERT INTO jobs (id, tenant_id, queue, type, payload, priority, run_at, job_key, ordering_key,
-                                  key_head, max_attempts, request_hash)
-                SELECT id, tenant_id, queue, type, payload::jsonb, priority,
-                       coalesce(run_at::timestamptz, now() + coalesce(delay_ms, 0) * interval '1 millisecond'),
-                       job_key, ordering_key,
-                       may_head AND ordering_key IS NOT NULL
-                           AND row_number() OVER (PARTITION BY tenant_id, ordering_key ORDER BY ord) = 1,
-                       max_attempts, request_hash
-                FROM input
-                ORDER BY ord
+                                  key_head, max_attempts, request_hash, status, ready_rank, admitted_at)
+                SELECT i.id, i.tenant_id, i.queue, i.type, i.payload::jsonb, i.priority,
+                       coalesce(i.run_at::timestamptz, now() + coalesce(i.delay_ms, 0) * interval '1 millisecond'),
+                       i.job_key, i.ordering_key,
+                       i.may_head AND i.ordering_key IS NOT NULL
+                           AND row_number() OVER (PARTITION BY i.tenant_id, i.ordering_key ORDER BY i.ord) = 1,
+                       i.max_attempts, i.request_hash,
+                       CASE WHEN u.ord IS NULL THEN 'pending' ELSE 'ready' END::job_status,
+                       CASE WHEN u.ord IS NOT NULL THEN '-Infinity'::double precision END,
+                       CASE WHEN u.ord IS NOT NULL THEN now() END
+                FROM input i LEFT JOIN grant_use u ON u.ord = i.ord
+                ORDER BY i.ord
                 ON CONFLICT DO NOTHING
                 RETURNING *
             )
-            SELECT input.ord AS input_ord, input.id AS input_id, inserted.*
+            SELECT input.ord AS input_ord, input.id AS input_id, inserted.*,
+                   (SELECT count(pg_notify('fairq_ready', '')) FROM granted) AS woken
             FROM input LEFT JOIN inserted ON inserted.id = input.id
             ORDER BY input.ord
             """;
@@ -337,11 +362,13 @@ public final class JobStore {
             SELECT 'capacity', NULL, coalesce(sum(capacity), 0) FROM workers
             WHERE heartbeat_at > now() - ? * interval '1 millisecond'
             UNION ALL
-            SELECT 'next_rank', NULL, (SELECT min(ready_rank) FROM jobs WHERE status = 'ready')
+            SELECT 'next_rank', NULL, (SELECT min(ready_rank) FROM jobs WHERE status = 'ready' AND ready_rank > '-Infinity')
             UNION ALL
             SELECT 'last_rank', NULL, (SELECT max(ready_rank) FROM jobs WHERE status = 'ready')
             UNION ALL
             SELECT 'work', tenant_id, NULL FROM with_work WHERE tenant_id IS NOT NULL
+            UNION ALL
+            SELECT 'grant', tenant_id, extract(epoch FROM now() - granted_at)::double precision FROM admission_grants
             """;
 
     /** A paused tenant's admitted jobs go back to pending, so that pausing stops starts at once. */
@@ -396,6 +423,7 @@ public final class JobStore {
     public QueueLoad load(DSLContext ctx, Duration workerLiveness) {
         Map<String, Integer> ready = new HashMap<>(), running = new HashMap<>();
         List<String> withWork = new ArrayList<>();
+        Map<String, Double> grants = new HashMap<>();
         int capacity = 0;
         Double nextRank = null, lastRank = null;
         for (Record r : ctx.resultQuery(LOAD, workerLiveness.toMillis()).fetch()) {
@@ -407,10 +435,11 @@ public final class JobStore {
                 case "capacity" -> capacity = n.intValue();
                 case "next_rank" -> nextRank = n;
                 case "last_rank" -> lastRank = n;
+                case "grant" -> grants.put(tenant, n);
                 default -> withWork.add(tenant);
             }
         }
-        return new QueueLoad(ready, running, capacity, nextRank, lastRank, withWork);
+        return new QueueLoad(ready, running, capacity, nextRank, lastRank, withWork, grants);
     }
 
     /**
@@ -418,13 +447,43 @@ public final class JobStore {
      *
      * @param nextRank lowest rank in the ready buffer (the virtual time of the next job to start), or null
      * @param lastRank highest rank in the ready buffer, or null
+     * @param grantAgeSeconds the tenants holding an admission grant, with how long they have held it
      */
     public record QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant,
-                            int workerCapacity, Double nextRank, Double lastRank, List<String> tenantsWithWork) {
+                            int workerCapacity, Double nextRank, Double lastRank, List<String> tenantsWithWork,
+                            Map<String, Double> grantAgeSeconds) {
         public int ready(String tenant) { return readyByTenant.getOrDefault(tenant, 0); }
         public int running(String tenant) { return runningByTenant.getOrDefault(tenant, 0); }
         public int totalReady() { return readyByTenant.values().stream().mapToInt(Integer::intValue).sum(); }
         public int totalRunning() { return runningByTenant.values().stream().mapToInt(Integer::intValue).sum(); }
+    }
+
+    /**
+     * Grants each tenant one admission in advance (see INSERT_JOBS). The scheduler only
+     * grants to tenants the last LOAD showed without a grant, and it alone inserts grants, so ON CONFLICT
+     * never meets a row another transaction is deleting and the tick never waits.
+     */
+    private static final String GRANT = """
+            INSERT INTO admission_grants (tenant_id)
+            SELECT * FROM unnest(?::text[])
+            ON CONFLICT (tenant_id) DO NOTHING
+            """;
+
+    /** Takes grants back. SKIP LOCKED: a grant an enqueue is taking right now is left to that enqueue. */
+    private static final String REVOKE_GRANTS = """
+            DELETE FROM admission_grants
+            WHERE tenant_id IN (SELECT tenant_id FROM admission_grants WHERE tenant_id = ANY(?::text[])
+                                FOR UPDATE SKIP LOCKED)
+            """;
+
+    public void grant(DSLContext ctx, List<String> tenants) {
+        if (tenants.isEmpty()) return;
+        ctx.execute(GRANT, (Object) tenants.toArray(String[]::new));
+    }
+
+    public void revokeGrants(DSLContext ctx, List<String> tenants) {
+        if (tenants.isEmpty()) return;
+        ctx.execute(REVOKE_GRANTS, (Object) tenants.toArray(String[]::new));
     }
 
     public int unadmitPaused(DSLContext ctx, List<String> pausedTenants) {

@@ -1,0 +1,199 @@
+package dev.fairq.scheduler;
+
+import dev.fairq.schema.ClaimedJob;
+import dev.fairq.schema.JobOutcome;
+import dev.fairq.schema.JobRequest;
+import dev.fairq.testing.TestDatabase;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static dev.fairq.scheduler.SimulatedScheduler.jobs;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Admission grants: a quiet, recently active tenant's next job is inserted ready, without a scheduler round
+ * trip, while the grant is accounted as an admission (token, max_running) and never makes anyone wait.
+ */
+class AdmissionGrantsTest {
+    static final Duration LEASE = Duration.ofMinutes(5);
+    static final Duration RELOAD = SchedulerConfig.defaults().tenantReload();
+
+    final TestDatabase db = TestDatabase.get();
+
+    @BeforeEach
+    void reset() {
+        db.reset();
+    }
+
+    private SimulatedScheduler scheduler() {
+        return new SimulatedScheduler(db, SchedulerConfig.defaults().withFixedBuffer(8, 4));
+    }
+
+    private long grants(SimulatedScheduler s) {
+        return s.count("SELECT count(*) FROM admission_grants");
+    }
+
+    private long status(SimulatedScheduler s, String tenant, String status) {
+        return s.count("SELECT count(*) FROM jobs WHERE tenant_id = ? AND status = ?::job_status", tenant, status);
+    }
+
+    /** Admits the tenant's first job the ordinary way, runs it, so the tenant is active and quiet. */
+    private void runOneJob(SimulatedScheduler s, String tenant) {
+        s.enqueue(jobs(tenant, 1));
+        assertEquals(List.of(tenant), s.tick().admittedTenants());
+        List<ClaimedJob> claimed = s.store.claim(s.dsl, "w", 1, LEASE);
+        assertEquals(1, claimed.size());
+        s.store.finish(s.dsl, "w", List.of(new JobOutcome.Succeeded(claimed.get(0).id(), claimed.get(0).attempt())));
+    }
+
+    @Test
+    void aQuietActiveTenantsNextJobIsInsertedReadyAndTheGrantIsRenewed() {
+        db.createTenant("q");
+        db.createTenant("never");
+        SimulatedScheduler s = scheduler();
+        runOneJob(s, "q");
+        s.tick();
+        assertEquals(List.of("q"), s.dsl.fetchValues("SELECT tenant_id FROM admission_grants"),
+                "one grant, for the tenant that was active; none for one that never was");
+
+        s.enqueue(jobs("q", 3));
+        assertEquals(1, status(s, "q", "ready"), "the first job took the grant");
+        assertEquals(2, status(s, "q", "pending"), "one grant admits one job");
+        assertEquals(0, grants(s));
+        assertEquals(Double.NEGATIVE_INFINITY, s.dsl.fetchValue(
+                "SELECT ready_rank FROM jobs WHERE tenant_id = 'q' AND status = 'ready'"), "front of the claim order");
+
+        s.tick(); // the rest is admitted the ordinary way; with jobs waiting, no new grant
+        assertEquals(3, status(s, "q", "ready"));
+        assertEquals(0, grants(s));
+        s.completeReady();
+        s.tick();
+        assertEquals(1, grants(s), "quiet again: granted again");
+    }
+
+    @Test
+    void aGrantTakesATokenAndAPlaceUnderMaxRunning() {
+        db.createTenant("slow", 1, 0.001, 1, 100); // one token, then practically none
+        db.createTenant("capped", 1, 1_000_000, 1_000_000, 1);
+        SimulatedScheduler s = scheduler();
+        runOneJob(s, "slow");
+        runOneJob(s, "capped");
+        s.enqueue(jobs("capped", 1));
+        s.tick();
+        assertEquals(1, status(s, "capped", "ready"));
+        s.store.claim(s.dsl, "w", 1, LEASE); // capped now runs its one job
+        s.tick();
+        assertEquals(0, grants(s), "no token left for slow, no room under max_running 1 for capped");
+
+        s.completeReady();
+        s.dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now(), locked_by = NULL, locked_until = NULL "
+                + "WHERE status = 'running'");
+        s.tick();
+        assertEquals(List.of("capped"), s.dsl.fetchValues("SELECT tenant_id FROM admission_grants"));
+        s.enqueue(jobs("capped", 2));
+        s.tick();
+        assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE tenant_id = 'capped' AND status IN ('ready', 'running')"),
+                "the granted job fills max_running 1: the tick admits nothing more");
+    }
+
+    @Test
+    void grantsAreTakenBackFromPausedTenantsAndTenantsWithWorkWaiting() {
+        db.createTenant("p");
+        db.createTenant("k");
+        SimulatedScheduler s = scheduler();
+        runOneJob(s, "p");
+        runOneJob(s, "k");
+        s.tick();
+        assertEquals(2, grants(s));
+
+        s.dsl.execute("UPDATE tenants SET paused = true WHERE id = 'p'");
+        // k gets a job that cannot take the grant (scheduled later): its grant goes back at the next tick
+        s.enqueue(List.of(JobRequest.builder("k", "noop").delay(Duration.ofMillis(1)).build()));
+        s.clock.advance(RELOAD);
+        s.tick();
+        assertEquals(0, grants(s), "paused tenant and tenant with a job waiting hold no grant");
+        s.enqueue(jobs("p", 1));
+        assertEquals(1, status(s, "p", "pending"), "a paused tenant's job waits");
+    }
+
+    @Test
+    void twentyConcurrentEnqueuesTakeTheGrantOnce() throws Exception {
+        db.createTenant("c");
+        SimulatedScheduler s = scheduler();
+        runOneJob(s, "c");
+        s.tick();
+        assertEquals(1, grants(s));
+        ExecutorService pool = Executors.newFixedThreadPool(20);
+        try {
+            CountDownLatch go = new CountDownLatch(1);
+            List<Future<?>> done = new ArrayList<>();
+            for (int i = 0; i < 20; i++) {
+                done.add(pool.submit(() -> {
+                    go.await();
+                    s.store.enqueue(db.dsl(), JobRequest.builder("c", "noop").build());
+                    return null;
+                }));
+            }
+            go.countDown();
+            for (Future<?> f : done) f.get(60, TimeUnit.SECONDS);
+        } finally {
+            pool.shutdownNow();
+        }
+        assertEquals(1, status(s, "c", "ready"), "exactly one of the twenty took the grant");
+        assertEquals(20, s.count("SELECT count(*) FROM jobs WHERE tenant_id = 'c' AND status IN ('ready', 'pending')"));
+        assertEquals(0, grants(s));
+    }
+
+    @Test
+    void anOpenTransactionTakingAGrantMakesNobodyWait() throws Exception {
+        db.createTenant("o");
+        SimulatedScheduler s = scheduler();
+        runOneJob(s, "o");
+        s.tick();
+        assertEquals(1, grants(s));
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        CountDownLatch enqueued = new CountDownLatch(1), release = new CountDownLatch(1);
+        try {
+            Future<?> open = pool.submit(() -> db.dsl().transaction(c -> {
+                s.store.enqueue(c.dsl(), JobRequest.builder("o", "noop").build());
+                enqueued.countDown();
+                release.await(); // the grant's row stays locked while this transaction is open
+            }));
+            assertTrue(enqueued.await(60, TimeUnit.SECONDS));
+            // without SKIP LOCKED this enqueue (and the tick below) would wait for the open transaction: the
+            // time-out turns that wait into a failure instead of a hung build
+            pool.submit(() -> s.store.enqueue(s.dsl, JobRequest.builder("o", "noop").build())).get(30, TimeUnit.SECONDS);
+            assertEquals(1, status(s, "o", "pending"), "the second enqueue did not wait and found no grant");
+            s.dsl.execute("UPDATE tenants SET paused = true WHERE id = 'o'");
+            s.clock.advance(RELOAD);
+            pool.submit(s::tick).get(30, TimeUnit.SECONDS); // revoking skips the locked grant, does not wait
+            release.countDown();
+            open.get(60, TimeUnit.SECONDS);
+        } finally {
+            release.countDown();
+            pool.shutdownNow();
+        }
+        assertEquals(0, grants(s), "the open transaction took the grant when it committed");
+        assertEquals(2, s.count("SELECT count(*) FROM jobs WHERE tenant_id = 'o' AND status <> 'succeeded'"),
+                "both enqueues stored their job");
+    }
+
+    @Test
+    void plainFifoGrantsNothing() {
+        db.createTenant("f");
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.defaults().withFair(false).withFixedBuffer(8, 4));
+        runOneJob(s, "f");
+        s.tick();
+        assertEquals(0, grants(s));
+    }
+}
