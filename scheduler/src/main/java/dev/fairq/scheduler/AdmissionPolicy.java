@@ -23,6 +23,16 @@ public interface AdmissionPolicy {
                       Double nextRank, Double lastRank);
 
     /**
+     * How many candidates to fetch per tenant for a round of {@code n} picks, given what each may take at
+     * most: a policy that can tell its picks from the counts alone answers exactly, so the scheduler does
+     * not read (and discard) candidates that would not be picked. The default fetches every tenant's limit.
+     */
+    default Map<String, Integer> fetchPlan(Map<String, Integer> limits, Map<String, TenantState> tenants, int n,
+                                           Double nextRank) {
+        return limits;
+    }
+
+    /**
      * Accounts one admission granted in advance to a tenant with nothing waiting as a pick of that tenant
      * (see Scheduler, admission grants); the granted job itself is ranked at the front of the claim order.
      */

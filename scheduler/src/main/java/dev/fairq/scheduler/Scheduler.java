@@ -42,14 +42,18 @@ public final class Scheduler {
     static final long GRANT_WINDOW_NANOS = 60_000_000_000L;
 
     /** What one round did. */
-    public record TickResult(int wanted, int admitted, List<String> admittedTenants, long nanosUntilNextToken) {
+    public record TickResult(int wanted, int admitted, List<String> admittedTenants, long nanosUntilNextToken,
+                             boolean fetchCutShort) {
         static TickResult none(int wanted, long nanosUntilNextToken) {
-            return new TickResult(wanted, 0, List.of(), nanosUntilNextToken);
+            return new TickResult(wanted, 0, List.of(), nanosUntilNextToken, false);
         }
 
-        /** There was room in the buffer and jobs filled all of it: more are probably waiting. */
+        /**
+         * There was room in the buffer and jobs filled all of it, or a tenant that got fewer jobs than the
+         * fetch plan expected left room other tenants' unfetched jobs can fill: more are probably waiting.
+         */
         public boolean saturated() {
-            return wanted > 0 && admitted == wanted;
+            return wanted > 0 && (admitted == wanted || fetchCutShort);
         }
     }
 
@@ -144,7 +148,17 @@ public final class Scheduler {
         }
         if (limits.isEmpty()) return TickResult.none(wanted, nextToken);
 
-        Map<String, List<Long>> candidates = store.admissionCandidates(ctx, limits);
+        Map<String, Integer> fetch = policy.fetchPlan(limits, tenants, wanted, load.nextRank());
+        Map<String, List<Long>> candidates = store.admissionCandidates(ctx, fetch);
+        // A tenant with fewer jobs than its planned share leaves room that tenants cut at their share (more
+        // jobs than fetched) could fill: then the round is not the last one with work, come back soon.
+        boolean underfilled = false, cutAtPlan = false;
+        for (Map.Entry<String, Integer> f : fetch.entrySet()) {
+            int got = candidates.getOrDefault(f.getKey(), List.of()).size();
+            if (got < f.getValue()) underfilled = true;
+            else if (f.getValue() < limits.get(f.getKey())) cutAtPlan = true;
+        }
+        boolean fetchCutShort = underfilled && cutAtPlan;
         List<AdmissionPolicy.Pick> picks = policy.choose(candidates, tenants, wanted, load.nextRank(), load.lastRank());
         if (picks.isEmpty()) return TickResult.none(wanted, nextToken);
 
@@ -165,7 +179,8 @@ public final class Scheduler {
         List<String> admittedTenants = new ArrayList<>(admitted.size());
         java.util.Set<Long> admittedSet = new java.util.HashSet<>(admitted);
         for (Long id : ids) if (admittedSet.contains(id)) admittedTenants.add(tenantOf.get(id));
-        return new TickResult(wanted, admitted.size(), admittedTenants, nextToken);
+        return new TickResult(wanted, admitted.size(), admittedTenants, nextToken,
+                fetchCutShort && admitted.size() < wanted);
     }
 
 
