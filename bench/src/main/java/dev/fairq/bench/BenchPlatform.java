@@ -41,6 +41,24 @@ final class BenchPlatform implements AutoCloseable {
         return p;
     }
 
+    /**
+     * CPU seconds used so far by: this JVM (the scheduler runs here), the worker processes, and every
+     * PostgreSQL process of the machine. Read before and after a run, the differences say where a job's cost goes.
+     */
+    double[] cpuSeconds() {
+        double self = cpu(ProcessHandle.current());
+        double workerCpu = 0;
+        for (Process p : workers) workerCpu += cpu(p.toHandle());
+        double pg = ProcessHandle.allProcesses()
+                .filter(h -> h.info().command().map(c -> c.endsWith("/postgres")).orElse(false))
+                .mapToDouble(BenchPlatform::cpu).sum();
+        return new double[]{self, workerCpu, pg};
+    }
+
+    private static double cpu(ProcessHandle h) {
+        return h.info().totalCpuDuration().map(d -> d.toNanos() / 1e9).orElse(0.0);
+    }
+
     /** True while any job is pending, ready or running (three probes of small partial indexes). */
     boolean busy() {
         return Boolean.TRUE.equals(db.dsl().fetchValue("""
@@ -51,10 +69,15 @@ final class BenchPlatform implements AutoCloseable {
 
     /** Waits (polling every 20 ms) until no job is left to run; returns the nanoTime when that was seen. */
     long awaitDrained(long timeoutMillis) throws InterruptedException {
+        return awaitDrained(timeoutMillis, 20);
+    }
+
+    /** Polls every {@code pollMillis} (each poll costs the database three index probes) until nothing is left. */
+    long awaitDrained(long timeoutMillis, long pollMillis) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
         while (busy()) {
             if (System.nanoTime() > deadline) throw new IllegalStateException("not drained within " + timeoutMillis + " ms");
-            Thread.sleep(20);
+            Thread.sleep(pollMillis);
         }
         return System.nanoTime();
     }
