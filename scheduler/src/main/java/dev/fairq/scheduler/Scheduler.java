@@ -192,13 +192,21 @@ public final class Scheduler {
     /**
      * The grants LOAD found, minus those taken back now: a paused tenant's, one whose tenant has jobs
      * waiting again (its slot goes back to ordinary admission, where aging order decides), and one unused
-     * for a minute. A grant that disappeared since the last round was used: its tenant is active.
+     * for a minute. A grant that disappeared since the last round was used: its token is spent and its
+     * tenant is active. A grant this scheduler did not make (it just became the leader) reserves a token.
      */
     private Map<String, Double> keepValidGrants(DSLContext ctx, long now, JobStore.QueueLoad load) {
         Map<String, Double> grants = new HashMap<>(load.grantAgeSeconds());
         for (String used : grantsAfterLastTick) {
             TenantState t = tenants.get(used);
-            if (t != null && !grants.containsKey(used)) t.lastActiveNanos = now;
+            if (t != null && !grants.containsKey(used)) {
+                t.bucket().settleReservation(true);
+                t.lastActiveNanos = now;
+            }
+        }
+        for (String adopted : grants.keySet()) {
+            TenantState t = tenants.get(adopted);
+            if (t != null && !grantsAfterLastTick.contains(adopted)) t.bucket().reserve();
         }
         Set<String> withWork = new HashSet<>(load.tenantsWithWork());
         List<String> revoke = new ArrayList<>();
@@ -209,8 +217,12 @@ public final class Scheduler {
                 revoke.add(tenantId);
             }
         });
-        store.revokeGrants(ctx, revoke);
-        revoke.forEach(grants::remove);
+        // a grant an enqueue is taking right now is not revoked (SKIP LOCKED): it stays counted until it is gone
+        for (String revoked : store.revokeGrants(ctx, revoke)) {
+            grants.remove(revoked);
+            TenantState t = tenants.get(revoked);
+            if (t != null) t.bucket().settleReservation(false);
+        }
         return grants;
     }
 
@@ -244,7 +256,7 @@ public final class Scheduler {
             int room = t.limits().maxRunning() - load.running(t.id()) - load.ready(t.id())
                     - admittedNow.getOrDefault(t.id(), 0);
             if (room < 1 || t.bucket().available() < 1) continue;
-            t.bucket().take(1);
+            t.bucket().reserve();
             ids.add(t.id());
             policy.chargeGrant(t, load.nextRank());
         }

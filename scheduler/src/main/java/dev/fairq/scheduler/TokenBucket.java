@@ -11,6 +11,11 @@ import java.util.function.LongSupplier;
  * {@code 2 * burst} jobs within a moment, which breaks the bound above; and it reads the system clock, which
  * the scheduler's deterministic tests cannot drive. A continuous bucket is a dozen lines and keeps the bound
  * exactly. The clock is injected ({@code nanoTime}); only the active scheduler takes tokens.
+ *
+ * <p>A token can also be reserved for an admission granted in advance (see Scheduler, admission grants):
+ * it leaves the bucket at once, and while it is reserved the bucket refills only up to {@code burst} minus
+ * the reserved tokens, so tokens in the bucket plus reserved ones never exceed {@code burst} and the bound
+ * above holds for starts, whenever the grant is used. An unused reservation goes back into the bucket.
  */
 public final class TokenBucket {
     private static final double EPSILON = 1e-9;
@@ -18,6 +23,7 @@ public final class TokenBucket {
     private double ratePerSecond;
     private double burst;
     private double tokens;
+    private int reserved;
     private long lastRefill;
 
     public TokenBucket(double ratePerSecond, int burst, LongSupplier nanoTime) {
@@ -41,6 +47,24 @@ public final class TokenBucket {
         tokens -= n;
     }
 
+    /**
+     * Reserves one token for a grant. The caller checked {@link #available()} first, except when adopting a
+     * grant it did not make (a new leader): then the bucket may go below zero, which only delays admissions.
+     */
+    public synchronized void reserve() {
+        refill();
+        tokens -= 1;
+        reserved++;
+    }
+
+    /** A reserved token was used (the grant admitted a job), or not (the grant was taken back: refund). */
+    public synchronized void settleReservation(boolean used) {
+        refill();
+        if (reserved == 0) return;
+        reserved--;
+        if (!used) tokens = Math.min(burst - reserved, tokens + 1);
+    }
+
     /** Nanoseconds until one whole token is available (0 when one is). */
     public synchronized long nanosUntilNextToken() {
         refill();
@@ -53,7 +77,7 @@ public final class TokenBucket {
         refill();
         this.ratePerSecond = ratePerSecond;
         this.burst = burst;
-        this.tokens = Math.min(tokens, burst);
+        this.tokens = Math.min(tokens, burst - reserved);
     }
 
     public synchronized double ratePerSecond() {
@@ -64,7 +88,7 @@ public final class TokenBucket {
         long now = nanoTime.getAsLong();
         long elapsed = now - lastRefill;
         if (elapsed > 0) {
-            tokens = Math.min(burst, tokens + elapsed / 1e9 * ratePerSecond);
+            tokens = Math.max(tokens, Math.min(burst - reserved, tokens + elapsed / 1e9 * ratePerSecond));
             lastRefill = now;
         }
     }

@@ -106,6 +106,45 @@ class AdmissionGrantsTest {
                 "the granted job fills max_running 1: the tick admits nothing more");
     }
 
+    /**
+     * The rate bound counts starts, and a grant can be used long after it was made: its token stays reserved,
+     * so a full bucket plus a grant is still at most burst jobs at once.
+     */
+    @Test
+    void aGrantPlusAFullBucketIsStillAtMostBurstJobsAtOnce() {
+        db.createTenant("r", 1, 10, 5, 1_000);
+        SimulatedScheduler s = scheduler();
+        runOneJob(s, "r");
+        s.tick();
+        assertEquals(1, grants(s));
+        s.clock.advance(Duration.ofSeconds(60)); // far more than enough to refill the bucket
+        s.enqueue(jobs("r", 100));
+        s.tick();
+        assertEquals(5, s.count("SELECT count(*) FROM jobs WHERE tenant_id = 'r' AND status = 'ready'"),
+                "the granted job and four more: burst 5, not 6");
+        s.completeReady();
+        s.clock.advance(Duration.ofMillis(100)); // one more token at 10/s
+        s.tick();
+        assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE tenant_id = 'r' AND status = 'ready'"));
+    }
+
+    /** A grant taken back unused gives its token back. */
+    @Test
+    void aRevokedGrantRefundsItsToken() {
+        db.createTenant("u", 1, 0.001, 2, 1_000); // two tokens, then practically none
+        SimulatedScheduler s = scheduler();
+        runOneJob(s, "u"); // one token spent
+        s.tick();
+        assertEquals(1, grants(s), "the last token is reserved for the grant");
+        s.enqueue(List.of(JobRequest.builder("u", "noop").delay(Duration.ofMillis(1)).build())); // not grantable
+        s.tick(); // work waiting: the grant goes back, with its token, which the waiting job then gets
+        assertEquals(0, grants(s));
+        s.dsl.execute("UPDATE jobs SET run_at = now() - interval '1 minute' WHERE tenant_id = 'u' AND status = 'pending'");
+        s.tick();
+        assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE tenant_id = 'u' AND status = 'ready'"),
+                "the refunded token admitted the job");
+    }
+
     @Test
     void grantsAreTakenBackFromPausedTenantsAndTenantsWithWorkWaiting() {
         db.createTenant("p");

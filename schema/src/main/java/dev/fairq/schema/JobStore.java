@@ -474,6 +474,7 @@ public final class JobStore {
             DELETE FROM admission_grants
             WHERE tenant_id IN (SELECT tenant_id FROM admission_grants WHERE tenant_id = ANY(?::text[])
                                 FOR UPDATE SKIP LOCKED)
+            RETURNING tenant_id
             """;
 
     public void grant(DSLContext ctx, List<String> tenants) {
@@ -481,9 +482,10 @@ public final class JobStore {
         ctx.execute(GRANT, (Object) tenants.toArray(String[]::new));
     }
 
-    public void revokeGrants(DSLContext ctx, List<String> tenants) {
-        if (tenants.isEmpty()) return;
-        ctx.execute(REVOKE_GRANTS, (Object) tenants.toArray(String[]::new));
+    /** Returns the tenants whose grant was taken back (not one an enqueue is taking at this moment). */
+    public List<String> revokeGrants(DSLContext ctx, List<String> tenants) {
+        if (tenants.isEmpty()) return List.of();
+        return ctx.resultQuery(REVOKE_GRANTS, (Object) tenants.toArray(String[]::new)).fetch(0, String.class);
     }
 
     public int unadmitPaused(DSLContext ctx, List<String> pausedTenants) {
