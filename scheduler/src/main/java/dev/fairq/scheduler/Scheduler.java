@@ -148,17 +148,9 @@ public final class Scheduler {
         }
         if (limits.isEmpty()) return TickResult.none(wanted, nextToken);
 
-        Map<String, Integer> fetch = policy.fetchPlan(limits, tenants, wanted, load.nextRank());
-        Map<String, List<Long>> candidates = store.admissionCandidates(ctx, fetch);
-        // A tenant with fewer jobs than its planned share leaves room that tenants cut at their share (more
-        // jobs than fetched) could fill: then the round is not the last one with work, come back soon.
-        boolean underfilled = false, cutAtPlan = false;
-        for (Map.Entry<String, Integer> f : fetch.entrySet()) {
-            int got = candidates.getOrDefault(f.getKey(), List.of()).size();
-            if (got < f.getValue()) underfilled = true;
-            else if (f.getValue() < limits.get(f.getKey())) cutAtPlan = true;
-        }
-        boolean fetchCutShort = underfilled && cutAtPlan;
+        Candidates fetched = fetchCandidates(ctx, limits, wanted, load.nextRank());
+        Map<String, List<Long>> candidates = fetched.byTenant();
+        boolean fetchCutShort = fetched.cutShort();
         List<AdmissionPolicy.Pick> picks = policy.choose(candidates, tenants, wanted, load.nextRank(), load.lastRank());
         if (picks.isEmpty()) return TickResult.none(wanted, nextToken);
 
@@ -183,6 +175,49 @@ public final class Scheduler {
                 fetchCutShort && admitted.size() < wanted);
     }
 
+
+    /** Each tenant's admissible jobs for a round, and whether the fetch left room unfilled (see below). */
+    private record Candidates(Map<String, List<Long>> byTenant, boolean cutShort) {}
+
+    /**
+     * Reads the round's candidates: as many per tenant as the policy's plan says it will pick (reading every
+     * tenant's whole limit cost ten times the rows admitted with ten busy tenants), topped up once when a
+     * tenant had fewer due jobs than planned.
+     */
+    private Candidates fetchCandidates(DSLContext ctx, Map<String, Integer> limits, int wanted, Double nextRank) {
+        Map<String, Integer> fetch = new HashMap<>(policy.fetchPlan(limits, tenants, wanted, nextRank));
+        Map<String, List<Long>> candidates = new HashMap<>(store.admissionCandidates(ctx, fetch));
+        // A tenant that returned fewer jobs than planned has no more due now (its jobs may all be scheduled
+        // later): if that left the round short, fetch once more from every other tenant, up to the whole
+        // shortfall each (what every round read before the plan existed), so that however many tenants have
+        // only later jobs, a tenant with due jobs is never left out of a round; the policy then picks fairly.
+        int fetched = 0;
+        for (List<Long> c : candidates.values()) fetched += c.size();
+        if (fetched < wanted) {
+            Map<String, Integer> rest = new LinkedHashMap<>();
+            for (Map.Entry<String, Integer> l : limits.entrySet()) {
+                int planned = fetch.getOrDefault(l.getKey(), 0);
+                int got = candidates.getOrDefault(l.getKey(), List.of()).size();
+                if (got == planned && l.getValue() > got) rest.put(l.getKey(), l.getValue() - got);
+            }
+            if (!rest.isEmpty()) {
+                int shortfall = wanted - fetched;
+                Map<String, Integer> refetch = new LinkedHashMap<>();
+                rest.forEach((t, n) -> refetch.put(t, fetch.getOrDefault(t, 0) + Math.min(n, shortfall)));
+                fetch.putAll(refetch);
+                candidates.putAll(store.admissionCandidates(ctx, refetch)); // the first ones again, plus more
+            }
+        }
+        // Tenants cut at their planned share (more jobs than fetched) while another came up short: room was
+        // left that the next round can fill, so come back soon.
+        boolean underfilled = false, cutAtPlan = false;
+        for (Map.Entry<String, Integer> f : fetch.entrySet()) {
+            int got = candidates.getOrDefault(f.getKey(), List.of()).size();
+            if (got < f.getValue()) underfilled = true;
+            else if (f.getValue() < limits.get(f.getKey())) cutAtPlan = true;
+        }
+        return new Candidates(candidates, underfilled && cutAtPlan);
+    }
 
     /** Grants put a job at the front of the claim order, so plain FIFO (strict global order) has none. */
     private boolean grantsOn() {

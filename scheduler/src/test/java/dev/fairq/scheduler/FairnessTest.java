@@ -1,5 +1,7 @@
 package dev.fairq.scheduler;
 
+import dev.fairq.schema.JobRequest;
+
 import dev.fairq.testing.TestDatabase;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -179,5 +181,22 @@ class FairnessTest {
         List<String> next = s.admissions(100).subList(0, 100);
         long b = countOf(next, "b");
         assertTrue(b >= 45 && b <= 55, "b, arriving with a after the gap, in the next 100 admissions: " + b + " " + next);
+    }
+
+    /**
+     * Tenants whose waiting jobs are all scheduled later have work but nothing due: however many there are,
+     * they must not take the places of a tenant whose jobs are due (the fetch is planned per tenant).
+     */
+    @Test
+    void tenantsWithOnlyLaterJobsDoNotHoldBackOneWithDueJobs() {
+        for (int i = 0; i < 30; i++) db.createTenant("later" + i);
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.defaults().withFixedBuffer(4, 0));
+        for (int i = 0; i < 30; i++) {
+            s.enqueue(List.of(JobRequest.builder("later" + i, "noop").delay(java.time.Duration.ofHours(1)).build()));
+        }
+        db.createTenant("zz-due"); // sorts after every "later" tenant
+        s.enqueue(jobs("zz-due", 10));
+        assertEquals(List.of("zz-due", "zz-due", "zz-due", "zz-due"), s.round(), "the whole round goes to the due tenant");
+        assertEquals(4, countOf(s.admissions(4), "zz-due"));
     }
 }
