@@ -34,10 +34,10 @@ public final class TokenBucket {
         this.lastRefill = nanoTime.getAsLong();
     }
 
-    /** Whole tokens available now. */
+    /** Whole tokens available now (0 while an adopted reservation is being paid back). */
     public synchronized int available() {
         refill();
-        return (int) Math.floor(tokens + EPSILON);
+        return (int) Math.max(0, Math.floor(tokens + EPSILON));
     }
 
     /** Takes n tokens; the caller checked {@link #available()} first. */

@@ -26,6 +26,42 @@ class TokenBucketTest {
         assertEquals(0, bucket.available());
     }
 
+    /** A reserved token leaves at once and keeps its place: bucket plus reserved never exceeds burst. */
+    @Test
+    void aReservedTokenCapsTheRefillUntilSettled() {
+        TokenBucket bucket = new TokenBucket(10, 5, clock);
+        bucket.reserve();
+        assertEquals(4, bucket.available());
+        clock.advance(Duration.ofHours(1));
+        assertEquals(4, bucket.available(), "refills to burst minus the reserved token");
+
+        bucket.settleReservation(true); // used: the token is spent, the place is free again
+        assertEquals(4, bucket.available());
+        clock.advance(Duration.ofMillis(100));
+        assertEquals(5, bucket.available());
+
+        bucket.reserve();
+        bucket.take(4);
+        bucket.settleReservation(false); // taken back unused: refunded
+        assertEquals(1, bucket.available());
+        bucket.settleReservation(false); // nothing reserved: nothing to settle
+        assertEquals(1, bucket.available());
+    }
+
+    /** A new leader adopting a grant it did not make may overdraw: admissions wait until it is paid back. */
+    @Test
+    void adoptingAReservationMayOverdraw() {
+        TokenBucket bucket = new TokenBucket(10, 1, clock);
+        bucket.take(1);
+        bucket.reserve();
+        assertEquals(0, bucket.available());
+        clock.advance(Duration.ofMillis(100));
+        assertEquals(0, bucket.available(), "a tenth of a second pays back the overdraft only");
+        bucket.settleReservation(true);
+        clock.advance(Duration.ofMillis(100));
+        assertEquals(1, bucket.available());
+    }
+
     @Test
     void refillsContinuouslyAtRate() {
         TokenBucket bucket = new TokenBucket(10, 5, clock);
