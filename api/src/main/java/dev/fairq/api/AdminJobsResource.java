@@ -1,5 +1,6 @@
 package dev.fairq.api;
 
+import dev.fairq.schema.JobQueries;
 import dev.fairq.schema.JobStore;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.POST;
@@ -19,6 +20,7 @@ import java.util.Map;
 @Produces(MediaType.APPLICATION_JSON)
 public final class AdminJobsResource {
     private final JobStore store;
+    private final JobQueries queries = new JobQueries();
     private final DSLContext db;
     private final TenantAdminStore tenants;
 
@@ -34,7 +36,7 @@ public final class AdminJobsResource {
                         @QueryParam("queue") String queue, @QueryParam("type") String type,
                         @QueryParam("ordering_key") String orderingKey, @QueryParam("limit") String limit,
                         @QueryParam("after") String after) {
-        return JobPage.fetch(store, db, blank(tenant), status, queue, type, orderingKey, limit, after);
+        return JobPage.fetch(queries, db, blank(tenant), status, queue, type, orderingKey, limit, after);
     }
 
     @GET
@@ -63,7 +65,7 @@ public final class AdminJobsResource {
     @GET
     @Path("/ordering-keys/blocked")
     public Map<String, Object> blocked(@QueryParam("tenant") String tenant) {
-        return Map.of("ordering_keys", store.blockedOrderingKeys(db, blank(tenant), 1000));
+        return Map.of("ordering_keys", queries.blockedOrderingKeys(db, blank(tenant), 1000));
     }
 
     @GET

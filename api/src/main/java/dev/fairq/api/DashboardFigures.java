@@ -1,7 +1,7 @@
 package dev.fairq.api;
 
 import dev.fairq.schema.DashboardStore;
-import dev.fairq.schema.JobStore;
+import dev.fairq.schema.JobQueries;
 import dev.fairq.schema.generated.enums.JobStatus;
 import dev.fairq.schema.generated.tables.records.JobsRecord;
 import dev.fairq.schema.generated.tables.records.TenantsRecord;
@@ -19,8 +19,9 @@ import java.util.Map;
 import static dev.fairq.schema.generated.Tables.TENANTS;
 
 /**
- * The figures behind the dashboards, assembled from {@link JobStore} reads. The tenant dashboard and the admin
- * overview show the same per-tenant summary ({@link #summary}); the tenant one adds the series and the lists.
+ * The figures behind the dashboards, assembled from {@link JobQueries} and {@link DashboardStore} reads. The
+ * tenant dashboard and the admin overview show the same per-tenant summary ({@link #summary}); the tenant one
+ * adds the series and the lists.
  * Every read takes the tenant id from the caller (the key), never from the request.
  */
 final class DashboardFigures {
@@ -32,12 +33,11 @@ final class DashboardFigures {
     static final Duration START_RATE_WINDOW = Duration.ofMinutes(1);
     static final int LIST_LIMIT = 50;
 
-    private final JobStore store;
+    private final JobQueries queries = new JobQueries();
     private final DashboardStore dashboards = new DashboardStore();
     private final DSLContext db;
 
-    DashboardFigures(JobStore store, DSLContext db) {
-        this.store = store;
+    DashboardFigures(DSLContext db) {
         this.db = db;
     }
 
@@ -45,8 +45,8 @@ final class DashboardFigures {
     Map<String, Object> tenant(String tenantId) {
         TenantsRecord t = db.selectFrom(TENANTS).where(TENANTS.ID.eq(tenantId)).fetchOne();
         if (t == null) throw ApiException.notFound("no tenant " + tenantId);
-        OffsetDateTime now = store.now(db);
-        JobStore.TenantStats live = store.tenantStats(db, tenantId, WINDOW);
+        OffsetDateTime now = queries.now(db);
+        JobQueries.TenantStats live = queries.tenantStats(db, tenantId, WINDOW);
         DashboardStore.RollupTotals totals = dashboards.rollupTotals(db, tenantId, WINDOW, SHARE_WINDOW)
                 .getOrDefault(tenantId, DashboardStore.RollupTotals.NONE);
         long starts = dashboards.startsSince(db, tenantId, START_RATE_WINDOW).getOrDefault(tenantId, 0L);
@@ -70,7 +70,7 @@ final class DashboardFigures {
         }
         out.put("running_jobs", running);
         List<Map<String, Object>> blocked = new ArrayList<>();
-        for (JobStore.BlockedKey k : store.blockedOrderingKeys(db, tenantId, LIST_LIMIT)) {
+        for (JobQueries.BlockedKey k : queries.blockedOrderingKeys(db, tenantId, LIST_LIMIT)) {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("ordering_key", k.orderingKey());
             m.put("dead_job_id", k.deadJobId());
@@ -81,7 +81,7 @@ final class DashboardFigures {
         }
         out.put("blocked_keys", blocked);
         List<Map<String, Object>> dead = new ArrayList<>();
-        for (JobsRecord j : store.list(db, new JobStore.JobFilter(tenantId, JobStatus.dead, null, null, null), null, LIST_LIMIT)) {
+        for (JobsRecord j : queries.list(db, new JobQueries.JobFilter(tenantId, JobStatus.dead, null, null, null), null, LIST_LIMIT)) {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("id", j.getId());
             m.put("type", j.getType());
@@ -98,13 +98,13 @@ final class DashboardFigures {
 
     /** Every tenant's summary, with its share of worker time against its share of the weights. */
     Map<String, Object> overview() {
-        OffsetDateTime now = store.now(db);
-        Map<String, Map<String, Long>> depths = store.queueDepths(db);
-        Map<String, Long> oldest = store.oldestPendingAgeMs(db);
+        OffsetDateTime now = queries.now(db);
+        Map<String, Map<String, Long>> depths = queries.queueDepths(db);
+        Map<String, Long> oldest = queries.oldestPendingAgeMs(db);
         Map<String, DashboardStore.RollupTotals> totals = dashboards.rollupTotals(db, null, WINDOW, SHARE_WINDOW);
         Map<String, Long> starts = dashboards.startsSince(db, null, START_RATE_WINDOW);
         Map<String, Long> blocked = new HashMap<>();
-        for (JobStore.BlockedKey k : store.blockedOrderingKeys(db, null, 10_000)) blocked.merge(k.tenantId(), 1L, Long::sum);
+        for (JobQueries.BlockedKey k : queries.blockedOrderingKeys(db, null, 10_000)) blocked.merge(k.tenantId(), 1L, Long::sum);
         List<TenantsRecord> tenants = db.selectFrom(TENANTS).orderBy(TENANTS.ID).fetch();
 
         // Share of worker time over the last five minutes: worker time of the attempts that ended (busy_ms).
@@ -135,7 +135,7 @@ final class DashboardFigures {
         for (int i = 0; i < tenants.size(); i++) {
             TenantsRecord t = tenants.get(i);
             Map<String, Long> d = depths.getOrDefault(t.getId(), Map.of());
-            JobStore.TenantStats live = new JobStore.TenantStats(d.getOrDefault("pending", 0L), d.getOrDefault("ready", 0L),
+            JobQueries.TenantStats live = new JobQueries.TenantStats(d.getOrDefault("pending", 0L), d.getOrDefault("ready", 0L),
                     d.getOrDefault("running", 0L), 0, 0, d.getOrDefault("dead", 0L), oldest.get(t.getId()),
                     blocked.getOrDefault(t.getId(), 0L));
             DashboardStore.RollupTotals x = totals.getOrDefault(t.getId(), DashboardStore.RollupTotals.NONE);
@@ -166,7 +166,7 @@ final class DashboardFigures {
     }
 
     /** The figures both pages show for one tenant. */
-    private static Map<String, Object> summary(TenantsRecord t, JobStore.TenantStats live, DashboardStore.RollupTotals h, long starts) {
+    private static Map<String, Object> summary(TenantsRecord t, JobQueries.TenantStats live, DashboardStore.RollupTotals h, long starts) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("tenant", t.getId());
         Map<String, Object> counts = new LinkedHashMap<>();

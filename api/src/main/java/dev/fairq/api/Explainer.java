@@ -1,6 +1,7 @@
 package dev.fairq.api;
 
 import dev.fairq.scheduler.SchedulerService;
+import dev.fairq.schema.JobQueries;
 import dev.fairq.schema.JobStore;
 import dev.fairq.schema.generated.enums.JobStatus;
 import dev.fairq.schema.generated.tables.records.JobsRecord;
@@ -34,6 +35,7 @@ import static dev.fairq.schema.generated.Tables.TENANTS;
  */
 final class Explainer {
     private final JobStore store;
+    private final JobQueries queries = new JobQueries();
     private final DSLContext db;
     private final Supplier<SchedulerService> localScheduler;
 
@@ -55,7 +57,7 @@ final class Explainer {
             if (job.getLastError() != null) data.put("last_error", job.getLastError());
             return new Explanation(job.getId(), st, "not_waiting", "the job is " + st + ", not waiting", data);
         }
-        OffsetDateTime now = store.now(db);
+        OffsetDateTime now = queries.now(db);
         if (status == JobStatus.pending && job.getRunAt().isAfter(now)) {
             long inMs = java.time.Duration.between(now, job.getRunAt()).toMillis();
             if (job.getAttempts() > 0) {
@@ -77,7 +79,7 @@ final class Explainer {
         }
         if (status == JobStatus.pending && job.getOrderingKey() != null && !job.getKeyHead()) {
             data.put("ordering_key", job.getOrderingKey());
-            Optional<JobsRecord> head = store.orderingHead(db, job.getTenantId(), job.getOrderingKey());
+            Optional<JobsRecord> head = queries.orderingHead(db, job.getTenantId(), job.getOrderingKey());
             if (head.isPresent() && head.get().getStatus() == JobStatus.dead) {
                 data.put("blocked_by_dead_job", head.get().getId());
                 return new Explanation(job.getId(), st, "ordering_blocked", "ordering key '" + job.getOrderingKey()
@@ -93,7 +95,7 @@ final class Explainer {
         if (status == JobStatus.ready) {
             return new Explanation(job.getId(), st, "ready", "admitted; waiting for a free worker", data);
         }
-        JobStore.TenantStats stats = store.tenantStats(db, job.getTenantId(), java.time.Duration.ofMinutes(5));
+        JobQueries.TenantStats stats = queries.tenantStats(db, job.getTenantId(), java.time.Duration.ofMinutes(5));
         if (stats.running() + stats.ready() >= tenant.getMaxRunning()) {
             data.put("running", stats.running());
             data.put("admitted", stats.ready());
@@ -112,7 +114,7 @@ final class Explainer {
             return new Explanation(job.getId(), st, "rate_limited", "the tenant used its rate (" + tenant.getRatePerSecond()
                     + "/s, burst " + tenant.getBurst() + "); next token at " + next, data);
         }
-        data.put("jobs_ahead_in_tenant", store.jobsAhead(db, job, 10_000));
+        data.put("jobs_ahead_in_tenant", queries.jobsAhead(db, job, 10_000));
         sched.ifPresent(s -> {
             data.put("position", s.position());
             data.put("competing_tenants", s.competing());

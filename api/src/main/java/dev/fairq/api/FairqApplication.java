@@ -77,7 +77,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         String adminHash = AdminCredentials.resolveHash(config, target.embedded(), db, System.out);
 
         JobStore store = new JobStore();
-        FairqMetrics metrics = new FairqMetrics(store, db);
+        FairqMetrics metrics = new FairqMetrics(db);
         AtomicReference<SchedulerService> scheduler = new AtomicReference<>();
         if (config.runScheduler) {
             env.lifecycle().manage(new Managed() {
@@ -113,10 +113,10 @@ public class FairqApplication extends Application<FairqConfiguration> {
         env.jersey().register(new ApiExceptionMappers.QueueFull());
         env.jersey().register(new JobsResource(store, db, new JobRequestParser(config.maxPayloadBytes),
                 new Explainer(store, db, scheduler::get)));
-        env.jersey().register(new StatsResource(store, db));
+        env.jersey().register(new StatsResource(db));
         env.jersey().register(new AdminTenantsResource(tenants, keys));
         env.jersey().register(new AdminJobsResource(store, db, tenants));
-        DashboardFigures dashboards = new DashboardFigures(store, db);
+        DashboardFigures dashboards = new DashboardFigures(db);
         env.jersey().register(new DashboardResource(dashboards));
         env.jersey().register(new AdminOverviewResource(dashboards));
         env.jersey().register(new DashboardPages());

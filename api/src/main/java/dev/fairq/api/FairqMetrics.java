@@ -2,7 +2,7 @@ package dev.fairq.api;
 
 import dev.fairq.schema.ClaimedJob;
 import dev.fairq.schema.JobOutcome;
-import dev.fairq.schema.JobStore;
+import dev.fairq.schema.JobQueries;
 import dev.fairq.worker.WorkerObserver;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
@@ -42,7 +42,8 @@ final class FairqMetrics implements WorkerObserver {
     private final Histogram claimStatement;
     private final Histogram duration;
 
-    FairqMetrics(JobStore store, DSLContext db) {
+    FairqMetrics(DSLContext db) {
+        JobQueries queries = new JobQueries();
         starts = counter("fairq_job_starts", "job attempts started by this process's workers");
         successes = counter("fairq_job_successes", "jobs that succeeded");
         retries = counter("fairq_job_retries", "failed attempts that will be retried after a backoff");
@@ -57,7 +58,7 @@ final class FairqMetrics implements WorkerObserver {
                 .labelNames("tenant", "status")
                 .callback(cb -> {
                     try {
-                        Map<String, Map<String, Long>> depths = store.queueDepths(db);
+                        Map<String, Map<String, Long>> depths = queries.queueDepths(db);
                         // every tenant, with zeros, so an empty queue reads 0 rather than "no data"
                         for (String tenant : db.resultQuery("SELECT id FROM tenants ORDER BY id").fetch(0, String.class)) {
                             Map<String, Long> d = depths.getOrDefault(tenant, Map.of());
@@ -73,7 +74,7 @@ final class FairqMetrics implements WorkerObserver {
                 .labelNames("tenant")
                 .callback(cb -> {
                     try {
-                        store.oldestPendingAgeMs(db).forEach((tenant, ms) -> cb.call(ms / 1000.0, tenant));
+                        queries.oldestPendingAgeMs(db).forEach((tenant, ms) -> cb.call(ms / 1000.0, tenant));
                     } catch (RuntimeException e) {
                         log.warn("oldest pending age for /metrics failed: {}", e.toString());
                     }

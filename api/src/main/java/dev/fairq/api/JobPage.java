@@ -1,6 +1,7 @@
 package dev.fairq.api;
 
 import dev.fairq.schema.FieldError;
+import dev.fairq.schema.JobQueries;
 import dev.fairq.schema.JobStore;
 import dev.fairq.schema.generated.enums.JobStatus;
 import dev.fairq.schema.generated.tables.records.JobsRecord;
@@ -17,7 +18,7 @@ public record JobPage(List<JobView> jobs, String next) {
     static final int DEFAULT_LIMIT = 50;
     static final int MAX_LIMIT = 500;
 
-    static JobPage fetch(JobStore store, DSLContext db, String tenantOrNull, String status, String queue, String type,
+    static JobPage fetch(JobQueries queries, DSLContext db, String tenantOrNull, String status, String queue, String type,
                          String orderingKey, String limit, String after) {
         List<FieldError> errors = new ArrayList<>();
         JobStatus st = null;
@@ -43,7 +44,7 @@ public record JobPage(List<JobView> jobs, String next) {
             }
         }
         if (!errors.isEmpty()) throw ApiException.invalid(errors);
-        List<JobsRecord> rows = store.list(db, new JobStore.JobFilter(tenantOrNull, st, blank(queue), blank(type),
+        List<JobsRecord> rows = queries.list(db, new JobQueries.JobFilter(tenantOrNull, st, blank(queue), blank(type),
                 blank(orderingKey)), afterId, lim + 1);
         boolean more = rows.size() > lim;
         List<JobView> jobs = new ArrayList<>(Math.min(rows.size(), lim));

@@ -3,6 +3,7 @@ package dev.fairq.api;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.fairq.schema.EnqueueResult;
 import dev.fairq.schema.JobRequest;
+import dev.fairq.schema.JobQueries;
 import dev.fairq.schema.JobStore;
 import dev.fairq.schema.generated.tables.records.JobsRecord;
 import jakarta.ws.rs.Consumes;
@@ -31,6 +32,7 @@ public final class JobsResource {
     static final int MAX_BATCH = 1000;
 
     private final JobStore store;
+    private final JobQueries queries = new JobQueries();
     private final DSLContext db;
     private final JobRequestParser parser;
     private final Explainer explainer;
@@ -106,7 +108,7 @@ public final class JobsResource {
     public JobPage list(@Context SecurityContext sc, @QueryParam("status") String status, @QueryParam("queue") String queue,
                         @QueryParam("type") String type, @QueryParam("ordering_key") String orderingKey,
                         @QueryParam("limit") String limit, @QueryParam("after") String after) {
-        return JobPage.fetch(store, db, BearerAuthFilter.tenant(sc), status, queue, type, orderingKey, limit, after);
+        return JobPage.fetch(queries, db, BearerAuthFilter.tenant(sc), status, queue, type, orderingKey, limit, after);
     }
 
     @POST

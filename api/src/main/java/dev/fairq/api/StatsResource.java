@@ -1,6 +1,6 @@
 package dev.fairq.api;
 
-import dev.fairq.schema.JobStore;
+import dev.fairq.schema.JobQueries;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.Produces;
@@ -20,18 +20,17 @@ import static dev.fairq.schema.generated.Tables.TENANTS;
 @Produces(MediaType.APPLICATION_JSON)
 public final class StatsResource {
     static final Duration RECENT = Duration.ofMinutes(5);
-    private final JobStore store;
+    private final JobQueries queries = new JobQueries();
     private final DSLContext db;
 
-    StatsResource(JobStore store, DSLContext db) {
-        this.store = store;
+    StatsResource(DSLContext db) {
         this.db = db;
     }
 
     @GET
     public Map<String, Object> stats(@Context SecurityContext sc) {
         String tenant = BearerAuthFilter.tenant(sc);
-        JobStore.TenantStats s = store.tenantStats(db, tenant, RECENT);
+        JobQueries.TenantStats s = queries.tenantStats(db, tenant, RECENT);
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("tenant", tenant);
         out.put("pending", s.pending());
