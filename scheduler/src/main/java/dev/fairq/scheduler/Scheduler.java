@@ -21,8 +21,9 @@ import static dev.fairq.schema.generated.Tables.TENANTS;
 /**
  * One admission round at a time ({@link #tick}): how many jobs the ready buffer needs, which tenants may
  * start jobs (tokens, max_running, paused), which of their jobs go next (the policy), then one statement
- * that admits them. No leadership here: {@link SchedulerService} runs ticks only while it holds the lock,
- * and tests call {@link #tick} directly with an injected clock.
+ * that admits them; then the admission grants of quiet tenants are kept up to date. No leadership here:
+ * {@link SchedulerService} runs ticks only while it holds the lock, and tests call {@link #tick} directly
+ * with an injected clock.
  */
 public final class Scheduler {
     private final JobStore store;
@@ -264,9 +265,9 @@ public final class Scheduler {
     /**
      * Admission grants: one admission made in advance for each quiet tenant (nothing admissible waiting,
      * active in the last minute), so that its next job is inserted ready and starts without waiting for a
-     * scheduler round trip (see V4__admission_grants.sql). A grant is an admission like any other: it takes
-     * a token, counts against max_running, and is charged to the tenant by the policy. At most a buffer's worth
-     * (the worker capacity) is outstanding, most recently active tenants first.
+     * scheduler round trip (see V4__admission_grants.sql). A grant is an admission like any other: it
+     * reserves a token, counts against max_running, and is charged to the tenant by the policy. At most a
+     * buffer's worth (the worker capacity) is outstanding, most recently active tenants first.
      */
     private void grantToQuietTenants(DSLContext ctx, long now, JobStore.QueueLoad load, int capacity,
                                      Map<String, Double> grants, TickResult admitted) {
