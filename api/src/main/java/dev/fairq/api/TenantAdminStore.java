@@ -45,7 +45,10 @@ final class TenantAdminStore {
     Optional<Change> write(String id, Map<String, Object> given, boolean replace, String actor) {
         return db.transactionResult(c -> {
             DSLContext tx = c.dsl();
-            TenantsRecord old = tx.selectFrom(TENANTS).where(TENANTS.ID.eq(id)).forUpdate().fetchOne();
+            // FOR NO KEY UPDATE, not FOR UPDATE: it serialises two admins writing one tenant, but does not
+            // conflict with the key-share locks that foreign keys take, so enqueues (jobs.tenant_id) and the
+            // scheduler's grants (admission_grants.tenant_id) do not wait for an admin's transaction.
+            TenantsRecord old = tx.selectFrom(TENANTS).where(TENANTS.ID.eq(id)).forNoKeyUpdate().fetchOne();
             if (old == null && !replace) return Optional.<Change>empty();
             Map<String, Object> v = replace ? TenantLimitsParser.defaults() : new LinkedHashMap<>(TenantView.of(old).limits());
             v.putAll(given);

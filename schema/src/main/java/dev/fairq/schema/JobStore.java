@@ -461,7 +461,7 @@ public final class JobStore {
     /**
      * Grants each tenant one admission in advance (see INSERT_JOBS). The scheduler only
      * grants to tenants the last LOAD showed without a grant, and it alone inserts grants, so ON CONFLICT
-     * never meets a row another transaction is deleting and the tick never waits.
+     * never meets a row an enqueue is deleting, and no enqueue makes the tick wait.
      */
     private static final String GRANT = """
             INSERT INTO admission_grants (tenant_id)
