@@ -35,6 +35,9 @@ public final class TestDatabase {
         this.password = password;
         this.source = source;
         this.pool = Database.pool(jdbcUrl, user, password, 24, "fairq-test");
+        // Tests open up to 20 connections at once; on a loaded machine creating them one by one can take longer
+        // than the product's 10 s wait (seen once: "not every thread got a connection").
+        this.pool.setConnectionTimeout(60_000);
         Database.migrate(pool);
     }
 
@@ -117,6 +120,13 @@ public final class TestDatabase {
     }
 
     /** A tenant with limits high enough not to matter unless a test sets them. */
+    /** The one number a query returns (a count, an attempt, an id); a missing row or a null fails the test. */
+    public long count(String sql, Object... binds) {
+        Object v = dsl().fetchValue(sql, binds);
+        if (!(v instanceof Number n)) throw new AssertionError("expected a number from: " + sql + ", got " + v);
+        return n.longValue();
+    }
+
     public void createTenant(String id) {
         createTenant(id, 1, 1_000_000, 1_000_000, 100_000);
     }
