@@ -123,12 +123,9 @@ class FailoverTest {
         return runs();
     }
 
-    private long count(String sql, Object... binds) {
-        return ((Number) dsl.fetchValue(sql, binds)).longValue();
-    }
 
     private long runs() {
-        return count("SELECT count(*) FROM test_runs");
+        return db.count("SELECT count(*) FROM test_runs");
     }
 
     private void runUntil(long total) {
@@ -137,28 +134,28 @@ class FailoverTest {
     }
 
     private long activeJobs() {
-        return count("SELECT count(*) FROM jobs WHERE status IN ('ready', 'running')");
+        return db.count("SELECT count(*) FROM jobs WHERE status IN ('ready', 'running')");
     }
 
     /** Every job ran exactly once: one claim each, first attempt, all succeeded, nothing left over. */
     private void assertEachJobRanOnce(long jobs) {
         assertEquals(jobs, runs(), "claims logged");
-        assertEquals(jobs, count("SELECT count(DISTINCT job_id) FROM test_runs"),
+        assertEquals(jobs, db.count("SELECT count(DISTINCT job_id) FROM test_runs"),
                 "a job was claimed twice");
-        assertEquals(0, count("SELECT count(*) FROM test_runs WHERE attempt <> 1"));
-        assertEquals(jobs, count(
+        assertEquals(0, db.count("SELECT count(*) FROM test_runs WHERE attempt <> 1"));
+        assertEquals(jobs, db.count(
                 "SELECT count(*) FROM jobs WHERE status = 'succeeded' AND attempts = 1 AND admitted_at IS NOT NULL"));
         assertEquals(0, activeJobs());
     }
 
     /** Kills the node's sessions and waits (in PostgreSQL, up to 5 s) until they are gone with their locks. */
     private long terminate(Node n) {
-        return count("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) FROM pg_stat_activity "
+        return db.count("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) FROM pg_stat_activity "
                 + "WHERE application_name = ?", n.name);
     }
 
     private long sessionsOf(Node n) {
-        return count("SELECT count(*) FROM pg_stat_activity WHERE application_name = ?", n.name);
+        return db.count("SELECT count(*) FROM pg_stat_activity WHERE application_name = ?", n.name);
     }
 
     @Test

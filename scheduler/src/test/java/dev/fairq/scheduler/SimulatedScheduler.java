@@ -94,7 +94,7 @@ final class SimulatedScheduler {
     }
 
     long count(String sql, Object... binds) {
-        return dsl.fetchValue(sql, binds) instanceof Number n ? n.longValue() : 0L;
+        return db.count(sql, binds);
     }
 
     static long countOf(List<String> admissions, String tenant) {

@@ -39,9 +39,6 @@ class ConcurrencyCapTest {
         platform.close();
     }
 
-    private long count(String sql) {
-        return ((Number) db.dsl().fetchValue(sql)).longValue();
-    }
 
     @Test
     void maxRunningIsNeverExceeded() throws Exception {
@@ -61,23 +58,23 @@ class ConcurrencyCapTest {
         AtomicBoolean sampling = new AtomicBoolean(true);
         Thread sampler = new Thread(() -> {
             while (sampling.get()) {
-                long n = count("SELECT count(*) FROM jobs WHERE tenant_id = 'capped' AND status = 'running'");
+                long n = db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'capped' AND status = 'running'");
                 maxSampled.accumulateAndGet(n, Math::max);
                 samples.incrementAndGet();
             }
         });
         sampler.start();
         await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(100))
-                .until(() -> count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") == 300);
+                .until(() -> db.count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") == 300);
         sampling.set(false);
         sampler.join();
 
-        long maxOverlap = count("""
+        long maxOverlap = db.count("""
                 SELECT coalesce(max(c), 0) FROM (
                     SELECT (SELECT count(*) FROM test_runs o JOIN jobs oj ON oj.id = o.job_id
                             WHERE oj.tenant_id = 'capped' AND o.started_at <= r.started_at AND r.started_at < o.ended_at) AS c
                     FROM test_runs r JOIN jobs j ON j.id = r.job_id WHERE j.tenant_id = 'capped') x""");
-        long maxOverlapFree = count("""
+        long maxOverlapFree = db.count("""
                 SELECT coalesce(max(c), 0) FROM (
                     SELECT (SELECT count(*) FROM test_runs o JOIN jobs oj ON oj.id = o.job_id
                             WHERE oj.tenant_id = 'free' AND o.started_at <= r.started_at AND r.started_at < o.ended_at) AS c

@@ -38,9 +38,6 @@ class CrashSafetyTest {
         platform.close();
     }
 
-    private long count(String sql, Object... binds) {
-        return ((Number) db.dsl().fetchValue(sql, binds)).longValue();
-    }
 
     @Test
     void sigkillAtFortyPercentLosesNothingAndRerunsOnlyWhatWasInFlight() throws Exception {
@@ -52,33 +49,33 @@ class CrashSafetyTest {
         ChildWorker first = ChildWorker.start(db, "crash-first", 8, 8, 2000, 5000);
         children.add(first);
         await("first worker reaches 40%").atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(20))
-                .until(() -> count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") >= JOBS * 4 / 10);
+                .until(() -> db.count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") >= JOBS * 4 / 10);
         first.kill();
 
         // What the dead worker held at its death: its lease rows (claimed, running, or finished but not yet
         // recorded). Nothing can change them now until the lease runs out and a reaper takes them back.
-        long inFlight = count("SELECT count(*) FROM jobs WHERE status = 'running' AND locked_by = 'crash-first'");
-        long doneAtKill = count("SELECT count(*) FROM jobs WHERE status = 'succeeded'");
+        long inFlight = db.count("SELECT count(*) FROM jobs WHERE status = 'running' AND locked_by = 'crash-first'");
+        long doneAtKill = db.count("SELECT count(*) FROM jobs WHERE status = 'succeeded'");
         long startedAt = System.nanoTime();
 
         ChildWorker second = ChildWorker.start(db, "crash-second", 8, 8, 2000, 5000);
         children.add(second);
         await("every job succeeded").atMost(Duration.ofMinutes(4)).pollInterval(Duration.ofMillis(200))
-                .until(() -> count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") == JOBS);
+                .until(() -> db.count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") == JOBS);
         long recoveryMillis = (System.nanoTime() - startedAt) / 1_000_000;
 
-        long runs = count("SELECT count(*) FROM test_runs");
-        long distinct = count("SELECT count(DISTINCT job_id) FROM test_runs");
+        long runs = db.count("SELECT count(*) FROM test_runs");
+        long distinct = db.count("SELECT count(DISTINCT job_id) FROM test_runs");
         long reruns = runs - distinct;
-        long lost = JOBS - count("SELECT count(*) FROM jobs WHERE status = 'succeeded'");
+        long lost = JOBS - db.count("SELECT count(*) FROM jobs WHERE status = 'succeeded'");
         System.out.printf("CRASH-TEST jobs=%d done_at_kill=%d in_flight_at_kill=%d runs=%d reruns=%d lost=%d "
                 + "recovery_ms=%d%n", JOBS, doneAtKill, inFlight, runs, reruns, lost, recoveryMillis);
 
         assertEquals(0, lost, "no job lost");
         assertEquals(JOBS, distinct, "every job ran");
-        assertEquals(0, count("SELECT count(*) FROM jobs WHERE status <> 'succeeded'"));
+        assertEquals(0, db.count("SELECT count(*) FROM jobs WHERE status <> 'succeeded'"));
         assertTrue(reruns <= inFlight, "re-runs " + reruns + " must not exceed the jobs in flight at the kill " + inFlight);
-        assertEquals(reruns, count("""
+        assertEquals(reruns, db.count("""
                 SELECT count(*) FROM test_runs r WHERE r.worker = 'crash-first'
                   AND EXISTS (SELECT 1 FROM test_runs s WHERE s.job_id = r.job_id AND s.worker = 'crash-second')"""),
                 "every re-run is of a job the killed worker had started");
@@ -97,21 +94,21 @@ class CrashSafetyTest {
         ChildWorker child = ChildWorker.start(db, "graceful", 1, 1, 30_000, 20_000);
         children.add(child);
         await("both claimed, one running").atMost(Duration.ofMinutes(1)).until(() ->
-                count("SELECT count(*) FROM jobs WHERE status = 'running' AND locked_by = 'graceful'") == 2
-                        && count("SELECT count(*) FROM test_runs") == 1);
+                db.count("SELECT count(*) FROM jobs WHERE status = 'running' AND locked_by = 'graceful'") == 2
+                        && db.count("SELECT count(*) FROM test_runs") == 1);
 
         child.process.destroy(); // SIGTERM
         await("process exits").atMost(Duration.ofMinutes(1)).until(() -> !child.process.isAlive());
 
         assertEquals(0, child.process.exitValue(), child.output());
-        long ranFirst = count("SELECT job_id FROM test_runs");
+        long ranFirst = db.count("SELECT job_id FROM test_runs");
         long other = ranFirst == running ? waiting : running;
         assertEquals("succeeded", db.dsl().fetchValue("SELECT status::text FROM jobs WHERE id = ?", ranFirst));
-        assertTrue(count("SELECT count(*) FROM test_runs WHERE ended_at IS NOT NULL") == 1, "the running job completed");
+        assertTrue(db.count("SELECT count(*) FROM test_runs WHERE ended_at IS NOT NULL") == 1, "the running job completed");
         assertEquals("ready", db.dsl().fetchValue("SELECT status::text FROM jobs WHERE id = ?", other),
                 "the claimed-but-unstarted job is handed back");
-        assertEquals(0, count("SELECT attempts FROM jobs WHERE id = ?", other), "its attempt is not counted");
-        assertEquals(0, count("SELECT count(*) FROM workers WHERE id = 'graceful'"),
+        assertEquals(0, db.count("SELECT attempts FROM jobs WHERE id = ?", other), "its attempt is not counted");
+        assertEquals(0, db.count("SELECT count(*) FROM workers WHERE id = 'graceful'"),
                 () -> "the worker unregistered; its output:\n" + child.output());
     }
 }

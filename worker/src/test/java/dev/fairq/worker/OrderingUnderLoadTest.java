@@ -38,9 +38,6 @@ class OrderingUnderLoadTest {
         platform.close();
     }
 
-    private long count(String sql) {
-        return ((Number) db.dsl().fetchValue(sql)).longValue();
-    }
 
     @Test
     void jobsOfOneKeyStartInEnqueueOrderAndNeverOverlap() {
@@ -74,19 +71,19 @@ class OrderingUnderLoadTest {
         platform.startWorker(TestPlatform.fastConfig("w2", 4), handlers);
 
         await().atMost(Duration.ofMinutes(4)).pollInterval(Duration.ofMillis(250))
-                .until(() -> count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") == 2_000);
+                .until(() -> db.count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") == 2_000);
 
-        long failedFirst = count("SELECT count(*) FROM jobs WHERE attempts = 2");
-        long inversions = count("""
+        long failedFirst = db.count("SELECT count(*) FROM jobs WHERE attempts = 2");
+        long inversions = db.count("""
                 WITH first_start AS (
                     SELECT job_id, ordering_key, min(started_at) AS s FROM test_runs GROUP BY job_id, ordering_key)
                 SELECT count(*) FROM first_start a JOIN first_start b
                   ON a.ordering_key = b.ordering_key AND a.job_id < b.job_id AND b.s < a.s""");
-        long overlaps = count("""
+        long overlaps = db.count("""
                 SELECT count(*) FROM test_runs a JOIN test_runs b
                   ON a.ordering_key = b.ordering_key AND a.run_id <> b.run_id
                  AND a.started_at <= b.started_at AND b.started_at < a.ended_at""");
-        long startedBeforePredecessorFinished = count("""
+        long startedBeforePredecessorFinished = db.count("""
                 WITH runs AS (SELECT job_id, ordering_key, min(started_at) AS s, max(ended_at) AS e
                               FROM test_runs GROUP BY job_id, ordering_key),
                      ordered AS (SELECT *, lag(e) OVER (PARTITION BY ordering_key ORDER BY job_id) AS prev_end FROM runs)
@@ -97,7 +94,7 @@ class OrderingUnderLoadTest {
         assertEquals(0, inversions, "order inversions");
         assertEquals(0, overlaps, "overlapping runs of one key");
         assertEquals(0, startedBeforePredecessorFinished, "a job started before its predecessor's last attempt ended");
-        assertEquals(2_000 + failedFirst, count("SELECT count(*) FROM test_runs"), "one run per attempt");
+        assertEquals(2_000 + failedFirst, db.count("SELECT count(*) FROM test_runs"), "one run per attempt");
         org.junit.jupiter.api.Assertions.assertTrue(failedFirst > 50, "the workload had transient failures: " + failedFirst);
     }
 }

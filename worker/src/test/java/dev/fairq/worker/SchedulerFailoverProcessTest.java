@@ -42,9 +42,6 @@ class SchedulerFailoverProcessTest {
         platform.close();
     }
 
-    private long count(String sql) {
-        return ((Number) db.dsl().fetchValue(sql)).longValue();
-    }
 
     /** Sessions of the given application that hold the scheduler's advisory lock. */
     private long lockHolders(String applicationName) {
@@ -73,23 +70,23 @@ class SchedulerFailoverProcessTest {
         platform.startWorker(TestPlatform.fastConfig("w2", 4), handlers);
 
         await("a third of the flood is done").atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(20))
-                .until(() -> count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") >= JOBS / 3);
+                .until(() -> db.count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") >= JOBS / 3);
         assertTrue(!standby.isLeader(), "the standby did not lead while the child held the lock");
         child.destroyForcibly().waitFor(); // SIGKILL: no shutdown, PostgreSQL sees the connection drop
         long killedAt = System.nanoTime();
-        long doneAtKill = count("SELECT count(*) FROM jobs WHERE status = 'succeeded'");
+        long doneAtKill = db.count("SELECT count(*) FROM jobs WHERE status = 'succeeded'");
 
         await("the standby takes over").atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(20))
                 .until(() -> standby.isLeader() && lockHolders("fairq-test-scheduler") == 1);
         long takeoverMillis = (System.nanoTime() - killedAt) / 1_000_000;
         await("every job succeeded").atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(200))
-                .until(() -> count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") == JOBS);
+                .until(() -> db.count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") == JOBS);
         System.out.printf("FAILOVER-TEST jobs=%d done_at_kill=%d takeover_ms=%d%n", JOBS, doneAtKill, takeoverMillis);
 
         assertTrue(doneAtKill < JOBS, "the kill happened mid-flood");
-        assertEquals(JOBS, count("SELECT count(*) FROM test_runs"), "one run per job: nothing admitted or run twice");
-        assertEquals(JOBS, count("SELECT count(DISTINCT job_id) FROM test_runs"));
-        assertEquals(JOBS, count("SELECT count(*) FROM jobs WHERE attempts = 1"));
+        assertEquals(JOBS, db.count("SELECT count(*) FROM test_runs"), "one run per job: nothing admitted or run twice");
+        assertEquals(JOBS, db.count("SELECT count(DISTINCT job_id) FROM test_runs"));
+        assertEquals(JOBS, db.count("SELECT count(*) FROM jobs WHERE attempts = 1"));
         assertEquals(0, lockHolders(CHILD));
     }
 }

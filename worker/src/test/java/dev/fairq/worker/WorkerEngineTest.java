@@ -36,9 +36,6 @@ class WorkerEngineTest {
         platform.close();
     }
 
-    private long count(String sql, Object... binds) {
-        return db.dsl().fetchValue(sql, binds) instanceof Number n ? n.longValue() : -1;
-    }
 
     @Test
     void tenThousandJobsOnEightThreadsOverSeveralConnectionsEachSucceedExactlyOnce() {
@@ -52,14 +49,14 @@ class WorkerEngineTest {
         platform.startWorker(TestPlatform.fastConfig("w2", 4), handlers);
 
         await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(200))
-                .until(() -> count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") == 10_000);
+                .until(() -> db.count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") == 10_000);
 
-        assertEquals(10_000, count("SELECT count(*) FROM test_runs"), "runs");
-        assertEquals(10_000, count("SELECT count(DISTINCT job_id) FROM test_runs"), "distinct jobs run");
-        assertEquals(0, count("SELECT count(*) FROM jobs WHERE status <> 'succeeded'"));
-        assertEquals(10_000, count("SELECT count(*) FROM jobs WHERE attempts = 1"), "one attempt each");
-        assertEquals(2, count("SELECT count(DISTINCT worker) FROM test_runs"), "both workers took part");
-        assertEquals(0, count("SELECT count(*) FROM jobs WHERE locked_by IS NOT NULL OR locked_until IS NOT NULL"));
+        assertEquals(10_000, db.count("SELECT count(*) FROM test_runs"), "runs");
+        assertEquals(10_000, db.count("SELECT count(DISTINCT job_id) FROM test_runs"), "distinct jobs run");
+        assertEquals(0, db.count("SELECT count(*) FROM jobs WHERE status <> 'succeeded'"));
+        assertEquals(10_000, db.count("SELECT count(*) FROM jobs WHERE attempts = 1"), "one attempt each");
+        assertEquals(2, db.count("SELECT count(DISTINCT worker) FROM test_runs"), "both workers took part");
+        assertEquals(0, db.count("SELECT count(*) FROM jobs WHERE locked_by IS NOT NULL OR locked_until IS NOT NULL"));
     }
 
     @Test
@@ -75,7 +72,7 @@ class WorkerEngineTest {
 
         await().atMost(Duration.ofSeconds(30)).until(() -> "dead".equals(status(id)));
         assertEquals(1, calls.get());
-        assertEquals(1, count("SELECT attempts FROM jobs WHERE id = ?", id));
+        assertEquals(1, db.count("SELECT attempts FROM jobs WHERE id = ?", id));
         String error = db.dsl().fetchValue("SELECT last_error FROM jobs WHERE id = ?", id).toString();
         assertTrue(error.contains("PermanentJobException") && error.contains("payload names no customer"), error);
     }
@@ -93,7 +90,7 @@ class WorkerEngineTest {
 
         await().atMost(Duration.ofSeconds(30)).until(() -> "dead".equals(status(id)));
         assertEquals(4, calls.get(id).get(), "one call per attempt");
-        assertEquals(4, count("SELECT attempts FROM jobs WHERE id = ?", id));
+        assertEquals(4, db.count("SELECT attempts FROM jobs WHERE id = ?", id));
         String error = db.dsl().fetchValue("SELECT last_error FROM jobs WHERE id = ?", id).toString();
         assertTrue(error.contains("upstream timeout on attempt 4"), "last_error keeps the last error: " + error);
     }
@@ -108,7 +105,7 @@ class WorkerEngineTest {
         platform.startWorker(TestPlatform.fastConfig("w1", 2), handlers);
 
         await().atMost(Duration.ofSeconds(30)).until(() -> "succeeded".equals(status(id)));
-        assertEquals(2, count("SELECT attempts FROM jobs WHERE id = ?", id));
+        assertEquals(2, db.count("SELECT attempts FROM jobs WHERE id = ?", id));
     }
 
     @Test
@@ -123,9 +120,9 @@ class WorkerEngineTest {
         platform.startWorker(TestPlatform.fastConfig("w1", 2), RecordingHandlers.registry(db.dataSource()));
 
         await().atMost(Duration.ofSeconds(30)).until(() -> "succeeded".equals(status(marker)));
-        assertEquals(1, count("SELECT count(*) FROM jobs"), "only the committed job exists");
-        assertEquals(1, count("SELECT count(*) FROM test_runs"), "only the committed job ran");
-        assertEquals(marker, count("SELECT job_id FROM test_runs"));
+        assertEquals(1, db.count("SELECT count(*) FROM jobs"), "only the committed job exists");
+        assertEquals(1, db.count("SELECT count(*) FROM test_runs"), "only the committed job ran");
+        assertEquals(marker, db.count("SELECT job_id FROM test_runs"));
     }
 
     @Test
