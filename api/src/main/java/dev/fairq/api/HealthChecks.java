@@ -39,10 +39,7 @@ final class HealthChecks {
         @Override
         protected Result check() {
             if (local != null && local.isLeader()) return Result.healthy("this process is the active scheduler");
-            boolean someone = Boolean.TRUE.equals(db.resultQuery("""
-                    SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
-                                   AND classid = 1717658993 AND objid = 1)""").fetchOne(0, Boolean.class));
-            if (someone) return Result.healthy(local == null ? "another process is the active scheduler"
+            if (SchedulerService.leaderExists(db)) return Result.healthy(local == null ? "another process is the active scheduler"
                     : "standing by; another process is the active scheduler");
             return Result.unhealthy("no active scheduler: no jobs are being admitted");
         }

@@ -27,7 +27,11 @@ import java.time.Duration;
 public final class SchedulerService implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(SchedulerService.class);
     /** Advisory lock key: two ints, "fairq" and "scheduler". */
-    private static final String TRY_LOCK = "SELECT pg_try_advisory_lock(1717658993, 1)";
+    private static final int LOCK_CLASS = 1717658993, LOCK_ID = 1;
+    private static final String TRY_LOCK = "SELECT pg_try_advisory_lock(" + LOCK_CLASS + ", " + LOCK_ID + ")";
+    /** Some session holds the leader's lock (a two-int advisory lock shows its keys as classid and objid). */
+    private static final String LEADER_EXISTS = "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
+            + "AND granted AND classid = " + LOCK_CLASS + " AND objid = " + LOCK_ID + ")";
     /**
      * The dashboards' per-minute rollup: recomputed this often, over the current and the previous minute
      * (so a job finished in the last second of a minute is counted at the next run), kept this long.
@@ -189,6 +193,11 @@ public final class SchedulerService implements AutoCloseable {
             Thread.currentThread().interrupt();
             stopped = true;
         }
+    }
+
+    /** Whether any process, this one or another, is the active scheduler now. */
+    public static boolean leaderExists(DSLContext db) {
+        return Boolean.TRUE.equals(db.resultQuery(LEADER_EXISTS).fetchOne(0, Boolean.class));
     }
 
     /** Stops; the lock goes with the connection, so a standby takes over at its next poll. */

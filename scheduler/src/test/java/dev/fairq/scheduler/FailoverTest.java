@@ -202,6 +202,11 @@ class FailoverTest {
         store.enqueueAll(dsl, jobs("t", 30));
         runUntil(60);
         assertEachJobRanOnce(60);
+
+        // what the health check reads: some process holds the leader's lock, until none does
+        assertTrue(SchedulerService.leaderExists(dsl));
+        standby.service.close();
+        await().atMost(Duration.ofSeconds(10)).until(() -> !SchedulerService.leaderExists(dsl));
     }
 
     /**
