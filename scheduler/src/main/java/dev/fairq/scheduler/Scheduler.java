@@ -115,10 +115,11 @@ public final class Scheduler {
         }
         store.unadmitPaused(ctx, pausedWithReady);
 
-        Map<String, Double> grants = keepValidGrants(ctx, now, load);
+        Set<String> withWork = new HashSet<>(load.tenantsWithWork());
+        Map<String, Double> grants = keepValidGrants(ctx, now, load, withWork);
         int capacity = config.fixedCapacity() > 0 ? config.fixedCapacity() : load.workerCapacity();
         TickResult result = admit(ctx, now, load, capacity, unadmitted, grants);
-        if (grantsOn()) grantToQuietTenants(ctx, now, load, capacity, grants, result);
+        if (grantsOn()) grantToQuietTenants(ctx, now, load, withWork, capacity, grants, result);
         grantsAfterLastTick = grants.keySet();
         return result;
     }
@@ -140,8 +141,7 @@ public final class Scheduler {
         for (String tenantId : load.tenantsWithWork()) {
             TenantState t = tenants.get(tenantId);
             if (t == null || t.limits().paused()) continue;
-            int room = t.limits().maxRunning() - load.running(tenantId) - load.ready(tenantId)
-                    - (grants.containsKey(tenantId) ? 1 : 0);
+            int room = room(t, load) - (grants.containsKey(tenantId) ? 1 : 0);
             int tokens = t.bucket().available();
             if (room > 0 && tokens == 0) nextToken = Math.min(nextToken, t.bucket().nanosUntilNextToken());
             int lim = Math.min(Math.min(room, tokens), wanted);
@@ -220,6 +220,11 @@ public final class Scheduler {
         return new Candidates(candidates, underfilled && cutAtPlan);
     }
 
+    /** Jobs the tenant may still have admitted or running under max_running, before this round. */
+    private static int room(TenantState t, JobStore.QueueLoad load) {
+        return t.limits().maxRunning() - load.running(t.id()) - load.ready(t.id());
+    }
+
     /** Grants put a job at the front of the claim order, so plain FIFO (strict global order) has none. */
     private boolean grantsOn() {
         return config.grants() && config.fair();
@@ -231,7 +236,8 @@ public final class Scheduler {
      * for a minute. A grant that disappeared since the last round was used: its token is spent and its
      * tenant is active. A grant this scheduler did not make (it just became the leader) reserves a token.
      */
-    private Map<String, Double> keepValidGrants(DSLContext ctx, long now, JobStore.QueueLoad load) {
+    private Map<String, Double> keepValidGrants(DSLContext ctx, long now, JobStore.QueueLoad load,
+                                                Set<String> withWork) {
         Map<String, Double> grants = new HashMap<>(load.grantAgeSeconds());
         for (String used : grantsAfterLastTick) {
             TenantState t = tenants.get(used);
@@ -244,7 +250,6 @@ public final class Scheduler {
             TenantState t = tenants.get(adopted);
             if (t != null && !grantsAfterLastTick.contains(adopted)) t.bucket().reserve();
         }
-        Set<String> withWork = new HashSet<>(load.tenantsWithWork());
         List<String> revoke = new ArrayList<>();
         grants.forEach((tenantId, ageSeconds) -> {
             TenantState t = tenants.get(tenantId);
@@ -269,11 +274,10 @@ public final class Scheduler {
      * reserves a token, counts against max_running, and is charged to the tenant by the policy. At most a
      * buffer's worth (the worker capacity) is outstanding, most recently active tenants first.
      */
-    private void grantToQuietTenants(DSLContext ctx, long now, JobStore.QueueLoad load, int capacity,
-                                     Map<String, Double> grants, TickResult admitted) {
+    private void grantToQuietTenants(DSLContext ctx, long now, JobStore.QueueLoad load, Set<String> withWork,
+                                     int capacity, Map<String, Double> grants, TickResult admitted) {
         int budget = Math.max(config.minBuffer(), capacity) - grants.size();
         if (budget <= 0) return;
-        Set<String> withWork = new HashSet<>(load.tenantsWithWork());
         Map<String, Integer> admittedNow = new HashMap<>();
         for (String t : admitted.admittedTenants()) admittedNow.merge(t, 1, Integer::sum);
         List<TenantState> quiet = new ArrayList<>();
@@ -289,8 +293,7 @@ public final class Scheduler {
         List<String> ids = new ArrayList<>();
         for (TenantState t : quiet) {
             if (ids.size() >= budget) break;
-            int room = t.limits().maxRunning() - load.running(t.id()) - load.ready(t.id())
-                    - admittedNow.getOrDefault(t.id(), 0);
+            int room = room(t, load) - admittedNow.getOrDefault(t.id(), 0);
             if (room < 1 || t.bucket().available() < 1) continue;
             t.bucket().reserve();
             ids.add(t.id());
