@@ -165,6 +165,26 @@ class AdmissionGrantsTest {
         assertEquals(1, status(s, "p", "pending"), "a paused tenant's job waits");
     }
 
+    /** A job_key replay inserts nothing, so it leaves the grant for the next job (bad input changes nothing). */
+    @Test
+    void aJobKeyReplayLeavesTheGrant() {
+        db.createTenant("k");
+        SimulatedScheduler s = scheduler();
+        s.enqueue(List.of(JobRequest.builder("k", "noop").jobKey("once").build()));
+        s.tick();
+        List<ClaimedJob> claimed = s.store.claim(s.dsl, "w", 1, LEASE);
+        s.store.finish(s.dsl, "w", List.of(new JobOutcome.Succeeded(claimed.get(0).id(), claimed.get(0).attempt())));
+        s.tick();
+        assertEquals(1, grants(s));
+
+        s.enqueue(List.of(JobRequest.builder("k", "noop").jobKey("once").build())); // the same key again
+        assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE tenant_id = 'k'"), "nothing inserted");
+        assertEquals(1, grants(s), "the grant is still there");
+        s.enqueue(jobs("k", 1));
+        assertEquals(1, status(s, "k", "ready"), "and the next job takes it");
+        assertEquals(0, grants(s));
+    }
+
     @Test
     void twentyConcurrentEnqueuesTakeTheGrantOnce() throws Exception {
         db.createTenant("c");

@@ -51,10 +51,10 @@ public final class JobStore {
      *
      * <p>A tenant holding an admission grant (V4__admission_grants.sql: the scheduler admitted its next job
      * in advance) has its first due job without an ordering key inserted ready, ranked at the front of the
-     * claim order (-Infinity), and the workers are woken: a quiet tenant's job starts without a scheduler round trip. SKIP LOCKED: a
-     * grant that another open transaction is taking is simply not there, so no enqueue ever waits on
-     * another's. A grant taken by a row that then conflicts (a job_key replay) is used up; the scheduler
-     * grants again, at the cost of one token.
+     * claim order (-Infinity), and the workers are woken: a quiet tenant's job starts without a scheduler
+     * round trip. The grant is locked first (SKIP LOCKED: one that another open transaction is taking is
+     * simply not there, so no enqueue ever waits on another's) and deleted only for a row that was actually
+     * inserted ready, so a job_key replay or a conflict leaves it for the next job.
      */
     private static final String INSERT_JOBS = """
             WITH input AS MATERIALIZED (
@@ -67,12 +67,9 @@ public final class JobStore {
                                           delay_ms, job_key, ordering_key, max_attempts, request_hash, may_head, ord)
                 ORDER BY r.ord
             ), granted AS (
-                DELETE FROM admission_grants g
-                USING (SELECT a.tenant_id FROM admission_grants a
-                       WHERE a.tenant_id IN (SELECT tenant_id FROM input WHERE grantable)
-                       FOR UPDATE SKIP LOCKED) mine
-                WHERE g.tenant_id = mine.tenant_id
-                RETURNING g.tenant_id
+                SELECT a.tenant_id FROM admission_grants a
+                WHERE a.tenant_id IN (SELECT tenant_id FROM input WHERE grantable)
+                FOR UPDATE SKIP LOCKED
             ), grant_use AS (
                 SELECT DISTINCT ON (i.tenant_id) i.ord
                 FROM input i JOIN granted g ON g.tenant_id = i.tenant_id
@@ -94,9 +91,13 @@ public final class JobStore {
                 ORDER BY i.ord
                 ON CONFLICT DO NOTHING
                 RETURNING *
+            ), used AS (
+                DELETE FROM admission_grants g
+                WHERE g.tenant_id IN (SELECT tenant_id FROM inserted WHERE status = 'ready')
+                RETURNING g.tenant_id
             )
             SELECT input.ord AS input_ord, input.id AS input_id, inserted.*,
-                   (SELECT count(pg_notify('fairq_ready', '')) FROM granted) AS woken
+                   (SELECT count(pg_notify('fairq_ready', '')) FROM used) AS woken
             FROM input LEFT JOIN inserted ON inserted.id = input.id
             ORDER BY input.ord
             """;
