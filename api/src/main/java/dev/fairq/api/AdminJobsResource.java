@@ -51,7 +51,7 @@ public final class AdminJobsResource {
     @Path("/jobs/{id}/retry")
     public JobView retry(@PathParam("id") String id) {
         long jobId = JobsResource.parseId(id);
-        return JobActions.answer(db, store, null, jobId, store.replay(db, null, jobId), "only a dead or cancelled job can be retried");
+        return JobActions.answer(jobId, store.replay(db, null, jobId), "only a dead or cancelled job can be retried");
     }
 
     /** dead -> cancelled, kept for the record; a dead head hands its ordering key on. */
@@ -59,7 +59,7 @@ public final class AdminJobsResource {
     @Path("/jobs/{id}/discard")
     public JobView discard(@PathParam("id") String id) {
         long jobId = JobsResource.parseId(id);
-        return JobActions.answer(db, store, null, jobId, store.discard(db, null, jobId), "only a dead job can be discarded");
+        return JobActions.answer(jobId, store.discard(db, null, jobId), "only a dead job can be discarded");
     }
 
     @GET

@@ -116,7 +116,7 @@ public final class JobsResource {
     public JobView cancel(@Context SecurityContext sc, @PathParam("id") String id) {
         String tenant = BearerAuthFilter.tenant(sc);
         long jobId = parseId(id);
-        return JobActions.answer(db, store, tenant, jobId, store.cancel(db, tenant, jobId),
+        return JobActions.answer(jobId, store.cancel(db, tenant, jobId),
                 "only a pending or ready job can be cancelled");
     }
 
@@ -125,7 +125,7 @@ public final class JobsResource {
     public JobView retry(@Context SecurityContext sc, @PathParam("id") String id) {
         String tenant = BearerAuthFilter.tenant(sc);
         long jobId = parseId(id);
-        return JobActions.answer(db, store, tenant, jobId, store.replay(db, tenant, jobId),
+        return JobActions.answer(jobId, store.replay(db, tenant, jobId),
                 "only a dead or cancelled job can be retried");
     }
 

@@ -793,10 +793,17 @@ public final class JobStore {
     public enum ActionResult { DONE, NOT_FOUND, WRONG_STATUS }
 
     /**
+     * An operator action's result and the job as that action's transaction left it (null when not found).
+     * Read inside the transaction: a worker may claim a replayed job the moment it commits, and the caller's
+     * answer must describe what the action did, not what happened next.
+     */
+    public record ActionOutcome(ActionResult result, JobsRecord job) {}
+
+    /**
      * pending or ready -> cancelled. A cancelled head hands its key on. {@code tenantId} null means any
      * tenant (admin).
      */
-    public ActionResult cancel(DSLContext ctx, String tenantId, long id) {
+    public ActionOutcome cancel(DSLContext ctx, String tenantId, long id) {
         return act(ctx, tenantId, id, Set.of(JobStatus.pending, JobStatus.ready), (tx, j) -> {
             tx.update(JOBS).set(JOBS.STATUS, JobStatus.cancelled).set(JOBS.FINISHED_AT, org.jooq.impl.DSL.currentOffsetDateTime())
                     .set(JOBS.KEY_HEAD, false).set(JOBS.READY_RANK, (Double) null)
@@ -809,7 +816,7 @@ public final class JobStore {
      * dead or cancelled -> pending, attempts reset, due now. A job that is not its key's head takes the head
      * if the key has none, otherwise it waits its turn (by id, so it goes next).
      */
-    public ActionResult replay(DSLContext ctx, String tenantId, long id) {
+    public ActionOutcome replay(DSLContext ctx, String tenantId, long id) {
         return act(ctx, tenantId, id, Set.of(JobStatus.dead, JobStatus.cancelled), (tx, j) -> {
             boolean head = j.getKeyHead();
             if (!head && j.getOrderingKey() != null) {
@@ -828,7 +835,7 @@ public final class JobStore {
     }
 
     /** dead -> cancelled (kept for the record); a dead head that blocked its key hands the key on. */
-    public ActionResult discard(DSLContext ctx, String tenantId, long id) {
+    public ActionOutcome discard(DSLContext ctx, String tenantId, long id) {
         return act(ctx, tenantId, id, Set.of(JobStatus.dead), (tx, j) -> {
             tx.update(JOBS).set(JOBS.STATUS, JobStatus.cancelled).set(JOBS.KEY_HEAD, false)
                     .where(JOBS.ID.eq(id)).execute();
@@ -840,15 +847,15 @@ public final class JobStore {
      * An operator action in one transaction: lock the job (the tenant's own, or any with a null tenant),
      * check its status, apply the change.
      */
-    private static ActionResult act(DSLContext ctx, String tenantId, long id, Set<JobStatus> allowed,
-                                    java.util.function.BiConsumer<DSLContext, JobsRecord> change) {
+    private static ActionOutcome act(DSLContext ctx, String tenantId, long id, Set<JobStatus> allowed,
+                                     java.util.function.BiConsumer<DSLContext, JobsRecord> change) {
         return ctx.transactionResult(c -> {
             DSLContext tx = c.dsl();
             Optional<JobsRecord> job = lockForAction(tx, tenantId, id);
-            if (job.isEmpty()) return ActionResult.NOT_FOUND;
-            if (!allowed.contains(job.get().getStatus())) return ActionResult.WRONG_STATUS;
+            if (job.isEmpty()) return new ActionOutcome(ActionResult.NOT_FOUND, null);
+            if (!allowed.contains(job.get().getStatus())) return new ActionOutcome(ActionResult.WRONG_STATUS, job.get());
             change.accept(tx, job.get());
-            return ActionResult.DONE;
+            return new ActionOutcome(ActionResult.DONE, tx.selectFrom(JOBS).where(JOBS.ID.eq(id)).fetchOne());
         });
     }
 

@@ -41,20 +41,20 @@ class OperatorActionsTest extends StoreTestSupport {
     @Test
     void cancelPendingJob() {
         long id = enqueue(job(T1));
-        assertEquals(ActionResult.DONE, store.cancel(dsl, T1, id));
+        assertEquals(ActionResult.DONE, store.cancel(dsl, T1, id).result());
         JobsRecord r = row(id);
         assertEquals(JobStatus.cancelled, r.getStatus());
         assertNotNull(r.getFinishedAt());
         assertEquals(List.of(), candidates(T1));
         // cancelling again is a wrong status, not a second change
-        assertEquals(ActionResult.WRONG_STATUS, store.cancel(dsl, T1, id));
+        assertEquals(ActionResult.WRONG_STATUS, store.cancel(dsl, T1, id).result());
     }
 
     @Test
     void cancelReadyJobTakesItOutOfTheReadyBuffer() {
         long id = enqueue(job(T1));
         store.admit(dsl, List.of(id));
-        assertEquals(ActionResult.DONE, store.cancel(dsl, T1, id));
+        assertEquals(ActionResult.DONE, store.cancel(dsl, T1, id).result());
         assertEquals(JobStatus.cancelled, status(id));
         assertNull(row(id).getReadyRank());
         assertEquals(List.of(), store.claim(dsl, "w1", 10, LEASE));
@@ -64,7 +64,7 @@ class OperatorActionsTest extends StoreTestSupport {
     void cancelRunningJobIsAWrongStatus() {
         long id = enqueue(job(T1));
         admitAndClaim("w1", id);
-        assertEquals(ActionResult.WRONG_STATUS, store.cancel(dsl, T1, id));
+        assertEquals(ActionResult.WRONG_STATUS, store.cancel(dsl, T1, id).result());
         assertEquals(JobStatus.running, status(id));
         assertEquals("w1", row(id).getLockedBy());
     }
@@ -72,16 +72,16 @@ class OperatorActionsTest extends StoreTestSupport {
     @Test
     void anotherTenantsJobIsNotFound() {
         long id = enqueue(job(T1));
-        assertEquals(ActionResult.NOT_FOUND, store.cancel(dsl, T2, id));
-        assertEquals(ActionResult.NOT_FOUND, store.replay(dsl, T2, id));
-        assertEquals(ActionResult.NOT_FOUND, store.discard(dsl, T2, id));
-        assertEquals(ActionResult.NOT_FOUND, store.cancel(dsl, T1, id + 1000));
+        assertEquals(ActionResult.NOT_FOUND, store.cancel(dsl, T2, id).result());
+        assertEquals(ActionResult.NOT_FOUND, store.replay(dsl, T2, id).result());
+        assertEquals(ActionResult.NOT_FOUND, store.discard(dsl, T2, id).result());
+        assertEquals(ActionResult.NOT_FOUND, store.cancel(dsl, T1, id + 1000).result());
         assertEquals(JobStatus.pending, status(id));
         assertTrue(store.find(dsl, T2, id).isEmpty());
         assertTrue(store.find(dsl, T1, id).isPresent());
 
         // an admin (no tenant) may act on any job
-        assertEquals(ActionResult.DONE, store.cancel(dsl, null, id));
+        assertEquals(ActionResult.DONE, store.cancel(dsl, null, id).result());
         assertEquals(JobStatus.cancelled, status(id));
     }
 
@@ -97,7 +97,8 @@ class OperatorActionsTest extends StoreTestSupport {
         assertEquals(JobStatus.dead, status(id));
         assertEquals(3, row(id).getAttempts());
 
-        assertEquals(ActionResult.DONE, store.replay(dsl, T1, id));
+        JobStore.ActionOutcome replayed = store.replay(dsl, T1, id);
+        assertEquals(ActionResult.DONE, replayed.result());
 
         JobsRecord r = row(id);
         assertEquals(JobStatus.pending, r.getStatus());
@@ -106,29 +107,32 @@ class OperatorActionsTest extends StoreTestSupport {
         assertFalse(r.getRunAt().isAfter(dbNow()));
         assertEquals(List.of(id), candidates(T1));
         assertEquals(1, admitAndClaim("w1", id).attempt());
+        // The outcome is the job as the replay left it, not as it is by the time the caller reads it.
+        assertEquals(JobStatus.pending, replayed.job().getStatus());
+        assertEquals(0, replayed.job().getAttempts());
     }
 
     @Test
     void replayOnlyDeadOrCancelled() {
         long pending = enqueue(job(T1));
         long done = succeededJob(T1);
-        assertEquals(ActionResult.WRONG_STATUS, store.replay(dsl, T1, pending));
-        assertEquals(ActionResult.WRONG_STATUS, store.replay(dsl, T1, done));
+        assertEquals(ActionResult.WRONG_STATUS, store.replay(dsl, T1, pending).result());
+        assertEquals(ActionResult.WRONG_STATUS, store.replay(dsl, T1, done).result());
         assertEquals(JobStatus.succeeded, status(done));
 
-        assertEquals(ActionResult.DONE, store.cancel(dsl, T1, pending));
-        assertEquals(ActionResult.DONE, store.replay(dsl, T1, pending));
+        assertEquals(ActionResult.DONE, store.cancel(dsl, T1, pending).result());
+        assertEquals(ActionResult.DONE, store.replay(dsl, T1, pending).result());
         assertEquals(JobStatus.pending, status(pending));
     }
 
     @Test
     void discardOnlyDead() {
         long pending = enqueue(job(T1));
-        assertEquals(ActionResult.WRONG_STATUS, store.discard(dsl, T1, pending));
+        assertEquals(ActionResult.WRONG_STATUS, store.discard(dsl, T1, pending).result());
         assertEquals(JobStatus.pending, status(pending));
 
         long dead = deadJob(T1, null);
-        assertEquals(ActionResult.DONE, store.discard(dsl, T1, dead));
+        assertEquals(ActionResult.DONE, store.discard(dsl, T1, dead).result());
         assertEquals(JobStatus.cancelled, status(dead));
         assertNotNull(row(dead).getFinishedAt());
     }

@@ -87,7 +87,7 @@ class WorkerSqlTest extends StoreTestSupport {
     void admitSkipsJobsThatAreNoLongerPending() {
         long a = enqueue(job(T1));
         long b = enqueue(job(T1));
-        assertEquals(JobStore.ActionResult.DONE, store.cancel(dsl, T1, b));
+        assertEquals(JobStore.ActionResult.DONE, store.cancel(dsl, T1, b).result());
 
         assertEquals(List.of(a), store.admit(dsl, List.of(a, b)));
         assertEquals(JobStatus.cancelled, status(b));
