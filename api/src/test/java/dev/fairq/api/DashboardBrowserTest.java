@@ -71,10 +71,10 @@ class DashboardBrowserTest {
         // the key stays in this tab's sessionStorage, never in a cookie or the URL
         assertEquals(key, browser.script("return sessionStorage.getItem('fairq.tenantKey')").asText());
 
-        // a job appears (due in 4 s, so the page shows it waiting first) and finishes
-        long job = submit(key, "{\"type\": \"record\", \"payload\": {\"hello\": \"dashboard\"}, \"delay_ms\": 4000}");
+        // a job appears (due in 15 s, so the page shows it waiting first, even refreshing slowly) and finishes
+        long job = submit(key, "{\"type\": \"record\", \"payload\": {\"hello\": \"dashboard\"}, \"delay_ms\": 15000}");
         await().atMost(Duration.ofSeconds(15)).ignoreExceptions().until(() -> recentStatus(job).equals("pending"));
-        await().atMost(Duration.ofSeconds(30)).ignoreExceptions().until(() -> recentStatus(job).equals("succeeded"));
+        await().atMost(Duration.ofSeconds(45)).ignoreExceptions().until(() -> recentStatus(job).equals("succeeded"));
 
         // a job dies; the page lists it with its error; the cause is fixed; Replay from the page; it succeeds
         String cause = "cause-" + tenant;

@@ -99,9 +99,11 @@ class JobsApiTest {
     void beyondMaxQueuedIs429WithRetryAfter() {
         String tenant = TestApp.uniqueTenant("full");
         String key = app.newTenantKey(tenant);
-        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"max_queued\": 2, \"paused\": true}").status());
-        assertEquals(201, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}").status());
-        assertEquals(201, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}").status());
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"max_queued\": 2}").status());
+        // due in an hour: queued, and no scheduler or worker can take them out of the count meanwhile
+        String later = "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000}";
+        assertEquals(201, app.call("POST", "/v1/jobs", key, later).status());
+        assertEquals(201, app.call("POST", "/v1/jobs", key, later).status());
         List<Object> before = app.snapshot();
         TestApp.Res r = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}");
         assertEquals(429, r.status());

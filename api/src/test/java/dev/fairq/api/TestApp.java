@@ -15,8 +15,10 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.time.OffsetDateTime;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The whole application (API + scheduler + worker) once per test JVM, over real HTTP, against the test
@@ -139,13 +141,27 @@ final class TestApp {
     }
 
     /**
-     * Waits until the active scheduler has published its state more than 800 ms after the tenant's last
-     * change: it re-reads limits every 500 ms and ticks at least every 250 ms, so by then it has seen it.
+     * Waits until the active scheduler works with the tenant's latest limits (call it after the change has
+     * been answered, so committed). The scheduler re-reads limits at the start of a tick when 500 ms have
+     * passed since the last read, and publishes its state after a tick at most once a second. A publish
+     * stamped more than 500 ms after now may still come from a tick that began before the change, but the
+     * tick behind the publish after that one began later still, more than 500 ms after the change, so it
+     * re-read the limits (or had read them after the change).
      */
     void awaitSchedulerSaw(String tenantId) {
-        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(10)).until(() -> db.dsl().fetchExists(
-                db.dsl().selectOne().from("scheduler_tenant_state s").join("tenants t").on("t.id = s.tenant_id")
-                        .where("s.tenant_id = ? AND s.updated_at > t.updated_at + interval '800 milliseconds'", tenantId)));
+        OffsetDateTime floor = db.dsl().resultQuery("SELECT clock_timestamp() + interval '500 milliseconds'")
+                .fetchOne(0, OffsetDateTime.class);
+        awaitPublishAfter(tenantId, awaitPublishAfter(tenantId, floor));
+    }
+
+    private OffsetDateTime awaitPublishAfter(String tenantId, OffsetDateTime after) {
+        AtomicReference<OffsetDateTime> seen = new AtomicReference<>();
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).until(() -> {
+            seen.set(db.dsl().resultQuery("SELECT updated_at FROM scheduler_tenant_state WHERE tenant_id = ?", tenantId)
+                    .fetchOptional(0, OffsetDateTime.class).orElse(null));
+            return seen.get() != null && seen.get().isAfter(after);
+        });
+        return seen.get();
     }
 
     static String uniqueTenant(String prefix) {

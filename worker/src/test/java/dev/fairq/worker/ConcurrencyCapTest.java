@@ -44,8 +44,9 @@ class ConcurrencyCapTest {
     void maxRunningIsNeverExceeded() throws Exception {
         List<JobRequest> jobs = new ArrayList<>();
         for (int i = 0; i < 150; i++) {
-            jobs.add(JobRequest.builder("capped", "sleep").payload("{\"ms\": " + (5 + i % 15) + "}").build());
-            jobs.add(JobRequest.builder("free", "sleep").payload("{\"ms\": " + (5 + i % 15) + "}").build());
+            // long enough that runs overlap even on a starved machine, so "the cap is reached" cannot miss
+            jobs.add(JobRequest.builder("capped", "sleep").payload("{\"ms\": " + (50 + i % 50) + "}").build());
+            jobs.add(JobRequest.builder("free", "sleep").payload("{\"ms\": " + (20 + i % 30) + "}").build());
         }
         platform.store.enqueueAll(db.dsl(), jobs);
         platform.startScheduler(SchedulerConfig.defaults());

@@ -39,6 +39,12 @@ class CrashSafetyTest {
     }
 
 
+    /**
+     * Long enough that a live worker never loses a lease to a stall on a loaded machine (its heartbeat runs
+     * every quarter lease): a re-run here must come from the kill, nothing else.
+     */
+    private static final long LEASE_MS = 10_000;
+
     @Test
     void sigkillAtFortyPercentLosesNothingAndRerunsOnlyWhatWasInFlight() throws Exception {
         List<JobRequest> jobs = new ArrayList<>();
@@ -46,7 +52,7 @@ class CrashSafetyTest {
         platform.store.enqueueAll(db.dsl(), jobs);
         platform.startScheduler(SchedulerConfig.defaults());
 
-        ChildWorker first = ChildWorker.start(db, "crash-first", 8, 8, 2000, 5000);
+        ChildWorker first = ChildWorker.start(db, "crash-first", 8, 8, LEASE_MS, 5000);
         children.add(first);
         await("first worker reaches 40%").atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(20))
                 .until(() -> db.count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") >= JOBS * 4 / 10);
@@ -58,7 +64,7 @@ class CrashSafetyTest {
         long doneAtKill = db.count("SELECT count(*) FROM jobs WHERE status = 'succeeded'");
         long startedAt = System.nanoTime();
 
-        ChildWorker second = ChildWorker.start(db, "crash-second", 8, 8, 2000, 5000);
+        ChildWorker second = ChildWorker.start(db, "crash-second", 8, 8, LEASE_MS, 5000);
         children.add(second);
         await("every job succeeded").atMost(Duration.ofMinutes(4)).pollInterval(Duration.ofMillis(200))
                 .until(() -> db.count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") == JOBS);
@@ -85,9 +91,9 @@ class CrashSafetyTest {
     @Test
     void sigtermLetsTheRunningJobFinishHandsBackUnstartedOnesAndExitsZero() throws Exception {
         long running = platform.store.enqueue(db.dsl(),
-                JobRequest.builder("acme", "sleep").payload("{\"ms\": 1500}").build()).job().getId();
+                JobRequest.builder("acme", "sleep").payload("{\"ms\": 5000}").build()).job().getId();
         long waiting = platform.store.enqueue(db.dsl(),
-                JobRequest.builder("acme", "sleep").payload("{\"ms\": 1500}").build()).job().getId();
+                JobRequest.builder("acme", "sleep").payload("{\"ms\": 5000}").build()).job().getId();
         platform.startScheduler(SchedulerConfig.defaults());
 
         // one handler thread and one prefetched job: the second job is claimed but cannot start

@@ -26,9 +26,13 @@ public final class TestPlatform implements AutoCloseable {
         this.db = db;
     }
 
+    /**
+     * Quick polling and reaping; a lease long enough that a stall of a loaded machine never reaps a job that
+     * is still running (no test using this is about reaping: those use their own short leases).
+     */
     public static WorkerConfig fastConfig(String id, int threads) {
         return WorkerConfig.defaults().withWorkerId(id).withThreads(threads)
-                .withLease(Duration.ofSeconds(5), Duration.ofSeconds(1))
+                .withLease(Duration.ofSeconds(30), Duration.ofSeconds(1))
                 .withReapInterval(Duration.ofMillis(500))
                 .withPollInterval(Duration.ofMillis(200));
     }
