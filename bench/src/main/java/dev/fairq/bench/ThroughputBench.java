@@ -17,7 +17,7 @@ final class ThroughputBench implements Bench.Benchmark {
     static final int JOBS = 50_000;
     static final int TENANTS = 10;
     static final int WARMUP_ROUND = 20_000;
-    static final int WARMUP_ROUNDS = 10;
+    static final int WARMUP_ROUNDS_PER_PROCESS = 10;
 
     /** Bulk-enqueues noop jobs over the tenants, 5,000 per statement; returns the seconds it took. */
     static double enqueue(JobStore store, BenchDatabase db, int count) {
@@ -51,11 +51,12 @@ final class ThroughputBench implements Bench.Benchmark {
                 }
                 // Warm-up, not measured: worker JVMs are long-lived in production, so the figure is the
                 // steady state. 20,000 jobs were not enough: profiled with async-profiler, the worker JVMs
-                // still spent most of their CPU in the C2 compiler during the measured drain. So 10 rounds of
-                // 20,000; each round's rate and worker CPU per job are reported, to show they have settled.
+                // still spent most of their CPU in the C2 compiler during the measured drain. So rounds of
+                // 20,000, 10 per worker process (each JVM warms on about 200,000 jobs); each round's rate and
+                // worker CPU per job are reported, to show they have settled.
                 List<Long> warmupRates = new ArrayList<>();
                 List<Long> warmupWorkerCpu = new ArrayList<>();
-                for (int round = 1; round <= WARMUP_ROUNDS; round++) {
+                for (int round = 1; round <= WARMUP_ROUNDS_PER_PROCESS * processes; round++) {
                     db.truncateJobs();
                     enqueue(store, db, WARMUP_ROUND);
                     double[] cpu0 = platform.cpuSeconds();
@@ -96,8 +97,8 @@ final class ThroughputBench implements Bench.Benchmark {
         }
         out.put("drain_jobs_per_s", Math.round(best));
         out.put("ratio_to_ceiling", ceilingAsync > 0 ? Math.round(best / ceilingAsync * 1000) / 1000.0 : null);
-        out.put("note", "worker processes warmed up first on " + WARMUP_ROUNDS + " rounds of " + WARMUP_ROUND
-                + " jobs (warmup_*: each round's rate and worker CPU); 8 threads each; drain timed on "
+        out.put("note", "worker processes warmed up first on " + WARMUP_ROUNDS_PER_PROCESS + " rounds of "
+                + WARMUP_ROUND + " jobs per process (warmup_*: each round's rate and worker CPU); 8 threads each; drain timed on "
                 + "the database clock from the scheduler's start to the last finished_at; cpu_us_per_job_*: CPU "
                 + "time of each part during the drain per job (scheduler_jvm is the benchmark's own JVM)");
         return out;

@@ -176,7 +176,7 @@ public final class DashboardStore {
     /**
      * Attempts started per tenant in the last {@code window} (live, for the start rate against
      * rate_per_second). There is no index on started_at on purpose: it took an entry at every claim and
-     * another at every completion, the two hottest writes of the queue (V6; drain throughput +10-15%). A job
+     * another at every completion, the two hottest writes of the queue (V6; see bench/RESULTS.md). A job
      * whose latest attempt started in the window has since finished (jobs_tenant_finished_idx), or failed
      * and waits to retry (jobs_tenant_failed_idx), or is running (the small jobs_lease_idx, read once).
      * {@code tenantId} null: all tenants.
