@@ -12,6 +12,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.awaitility.Awaitility.await;
@@ -57,6 +60,41 @@ class WorkerEngineTest {
         assertEquals(10_000, db.count("SELECT count(*) FROM jobs WHERE attempts = 1"), "one attempt each");
         assertEquals(2, db.count("SELECT count(DISTINCT worker) FROM test_runs"), "both workers took part");
         assertEquals(0, db.count("SELECT count(*) FROM jobs WHERE locked_by IS NOT NULL OR locked_until IS NOT NULL"));
+    }
+
+    /**
+     * Jobs a worker has claimed but not started yet start in claim order (ready_rank), not in the order they
+     * were claimed: one claimed later at the front of that order does not wait behind those claimed before.
+     */
+    @Test
+    void claimedJobsStartInRankOrderNotInTheOrderTheyWereClaimed() throws Exception {
+        CountDownLatch release = new CountDownLatch(1);
+        List<Long> started = new CopyOnWriteArrayList<>();
+        HandlerRegistry handlers = new HandlerRegistry()
+                .register("block", job -> assertTrue(release.await(60, TimeUnit.SECONDS)))
+                .register("note", job -> started.add(job.jobId()));
+        long blocker = admitted("block", 0.0);
+        platform.startWorker(TestPlatform.fastConfig("w1", 1).withPrefetch(4), handlers);
+        await().atMost(Duration.ofSeconds(30)).until(() -> claimed(blocker));
+
+        long late = admitted("note", 10.0); // claimed first, behind the busy thread
+        await().atMost(Duration.ofSeconds(30)).until(() -> claimed(late));
+        long early = admitted("note", 1.0); // claimed after it, but ahead of it in the claim order
+        await().atMost(Duration.ofSeconds(30)).until(() -> claimed(early));
+
+        release.countDown();
+        await().atMost(Duration.ofSeconds(30)).until(() -> started.size() == 2);
+        assertEquals(List.of(early, late), started);
+    }
+
+    private long admitted(String type, double rank) {
+        long id = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", type).build()).job().getId();
+        assertEquals(List.of(id), platform.store.admit(db.dsl(), List.of(id), List.of(rank)));
+        return id;
+    }
+
+    private boolean claimed(long id) {
+        return db.count("SELECT count(*) FROM jobs WHERE id = ? AND status = 'running'", id) == 1;
     }
 
     @Test
