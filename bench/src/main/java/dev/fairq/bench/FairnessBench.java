@@ -72,10 +72,11 @@ final class FairnessBench implements Bench.Benchmark {
         // Under the flood the worker JVM warms up on a's jobs before b arrives. Alone, it warms up on the same
         // kind of jobs of a third tenant, all done before b's first job: else b alone would be measured on a
         // cold JVM (its p99 was its first, JIT-bound job: 31-43 ms) and the ratio would flatter the flood.
-        int count = flood ? FLOOD : WARM_UP;
-        List<JobRequest> jobs = new ArrayList<>(count);
-        for (int i = 0; i < count; i++) jobs.add(JobRequest.builder(flood ? "a" : "warm", "sleep").payload("{\"ms\": 5}").build());
-        for (int i = 0; i < count; i += 5_000) store.enqueueAll(db.dsl(), jobs.subList(i, Math.min(count, i + 5_000)));
+        int firstJobs = flood ? FLOOD : WARM_UP;
+        String firstTenant = flood ? "a" : "warm";
+        List<JobRequest> jobs = new ArrayList<>(firstJobs);
+        for (int i = 0; i < firstJobs; i++) jobs.add(JobRequest.builder(firstTenant, "sleep").payload("{\"ms\": 5}").build());
+        for (int i = 0; i < firstJobs; i += 5_000) store.enqueueAll(db.dsl(), jobs.subList(i, Math.min(firstJobs, i + 5_000)));
         db.dsl().execute("VACUUM ANALYZE jobs");
         boolean floodStillPending;
         try (BenchPlatform platform = new BenchPlatform(db)) {
