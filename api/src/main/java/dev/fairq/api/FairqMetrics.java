@@ -67,7 +67,7 @@ final class FairqMetrics implements WorkerObserver {
                             }
                         }
                     } catch (RuntimeException e) {
-                        log.warn("queue depth for /metrics failed: {}", e.toString());
+                        log.warn("queue depth for /metrics failed", e);
                     }
                 }).register(registry);
         GaugeWithCallback.builder().name("fairq_oldest_pending_age_seconds").help("age of the oldest pending job")
@@ -76,7 +76,7 @@ final class FairqMetrics implements WorkerObserver {
                     try {
                         queries.oldestPendingAgeMs(db).forEach((tenant, ms) -> cb.call(ms / 1000.0, tenant));
                     } catch (RuntimeException e) {
-                        log.warn("oldest pending age for /metrics failed: {}", e.toString());
+                        log.warn("oldest pending age for /metrics failed", e);
                     }
                 }).register(registry);
     }

@@ -1,5 +1,8 @@
 package dev.fairq.api;
 
+import dev.fairq.schema.JobStore;
+import java.time.Duration;
+
 import com.codahale.metrics.health.HealthCheck;
 import dev.fairq.scheduler.SchedulerService;
 import dev.fairq.worker.Worker;
@@ -57,8 +60,8 @@ final class HealthChecks {
 
         @Override
         protected Result check() {
-            Integer capacity = db.resultQuery("SELECT capacity FROM workers WHERE id = ? AND heartbeat_at > now() - interval '60 seconds'",
-                    worker.id()).fetchOne(0, Integer.class);
+            // two missed heartbeats (10 s apart) and a slow third: the worker is not heart-beating any more
+            Integer capacity = new JobStore().leases().liveCapacity(db, worker.id(), Duration.ofSeconds(60)).orElse(null);
             if (capacity == null) return Result.unhealthy("worker " + worker.id() + " is not registered (stopped, or heartbeats fail)");
             return Result.healthy("worker " + worker.id() + ": " + capacity + " threads, " + worker.heldCount() + " jobs held");
         }

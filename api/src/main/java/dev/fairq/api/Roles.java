@@ -35,16 +35,16 @@ final class Roles {
     }
 
     static SchedulerService startScheduler(FairqConfiguration fairq, JobStore store, DatabaseTarget db) {
-        SchedulerConfig config = SchedulerConfig.defaults().withRetention(
-                java.time.Duration.ofHours(fairq.retentionHours), java.time.Duration.ofHours(fairq.deadRetentionHours));
-        return new SchedulerService(new Scheduler(store, config, System::nanoTime), store, config,
+        SchedulerConfig config = SchedulerConfig.builder().retention(
+                java.time.Duration.ofHours(fairq.retentionHours), java.time.Duration.ofHours(fairq.deadRetentionHours)).build();
+        return new SchedulerService(new Scheduler(store, config), store, config,
                 () -> db.dedicated("fairq-scheduler")).start();
     }
 
     /** A worker with its own small pool (claim, completion, heartbeat), as its engine expects. */
     static Worker startWorker(FairqConfiguration config, HandlerRegistry handlers, JobStore store, DatabaseTarget db,
                               HikariDataSource workerPool, WorkerObserver observer) {
-        WorkerConfig wc = WorkerConfig.defaults().withThreads(config.workerThreads);
+        WorkerConfig wc = WorkerConfig.builder().threads(config.workerThreads).build();
         Worker worker = new Worker(wc, handlers, store, Database.dsl(workerPool), () -> db.dedicated("fairq-listen"),
                 observer, () -> java.util.concurrent.ThreadLocalRandom.current().nextDouble());
         log.info("worker job types: {}", handlers.types().isEmpty() ? "(none registered)" : handlers.types());

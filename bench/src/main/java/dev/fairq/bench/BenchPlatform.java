@@ -24,7 +24,7 @@ final class BenchPlatform implements AutoCloseable {
 
     SchedulerService startScheduler(SchedulerConfig config) {
         JobStore store = new JobStore();
-        scheduler = new SchedulerService(new Scheduler(store, config, System::nanoTime), store, config,
+        scheduler = new SchedulerService(new Scheduler(store, config), store, config,
                 () -> Database.dedicated(db.jdbcUrl, db.user, db.password, "fairq-bench-scheduler")).start();
         return scheduler;
     }

@@ -49,7 +49,7 @@ public final class BenchWorker {
         HandlerRegistry registry = DemoHandlers.register(new HandlerRegistry());
         registry.register("record", job -> recorded(rec, job, false));
         registry.register("flaky", job -> recorded(rec, job, job.attempt() == 1 && job.payload().path("fail").asBoolean(false)));
-        Worker worker = new Worker(WorkerConfig.defaults().withWorkerId(id).withThreads(threads),
+        Worker worker = new Worker(WorkerConfig.builder().workerId(id).threads(threads).build(),
                 registry, new JobStore(), Database.dsl(pool),
                 () -> Database.dedicated(url, user, password, "listen-" + id));
         ShutdownSignals.onTerminate(() -> {

@@ -41,7 +41,7 @@ final class FairnessBench implements Bench.Benchmark {
         out.put("workers", "1 process x 8 threads");
         Result alone = scenario(db, SchedulerConfig.defaults(), false);
         Result fair = scenario(db, SchedulerConfig.defaults(), true);
-        Result fifo = scenario(db, SchedulerConfig.defaults().withFair(false), true);
+        Result fifo = scenario(db, SchedulerConfig.builder().fair(false).build(), true);
         out.putAll(Stats.summary("b_alone_", alone.bLatencies()));
         out.putAll(Stats.summary("b_flood_fair_", fair.bLatencies()));
         out.putAll(Stats.summary("b_flood_fifo_", fifo.bLatencies()));

@@ -1,6 +1,9 @@
 package dev.fairq.scheduler;
 
+import dev.fairq.schema.Admission;
 import dev.fairq.schema.JobStore;
+import dev.fairq.schema.QueueClock;
+import dev.fairq.schema.SchedulerStates;
 import dev.fairq.schema.TenantLimits;
 import dev.fairq.schema.generated.tables.records.TenantsRecord;
 import org.jooq.DSLContext;
@@ -14,7 +17,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.HashSet;
 import java.util.Set;
-import java.util.function.LongSupplier;
 
 import static dev.fairq.schema.generated.Tables.TENANTS;
 
@@ -29,7 +31,7 @@ public final class Scheduler {
     private final JobStore store;
     private final SchedulerConfig config;
     private final AdmissionPolicy policy;
-    private final LongSupplier nanoTime;
+    private final QueueClock clock;
 
     private final Map<String, TenantState> tenants = new HashMap<>();
     private long tenantsLoadedAt = Long.MIN_VALUE;
@@ -58,11 +60,12 @@ public final class Scheduler {
         }
     }
 
-    public Scheduler(JobStore store, SchedulerConfig config, LongSupplier nanoTime) {
+    /** A scheduler on the store's clock (the one clock of the queue; a {@link dev.fairq.schema.SettableClock} in tests). */
+    public Scheduler(JobStore store, SchedulerConfig config) {
         this.store = store;
         this.config = config;
         this.policy = config.fair() ? new WeightedFairAdmission() : new FifoAdmission();
-        this.nanoTime = nanoTime;
+        this.clock = store.clock();
     }
 
     /** Forget everything (a new term as leader): state is rebuilt from the tables at the next tick. */
@@ -83,14 +86,14 @@ public final class Scheduler {
      * What explain needs from memory, per tenant: tokens, time to the next token, pass, and the tenant's place
      * in the weighted-fair order among the tenants that competed in the last admission round (1 = next).
      */
-    public synchronized List<JobStore.SchedulerTenantState> snapshot() {
+    public synchronized List<SchedulerStates.State> snapshot() {
         List<TenantState> competing = new ArrayList<>();
         for (TenantState t : tenants.values()) if (t.eligibleLastRound) competing.add(t);
         competing.sort(java.util.Comparator.comparingDouble(TenantState::pass).thenComparing(TenantState::id));
-        List<JobStore.SchedulerTenantState> out = new ArrayList<>(tenants.size());
+        List<SchedulerStates.State> out = new ArrayList<>(tenants.size());
         for (TenantState t : tenants.values()) {
             int rank = competing.indexOf(t);
-            out.add(new JobStore.SchedulerTenantState(t.id(), t.bucket().available(),
+            out.add(new SchedulerStates.State(t.id(), t.bucket().available(),
                     t.bucket().nanosUntilNextToken() / 1_000_000, t.pass(), rank < 0 ? null : rank + 1,
                     competing.size(), null, null));
         }
@@ -98,12 +101,12 @@ public final class Scheduler {
     }
 
     public synchronized TickResult tick(DSLContext ctx) {
-        long now = nanoTime.getAsLong();
+        long now = clock.nanoTime();
         if (tenantsLoadedAt == Long.MIN_VALUE || now - tenantsLoadedAt >= config.tenantReload().toNanos()) {
             loadTenants(ctx);
             tenantsLoadedAt = now;
         }
-        JobStore.QueueLoad load = store.load(ctx, config.workerLiveness());
+        Admission.QueueLoad load = store.load(ctx, config.workerLiveness());
 
         List<String> pausedWithReady = new ArrayList<>();
         int unadmitted = 0;
@@ -113,7 +116,7 @@ public final class Scheduler {
                 unadmitted += load.ready(t.id());
             }
         }
-        store.unadmitPaused(ctx, pausedWithReady);
+        store.admission().unadmitPaused(ctx, pausedWithReady);
 
         Set<String> withWork = new HashSet<>(load.tenantsWithWork());
         Map<String, Double> grants = keepValidGrants(ctx, now, load, withWork);
@@ -129,7 +132,7 @@ public final class Scheduler {
      * max_running (a grant holds one place), paused), which of their jobs go next (the policy), then one
      * statement that admits them.
      */
-    private TickResult admit(DSLContext ctx, long now, JobStore.QueueLoad load, int capacity, int unadmitted,
+    private TickResult admit(DSLContext ctx, long now, Admission.QueueLoad load, int capacity, int unadmitted,
                              Map<String, Double> grants) {
         int free = Math.max(0, capacity - load.totalRunning());
         int target = free + bufferSlack(now);
@@ -221,7 +224,7 @@ public final class Scheduler {
     }
 
     /** Jobs the tenant may still have admitted or running under max_running, before this round. */
-    private static int room(TenantState t, JobStore.QueueLoad load) {
+    private static int room(TenantState t, Admission.QueueLoad load) {
         return t.limits().maxRunning() - load.running(t.id()) - load.ready(t.id());
     }
 
@@ -236,7 +239,7 @@ public final class Scheduler {
      * for a minute. A grant that disappeared since the last round was used: its token is spent and its
      * tenant is active. A grant this scheduler did not make (it just became the leader) reserves a token.
      */
-    private Map<String, Double> keepValidGrants(DSLContext ctx, long now, JobStore.QueueLoad load,
+    private Map<String, Double> keepValidGrants(DSLContext ctx, long now, Admission.QueueLoad load,
                                                 Set<String> withWork) {
         Map<String, Double> grants = new HashMap<>(load.grantAgeSeconds());
         for (String used : grantsAfterLastTick) {
@@ -259,7 +262,7 @@ public final class Scheduler {
             }
         });
         // a grant an enqueue is taking right now is not revoked (SKIP LOCKED): it stays counted until it is gone
-        for (String revoked : store.revokeGrants(ctx, revoke)) {
+        for (String revoked : store.admission().revokeGrants(ctx, revoke)) {
             grants.remove(revoked);
             TenantState t = tenants.get(revoked);
             if (t != null) t.bucket().settleReservation(false);
@@ -274,7 +277,7 @@ public final class Scheduler {
      * reserves a token, counts against max_running, and is charged to the tenant by the policy. At most a
      * buffer's worth (the worker capacity) is outstanding, most recently active tenants first.
      */
-    private void grantToQuietTenants(DSLContext ctx, long now, JobStore.QueueLoad load, Set<String> withWork,
+    private void grantToQuietTenants(DSLContext ctx, long now, Admission.QueueLoad load, Set<String> withWork,
                                      int capacity, Map<String, Double> grants, TickResult admitted) {
         int budget = Math.max(config.minBuffer(), capacity) - grants.size();
         if (budget <= 0) return;
@@ -299,7 +302,7 @@ public final class Scheduler {
             ids.add(t.id());
             policy.chargeGrant(t, load.nextRank());
         }
-        store.grant(ctx, ids);
+        store.admission().grant(ctx, ids);
         for (String id : ids) grants.put(id, 0.0);
     }
 
@@ -309,7 +312,7 @@ public final class Scheduler {
         tenants.keySet().retainAll(fresh.keySet());
         fresh.forEach((id, limits) -> {
             TenantState state = tenants.get(id);
-            if (state == null) tenants.put(id, new TenantState(limits, nanoTime));
+            if (state == null) tenants.put(id, new TenantState(limits, clock::nanoTime));
             else state.update(limits);
         });
     }

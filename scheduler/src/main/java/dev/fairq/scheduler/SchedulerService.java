@@ -84,8 +84,8 @@ public final class SchedulerService implements AutoCloseable {
                 lead(c);
             } catch (SQLException | RuntimeException e) {
                 if (stopped) break;
-                if (leader) log.warn("lost the scheduler connection, stepping down: {}", e.toString());
-                else log.warn("scheduler connection failed: {}", e.toString());
+                if (leader) log.warn("lost the scheduler connection, stepping down", e);
+                else log.warn("scheduler connection failed", e);
             } finally {
                 leader = false;
                 current = null;
@@ -156,9 +156,9 @@ public final class SchedulerService implements AutoCloseable {
     /** At most once a second, one statement: the per-tenant state explain reads from any process. */
     private void publishState(DSLContext ctx) {
         try {
-            store.publishSchedulerState(ctx, scheduler.snapshot());
+            store.schedulerStates().publish(ctx, scheduler.snapshot());
         } catch (RuntimeException e) {
-            log.warn("could not publish the scheduler state for explain: {}", e.toString());
+            log.warn("could not publish the scheduler state for explain", e);
         }
     }
 
@@ -169,7 +169,7 @@ public final class SchedulerService implements AutoCloseable {
             int rows = dashboards.rollupMinutes(ctx, ROLLUP_MINUTES);
             if (log.isDebugEnabled()) log.debug("rollup: {} rows in {} ms", rows, (System.nanoTime() - started) / 1_000_000);
         } catch (RuntimeException e) {
-            log.warn("could not write the dashboard rollup: {}", e.toString());
+            log.warn("could not write the dashboard rollup", e);
         }
     }
 
@@ -180,7 +180,7 @@ public final class SchedulerService implements AutoCloseable {
             deleted += n;
             if (n < 5000) break;
         }
-        ctx.execute("DELETE FROM workers WHERE heartbeat_at < now() - interval '1 hour'");
+        store.leases().pruneWorkers(ctx, java.time.Duration.ofHours(1));
         dashboards.pruneRollup(ctx, ROLLUP_RETENTION);
         if (deleted > 0) log.info("retention: deleted {} finished jobs", deleted);
     }

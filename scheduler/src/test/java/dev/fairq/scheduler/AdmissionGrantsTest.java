@@ -36,7 +36,7 @@ class AdmissionGrantsTest {
     }
 
     private SimulatedScheduler scheduler() {
-        return new SimulatedScheduler(db, SchedulerConfig.defaults().withFixedBuffer(8, 4));
+        return new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(8, 4).build());
     }
 
     private long grants(SimulatedScheduler s) {
@@ -250,7 +250,7 @@ class AdmissionGrantsTest {
     @Test
     void plainFifoGrantsNothing() {
         db.createTenant("f");
-        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.defaults().withFair(false).withFixedBuffer(8, 4));
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fair(false).fixedBuffer(8, 4).build());
         runOneJob(s, "f");
         s.tick();
         assertEquals(0, grants(s));

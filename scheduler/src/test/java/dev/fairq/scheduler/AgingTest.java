@@ -43,7 +43,7 @@ class AgingTest {
     void reset() {
         db.reset();
         db.createTenant("t");
-        s = new SimulatedScheduler(db, SchedulerConfig.defaults().withFixedBuffer(1, 0));
+        s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(1, 0).build());
         long epoch = Instant.now().minusSeconds(3600).getEpochSecond();
         t0 = OffsetDateTime.ofInstant(Instant.ofEpochSecond(epoch - epoch % AGING_INTERVAL_SECONDS), ZoneOffset.UTC);
     }

@@ -39,7 +39,7 @@ class CapsTest {
     void maxRunningCapsReadyPlusRunning() {
         db.createTenant("capped", 1, 1_000_000, 1_000_000, 3);
         db.createTenant("free");
-        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.defaults().withFixedBuffer(100, 20));
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(100, 20).build());
         s.enqueue(jobs("capped", 200));
         s.enqueue(jobs("free", 200));
 
@@ -78,7 +78,7 @@ class CapsTest {
     @Test
     void loweringMaxRunningLiveStopsAdmissionsUntilBelowTheNewCap() {
         db.createTenant("t", 1, 1_000_000, 1_000_000, 5);
-        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.defaults().withFixedBuffer(100, 0));
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(100, 0).build());
         s.enqueue(jobs("t", 50));
         assertEquals(5, s.tick().admitted());
         List<ClaimedJob> running = s.store.claim(s.dsl, "w", 100, LEASE);
@@ -102,7 +102,7 @@ class CapsTest {
     void pauseStopsAdmissionsAndUnadmitsReadyJobs() {
         db.createTenant("p");
         db.createTenant("other");
-        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.defaults().withFixedBuffer(5, 0));
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(5, 0).build());
         s.enqueue(jobs("p", 30));
 
         assertEquals(5, s.tick().admitted());

@@ -45,8 +45,8 @@ class FailoverTest {
 
         Node(String name) {
             this.name = name;
-            SchedulerConfig config = SchedulerConfig.defaults().withFixedBuffer(4, 4);
-            Scheduler scheduler = new Scheduler(store, config, System::nanoTime);
+            SchedulerConfig config = SchedulerConfig.builder().fixedBuffer(4, 4).build();
+            Scheduler scheduler = new Scheduler(store, config);
             this.service = new SchedulerService(scheduler, store, config, () -> {
                 if (partitioned.get()) throw new SQLException(name + " is cut off from the database (simulated)");
                 return Database.dedicated(db.jdbcUrl, db.user, db.password, name);

@@ -31,7 +31,7 @@ class FairnessTest {
     }
 
     private SimulatedScheduler scheduler(boolean fair) {
-        return new SimulatedScheduler(db, SchedulerConfig.defaults().withFair(fair).withFixedBuffer(BUFFER, 0));
+        return new SimulatedScheduler(db, SchedulerConfig.builder().fair(fair).fixedBuffer(BUFFER, 0).build());
     }
 
     /** a floods the queue and has it to itself for a few rounds; then b arrives. */
@@ -90,7 +90,7 @@ class FairnessTest {
         // Drain the rest of a's flood with a wider buffer (FIFO keeps no state between rounds, so a second
         // scheduler with a bigger buffer is the same policy) and find b's first admission.
         SimulatedScheduler wide = new SimulatedScheduler(db,
-                SchedulerConfig.defaults().withFair(false).withFixedBuffer(2_000, 0));
+                SchedulerConfig.builder().fair(false).fixedBuffer(2_000, 0).build());
         long aBeforeB = 50 + 100;
         while (true) {
             List<String> round = wide.round();
@@ -190,7 +190,7 @@ class FairnessTest {
     @Test
     void tenantsWithOnlyLaterJobsDoNotHoldBackOneWithDueJobs() {
         for (int i = 0; i < 30; i++) db.createTenant("later" + i);
-        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.defaults().withFixedBuffer(4, 0));
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(4, 0).build());
         for (int i = 0; i < 30; i++) {
             s.enqueue(List.of(JobRequest.builder("later" + i, "noop").delay(java.time.Duration.ofHours(1)).build()));
         }

@@ -33,7 +33,7 @@ class OrderingAdmissionTest {
     void reset() {
         db.reset();
         db.createTenant("t");
-        s = new SimulatedScheduler(db, SchedulerConfig.defaults().withFixedBuffer(100, 100));
+        s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(100, 100).build());
         due = OffsetDateTime.now(ZoneOffset.UTC).minusMinutes(10);
     }
 

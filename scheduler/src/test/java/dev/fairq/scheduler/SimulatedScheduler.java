@@ -2,6 +2,7 @@ package dev.fairq.scheduler;
 
 import dev.fairq.schema.JobRequest;
 import dev.fairq.schema.JobStore;
+import dev.fairq.schema.SettableClock;
 import dev.fairq.testing.TestDatabase;
 import org.jooq.DSLContext;
 
@@ -10,46 +11,26 @@ import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.LongSupplier;
 
 /**
- * A {@link Scheduler} on a hand-driven clock, ticked by the test against the real test database. Nothing runs
+ * A {@link Scheduler} on a {@link SettableClock}, ticked by the test against the real test database. Nothing runs
  * in the background: every admission happens inside {@link #tick()}, so a test decides exactly what the
  * scheduler sees and when. Workers are simulated by {@link #completeReady()} (frees the buffer by marking
  * the admitted jobs succeeded) or by {@link JobStore#claim}/{@link JobStore#finish} where a test needs the
  * real running/finished life cycle.
  */
 final class SimulatedScheduler {
-    /** The fake monotonic clock: starts at an arbitrary value, moves only when the test says so. */
-    static final class FakeClock implements LongSupplier {
-        private final AtomicLong nanos = new AtomicLong(1_000_000_000_000L);
-
-        @Override
-        public long getAsLong() {
-            return nanos.get();
-        }
-
-        void advance(Duration d) {
-            advanceNanos(d.toNanos());
-        }
-
-        void advanceNanos(long n) {
-            if (n < 0) throw new IllegalArgumentException("a monotonic clock does not go back");
-            nanos.addAndGet(n);
-        }
-    }
-
     final TestDatabase db;
     final DSLContext dsl;
-    final JobStore store = new JobStore();
-    final FakeClock clock = new FakeClock();
+    /** The queue's clock: statements and the scheduler's monotonic time move only when the test says so. */
+    final SettableClock clock = new SettableClock();
+    final JobStore store = new JobStore(clock);
     final Scheduler scheduler;
 
     SimulatedScheduler(TestDatabase db, SchedulerConfig config) {
         this.db = db;
         this.dsl = db.dsl();
-        this.scheduler = new Scheduler(store, config, clock);
+        this.scheduler = new Scheduler(store, config);
     }
 
     Scheduler.TickResult tick() {

@@ -1,5 +1,6 @@
 package dev.fairq.scheduler;
 
+import dev.fairq.schema.SettableClock;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -13,13 +14,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The token bucket alone, on a fake clock: no database, no real time. */
+/** The token bucket alone, on a settable clock: no database, no real time. */
 class TokenBucketTest {
-    private final SimulatedScheduler.FakeClock clock = new SimulatedScheduler.FakeClock();
+    private final SettableClock clock = new SettableClock();
 
     @Test
     void startsFullAtBurst() {
-        TokenBucket bucket = new TokenBucket(10, 5, clock);
+        TokenBucket bucket = new TokenBucket(10, 5, clock::nanoTime);
         assertEquals(5, bucket.available());
         assertEquals(0, bucket.nanosUntilNextToken());
         bucket.take(5);
@@ -29,7 +30,7 @@ class TokenBucketTest {
     /** A reserved token leaves at once and keeps its place: bucket plus reserved never exceeds burst. */
     @Test
     void aReservedTokenCapsTheRefillUntilSettled() {
-        TokenBucket bucket = new TokenBucket(10, 5, clock);
+        TokenBucket bucket = new TokenBucket(10, 5, clock::nanoTime);
         bucket.reserve();
         assertEquals(4, bucket.available());
         clock.advance(Duration.ofHours(1));
@@ -51,7 +52,7 @@ class TokenBucketTest {
     /** A new leader adopting a grant it did not make may overdraw: admissions wait until it is paid back. */
     @Test
     void adoptingAReservationMayOverdraw() {
-        TokenBucket bucket = new TokenBucket(10, 1, clock);
+        TokenBucket bucket = new TokenBucket(10, 1, clock::nanoTime);
         bucket.take(1);
         bucket.reserve();
         assertEquals(0, bucket.available());
@@ -64,7 +65,7 @@ class TokenBucketTest {
 
     @Test
     void refillsContinuouslyAtRate() {
-        TokenBucket bucket = new TokenBucket(10, 5, clock);
+        TokenBucket bucket = new TokenBucket(10, 5, clock::nanoTime);
         bucket.take(5);
 
         clock.advance(Duration.ofMillis(99));
@@ -81,7 +82,7 @@ class TokenBucketTest {
 
     @Test
     void neverHoldsMoreThanBurst() {
-        TokenBucket bucket = new TokenBucket(10, 5, clock);
+        TokenBucket bucket = new TokenBucket(10, 5, clock::nanoTime);
         clock.advance(Duration.ofHours(1));
         assertEquals(5, bucket.available());
         bucket.take(5);
@@ -91,7 +92,7 @@ class TokenBucketTest {
 
     @Test
     void takingMoreThanAvailableIsRefused() {
-        TokenBucket bucket = new TokenBucket(10, 5, clock);
+        TokenBucket bucket = new TokenBucket(10, 5, clock::nanoTime);
         bucket.take(3);
         assertThrows(IllegalStateException.class, () -> bucket.take(3));
         assertEquals(2, bucket.available(), "a refused take takes nothing");
@@ -99,22 +100,22 @@ class TokenBucketTest {
 
     @Test
     void nanosUntilNextToken() {
-        TokenBucket bucket = new TokenBucket(10, 5, clock);
+        TokenBucket bucket = new TokenBucket(10, 5, clock::nanoTime);
         bucket.take(5);
         assertEquals(100_000_000L, bucket.nanosUntilNextToken(), 1, "empty at 10/s: 100 ms to the next token");
         clock.advance(Duration.ofMillis(30));
         long wait = bucket.nanosUntilNextToken();
         assertEquals(70_000_000L, wait, 1, "30 ms earned 0.3 of a token");
-        clock.advanceNanos(wait - 1_000);
+        clock.advance(Duration.ofNanos(wait - 1_000));
         assertEquals(0, bucket.available(), "just before the promised time there is no token yet");
-        clock.advanceNanos(1_000);
+        clock.advance(Duration.ofNanos(1_000));
         assertEquals(1, bucket.available(), "at the promised time the token is there");
         assertEquals(0, bucket.nanosUntilNextToken());
     }
 
     @Test
     void reconfigureKeepsEarnedTokensUpToTheNewBurst() {
-        TokenBucket bucket = new TokenBucket(10, 5, clock);
+        TokenBucket bucket = new TokenBucket(10, 5, clock::nanoTime);
         bucket.take(5);
         clock.advance(Duration.ofMillis(300));
         bucket.reconfigure(10, 2);
@@ -130,7 +131,7 @@ class TokenBucketTest {
 
     @Test
     void reconfigureSettlesTheOldRateFirst() {
-        TokenBucket bucket = new TokenBucket(10, 20, clock);
+        TokenBucket bucket = new TokenBucket(10, 20, clock::nanoTime);
         bucket.take(20);
         clock.advance(Duration.ofMillis(500));
         bucket.reconfigure(1, 20);
@@ -154,24 +155,24 @@ class TokenBucketTest {
     void greedyTakerNeverExceedsBurstPlusRateTimesWindow(long seed) {
         double rate = 10;
         int burst = 5;
-        TokenBucket bucket = new TokenBucket(rate, burst, clock);
-        long start = clock.getAsLong();
+        TokenBucket bucket = new TokenBucket(rate, burst, clock::nanoTime);
+        long start = clock.nanoTime();
         long end = start + Duration.ofSeconds(60).toNanos();
         Random random = new Random(seed);
 
         List<long[]> takes = new ArrayList<>(); // (time, how many)
-        while (clock.getAsLong() <= end) {
+        while (clock.nanoTime() <= end) {
             int n = bucket.available();
             if (n > 0) {
                 bucket.take(n);
-                takes.add(new long[]{clock.getAsLong(), n});
+                takes.add(new long[]{clock.nanoTime(), n});
             }
             long step = switch (random.nextInt(20)) {
                 case 0 -> 0;                                                     // same instant again
                 case 1 -> Duration.ofMillis(500 + random.nextInt(2500)).toNanos(); // a long gap: the cap matters
                 default -> 1 + (long) (random.nextDouble() * 150_000_000L);     // up to 150 ms
             };
-            clock.advanceNanos(step);
+            clock.advance(Duration.ofNanos(step));
         }
 
         assertTrue(takes.size() > 100, "the simulation took tokens many times: " + takes.size());
@@ -185,8 +186,8 @@ class TokenBucketTest {
     @ParameterizedTest
     @ValueSource(longs = {7, 8, 9})
     void frequentTakerGetsEveryToken(long seed) {
-        TokenBucket bucket = new TokenBucket(10, 5, clock);
-        long start = clock.getAsLong();
+        TokenBucket bucket = new TokenBucket(10, 5, clock::nanoTime);
+        long start = clock.nanoTime();
         long end = start + Duration.ofSeconds(60).toNanos();
         Random random = new Random(seed);
         long total = 0;
@@ -194,8 +195,8 @@ class TokenBucketTest {
             int n = bucket.available();
             bucket.take(n);
             total += n;
-            if (clock.getAsLong() == end) break;
-            clock.advanceNanos(Math.min(end - clock.getAsLong(), 1 + (long) (random.nextDouble() * 400_000_000L)));
+            if (clock.nanoTime() == end) break;
+            clock.advance(Duration.ofNanos(Math.min(end - clock.nanoTime(), 1 + (long) (random.nextDouble() * 400_000_000L))));
         }
         assertTrue(total >= 5 + 10 * 60 - 1 && total <= 5 + 10 * 60, "took " + total + " of 605");
     }

@@ -1,6 +1,6 @@
 package dev.fairq.schema;
 
-import dev.fairq.schema.JobStore.ActionResult;
+import dev.fairq.schema.OperatorActions.ActionResult;
 import dev.fairq.schema.generated.enums.JobStatus;
 import dev.fairq.schema.generated.tables.records.JobsRecord;
 import org.junit.jupiter.api.Test;
@@ -97,7 +97,7 @@ class OperatorActionsTest extends StoreTestSupport {
         assertEquals(JobStatus.dead, status(id));
         assertEquals(3, row(id).getAttempts());
 
-        JobStore.ActionOutcome replayed = store.replay(dsl, T1, id);
+        OperatorActions.ActionOutcome replayed = store.replay(dsl, T1, id);
         assertEquals(ActionResult.DONE, replayed.result());
 
         JobsRecord r = row(id);

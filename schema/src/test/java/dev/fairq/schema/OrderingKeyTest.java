@@ -144,7 +144,7 @@ class OrderingKeyTest extends StoreTestSupport {
         assertEquals(JobStatus.pending, status(second));
         assertFalse(row(second).getKeyHead());
 
-        assertEquals(JobStore.ActionResult.DONE, store.discard(dsl, T1, first).result());
+        assertEquals(OperatorActions.ActionResult.DONE, store.discard(dsl, T1, first).result());
         assertEquals(JobStatus.cancelled, status(first));
         assertFalse(row(first).getKeyHead());
         assertOnlyHead(second);
@@ -158,7 +158,7 @@ class OrderingKeyTest extends StoreTestSupport {
         ClaimedJob claimed = admitAndClaim("w1", first);
         store.finish(dsl, "w1", List.of(new JobOutcome.Failed(first, claimed.attempt(), true, 0, "permanent")));
 
-        assertEquals(JobStore.ActionResult.DONE, store.replay(dsl, T1, first).result());
+        assertEquals(OperatorActions.ActionResult.DONE, store.replay(dsl, T1, first).result());
 
         var replayed = row(first);
         assertEquals(JobStatus.pending, replayed.getStatus());
@@ -189,7 +189,7 @@ class OrderingKeyTest extends StoreTestSupport {
         assertFalse(row(third).getKeyHead());
 
         // replaying the dead job now does not steal the turn: it waits, and goes next (lowest id)
-        assertEquals(JobStore.ActionResult.DONE, store.replay(dsl, T1, first).result());
+        assertEquals(OperatorActions.ActionResult.DONE, store.replay(dsl, T1, first).result());
         assertEquals(JobStatus.pending, status(first));
         assertOnlyHead(second);
         succeed("w1", admitAndClaim("w1", second));
@@ -216,10 +216,10 @@ class OrderingKeyTest extends StoreTestSupport {
         long third = enqueue(job(T1).orderingKey(KEY));
 
         // cancelling a waiting job changes nothing for the head
-        assertEquals(JobStore.ActionResult.DONE, store.cancel(dsl, T1, second).result());
+        assertEquals(OperatorActions.ActionResult.DONE, store.cancel(dsl, T1, second).result());
         assertOnlyHead(first);
 
-        assertEquals(JobStore.ActionResult.DONE, store.cancel(dsl, T1, first).result());
+        assertEquals(OperatorActions.ActionResult.DONE, store.cancel(dsl, T1, first).result());
         assertOnlyHead(third);
         assertEquals(List.of(third), keyCandidates());
     }

@@ -29,7 +29,9 @@ abstract class StoreTestSupport {
     static final Duration LEASE = Duration.ofSeconds(30);
 
     final TestDatabase db = TestDatabase.get();
-    final JobStore store = new JobStore();
+    /** The queue's clock: leases, backoffs and due times move when a test advances it, never in real time. */
+    final SettableClock clock = new SettableClock();
+    final JobStore store = new JobStore(clock);
     DSLContext dsl;
 
     @BeforeEach
@@ -64,8 +66,9 @@ abstract class StoreTestSupport {
         return row(id).getStatus();
     }
 
+    /** The queue's now: what the store's statements use (the settable clock's time). */
     OffsetDateTime dbNow() {
-        return scalar(OffsetDateTime.class, "SELECT now()");
+        return clock.sqlNow();
     }
 
     /** The single value of a plain SQL query. */

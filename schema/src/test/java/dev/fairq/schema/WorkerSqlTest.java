@@ -18,7 +18,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import static dev.fairq.schema.generated.Tables.JOBS;
-import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -36,10 +35,14 @@ class WorkerSqlTest extends StoreTestSupport {
         return ids;
     }
 
-    /** Waits (on the database clock) until the reaper has taken the job back from its expired lease. */
-    private void awaitReaped(long id) {
-        await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
-                .until(() -> store.reapExpired(dsl, 100) >= 0 && status(id) != JobStatus.running);
+    /** A lease short enough to lapse when the test moves the clock past it. */
+    private static final Duration SHORT_LEASE = Duration.ofSeconds(1);
+
+    /** Moves the queue's clock past every short lease; the reaper then takes the job back at once. */
+    private void expireAndReap(long id) {
+        clock.advance(SHORT_LEASE.plusMillis(1));
+        assertTrue(store.reapExpired(dsl, 100) >= 1, "the reaper took back an expired lease");
+        assertTrue(status(id) != JobStatus.running, "job " + id + " is no longer running");
     }
 
     @Test
@@ -87,7 +90,7 @@ class WorkerSqlTest extends StoreTestSupport {
     void admitSkipsJobsThatAreNoLongerPending() {
         long a = enqueue(job(T1));
         long b = enqueue(job(T1));
-        assertEquals(JobStore.ActionResult.DONE, store.cancel(dsl, T1, b).result());
+        assertEquals(OperatorActions.ActionResult.DONE, store.cancel(dsl, T1, b).result());
 
         assertEquals(List.of(a), store.admit(dsl, List.of(a, b)));
         assertEquals(JobStatus.cancelled, status(b));
@@ -142,10 +145,10 @@ class WorkerSqlTest extends StoreTestSupport {
     @Test
     void lateFinishAfterTheLeaseWasReapedIsDropped() {
         long id = enqueueAndAdmit(1).get(0);
-        ClaimedJob w1 = store.claim(dsl, "w1", 1, Duration.ofMillis(1)).get(0);
+        ClaimedJob w1 = store.claim(dsl, "w1", 1, SHORT_LEASE).get(0);
         assertEquals(1, w1.attempt());
 
-        awaitReaped(id);
+        expireAndReap(id);
         JobsRecord reaped = row(id);
         assertEquals(JobStatus.pending, reaped.getStatus());
         assertNull(reaped.getLockedBy());
@@ -181,8 +184,8 @@ class WorkerSqlTest extends StoreTestSupport {
     @Test
     void attemptNumberFencesTheSameWorker() {
         long id = enqueueAndAdmit(1).get(0);
-        ClaimedJob first = store.claim(dsl, "w1", 1, Duration.ofMillis(1)).get(0);
-        awaitReaped(id);
+        ClaimedJob first = store.claim(dsl, "w1", 1, SHORT_LEASE).get(0);
+        expireAndReap(id);
         // the same worker id claims the job again (e.g. a restarted process with a stable id)
         ClaimedJob second = admitAndClaim("w1", id);
         assertEquals(first.attempt() + 1, second.attempt());
@@ -197,9 +200,9 @@ class WorkerSqlTest extends StoreTestSupport {
     void reapingTheLastAttemptMakesTheJobDead() {
         long id = enqueue(job(T1).maxAttempts(1));
         store.admit(dsl, List.of(id));
-        assertEquals(1, store.claim(dsl, "w1", 1, Duration.ofMillis(1)).get(0).attempt());
+        assertEquals(1, store.claim(dsl, "w1", 1, SHORT_LEASE).get(0).attempt());
 
-        awaitReaped(id);
+        expireAndReap(id);
 
         JobsRecord dead = row(id);
         assertEquals(JobStatus.dead, dead.getStatus());
@@ -212,10 +215,10 @@ class WorkerSqlTest extends StoreTestSupport {
     @Test
     void reaperLeavesLiveLeasesAlone() {
         List<Long> ids = enqueueAndAdmit(2);
-        long shortLease = store.claim(dsl, "w1", 1, Duration.ofMillis(1)).get(0).id();
+        long shortLease = store.claim(dsl, "w1", 1, SHORT_LEASE).get(0).id();
         long longLease = store.claim(dsl, "w2", 1, LEASE).get(0).id();
 
-        awaitReaped(shortLease);
+        expireAndReap(shortLease);
 
         assertEquals(Set.copyOf(ids), Set.of(shortLease, longLease));
         assertEquals(JobStatus.pending, status(shortLease));
@@ -229,14 +232,14 @@ class WorkerSqlTest extends StoreTestSupport {
         long first = enqueue(job(T1).orderingKey("k").maxAttempts(2));
         long second = enqueue(job(T1).orderingKey("k"));
         store.admit(dsl, List.of(first));
-        store.claim(dsl, "w1", 1, Duration.ofMillis(1));
-        awaitReaped(first);
+        store.claim(dsl, "w1", 1, SHORT_LEASE);
+        expireAndReap(first);
         assertEquals(List.of(first), heads(T1, "k"));
         assertEquals(List.of(first), candidates(T1));
 
         store.admit(dsl, List.of(first));
-        assertEquals(2, store.claim(dsl, "w1", 1, Duration.ofMillis(1)).get(0).attempt());
-        awaitReaped(first);
+        assertEquals(2, store.claim(dsl, "w1", 1, SHORT_LEASE).get(0).attempt());
+        expireAndReap(first);
         assertEquals(JobStatus.dead, status(first));
         assertEquals(List.of(first), heads(T1, "k"));
         assertEquals(List.of(), candidates(T1));
@@ -267,8 +270,8 @@ class WorkerSqlTest extends StoreTestSupport {
     @Test
     void heartbeatDoesNotReviveLeasesThatWereReaped() {
         long id = enqueueAndAdmit(1).get(0);
-        store.claim(dsl, "w1", 1, Duration.ofMillis(1));
-        awaitReaped(id);
+        store.claim(dsl, "w1", 1, SHORT_LEASE);
+        expireAndReap(id);
 
         assertEquals(Set.of(), store.heartbeat(dsl, "w1", 1, Set.of(id), LEASE));
         JobsRecord r = row(id);
@@ -310,11 +313,11 @@ class WorkerSqlTest extends StoreTestSupport {
     void loadCountsReadyRunningAndLiveCapacity() {
         enqueueAndAdmit(3);
         store.claim(dsl, "w1", 1, LEASE);
-        store.registerWorker(dsl, "w1", 8);
+        store.leases().registerWorker(dsl, "w1", 8);
         long t2 = enqueue(job(T2));
         store.admit(dsl, List.of(t2));
 
-        JobStore.QueueLoad load = store.load(dsl, Duration.ofMinutes(1));
+        Admission.QueueLoad load = store.load(dsl, Duration.ofMinutes(1));
         assertEquals(2, load.ready(T1));
         assertEquals(1, load.running(T1));
         assertEquals(1, load.ready(T2));
@@ -350,7 +353,7 @@ class WorkerSqlTest extends StoreTestSupport {
         store.admit(dsl, List.of(a, b, c));
         store.claim(dsl, "w1", 1, LEASE);          // a starts before the pause
 
-        assertEquals(1, store.unadmitPaused(dsl, List.of(T1)));
+        assertEquals(1, store.admission().unadmitPaused(dsl, List.of(T1)));
 
         assertEquals(JobStatus.running, status(a));
         assertEquals(JobStatus.pending, status(b));

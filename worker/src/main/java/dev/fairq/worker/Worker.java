@@ -1,8 +1,10 @@
 package dev.fairq.worker;
 
 import dev.fairq.schema.ClaimedJob;
+import dev.fairq.schema.Completion;
 import dev.fairq.schema.JobOutcome;
 import dev.fairq.schema.JobStore;
+import dev.fairq.schema.QueueClock;
 import org.jooq.DSLContext;
 import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
@@ -47,7 +49,6 @@ import java.util.function.DoubleSupplier;
  */
 public final class Worker implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(Worker.class);
-    private static final int MAX_ERROR_CHARS = 4000;
 
     /** Opens a connection outside any pool (for LISTEN). */
     @FunctionalInterface
@@ -62,6 +63,8 @@ public final class Worker implements AutoCloseable {
     private final ConnectionFactory listenConnections;
     private final WorkerObserver observer;
     private final DoubleSupplier random;
+    /** The queue's clock (the store's): intervals here are measured on it, never on System.nanoTime() inline. */
+    private final QueueClock clock;
 
     /** Jobs whose lease this process holds: claimed and not yet recorded as finished. */
     private final Map<Long, ClaimedJob> held = new ConcurrentHashMap<>();
@@ -110,6 +113,7 @@ public final class Worker implements AutoCloseable {
         this.listenConnections = listenConnections;
         this.observer = observer;
         this.random = random;
+        this.clock = store.clock();
         this.handlerPool = new ThreadPoolExecutor(config.threads(), config.threads(), 0, TimeUnit.MILLISECONDS, work,
                 r -> new Thread(r, "fairq-handler-" + handlerThreads.incrementAndGet()));
         this.maintenance = Executors.newSingleThreadScheduledExecutor(r -> new Thread(r, "fairq-worker-maintenance"));
@@ -126,7 +130,7 @@ public final class Worker implements AutoCloseable {
 
     public synchronized Worker start() {
         if (claimer != null) throw new IllegalStateException("already started");
-        store.registerWorker(db, config.workerId(), config.threads());
+        store.leases().registerWorker(db, config.workerId(), config.threads());
         claiming = true;
         claimer = new Thread(this::claimLoop, "fairq-claimer");
         completer = new Thread(this::completeLoop, "fairq-completer");
@@ -164,15 +168,15 @@ public final class Worker implements AutoCloseable {
                 continue;
             }
             List<ClaimedJob> jobs;
-            long t0 = System.nanoTime();
+            long t0 = clock.nanoTime();
             try {
                 jobs = store.claim(db, config.workerId(), want, config.lease());
             } catch (RuntimeException e) {
-                log.warn("claim failed, retrying after the poll interval: {}", e.toString());
+                log.warn("claim failed, retrying after the poll interval", e);
                 if (!sleepUntilWoken()) break;
                 continue;
             }
-            long took = System.nanoTime() - t0;
+            long took = clock.nanoTime() - t0;
             claimNanos = claimNanos == 0 ? took : claimNanos * 0.8 + took * 0.2;
             observer.claimed(jobs.size(), took);
             if (log.isDebugEnabled()) log.debug("claimed {} of {} in {} us", jobs.size(), want, took / 1000);
@@ -185,9 +189,9 @@ public final class Worker implements AutoCloseable {
             }
             if (jobs.size() < want) {
                 try {
-                    store.wakeScheduler(db); // the buffer ran dry while threads are free: refill it now
+                    store.leases().wakeScheduler(db); // the buffer ran dry while threads are free: refill it now
                 } catch (RuntimeException e) {
-                    log.debug("could not wake the scheduler: {}", e.toString());
+                    log.debug("could not wake the scheduler", e);
                 }
                 if (!sleepUntilWoken()) break;
             }
@@ -233,7 +237,7 @@ public final class Worker implements AutoCloseable {
                 }
             } catch (SQLException e) {
                 if (stopped) break;
-                log.warn("LISTEN connection lost, falling back to polling until it is back: {}", e.toString());
+                log.warn("LISTEN connection lost, falling back to polling until it is back", e);
                 try {
                     Thread.sleep(Math.min(5000, config.pollInterval().toMillis() * 4));
                 } catch (InterruptedException ie) {
@@ -258,14 +262,14 @@ public final class Worker implements AutoCloseable {
         public void run() {
             MDC.put("tenant", job.tenantId());
             MDC.put("job_id", Long.toString(job.id()));
-            long t0 = System.nanoTime();
+            long t0 = clock.nanoTime();
             try {
                 observer.started(job);
                 JobOutcome outcome = execute(job);
                 outcomes.add(new Finished(job, outcome));
-                observer.finished(job, outcome, System.nanoTime() - t0);
+                observer.finished(job, outcome, clock.nanoTime() - t0);
             } finally {
-                long took = System.nanoTime() - t0;
+                long took = clock.nanoTime() - t0;
                 handlerNanos = handlerNanos == 0 ? took : handlerNanos * 0.8 + took * 0.2;
                 outstanding.decrementAndGet();
                 slotFreed.release();
@@ -315,7 +319,7 @@ public final class Worker implements AutoCloseable {
             sb.append(t.getClass().getName());
             if (t.getMessage() != null) sb.append(": ").append(t.getMessage());
         }
-        return sb.length() <= MAX_ERROR_CHARS ? sb.toString() : sb.substring(0, MAX_ERROR_CHARS);
+        return sb.length() <= Completion.MAX_ERROR_CHARS ? sb.toString() : sb.substring(0, Completion.MAX_ERROR_CHARS);
     }
 
     // -------------------------------------------------------------------------------------------- completing
@@ -330,7 +334,7 @@ public final class Worker implements AutoCloseable {
                     continue;
                 }
                 batch.add(first);
-                outcomes.drainTo(batch, 999); // bounded: one statement's work stays small
+                outcomes.drainTo(batch, config.completionBatch() - 1); // bounded: one statement's work stays small
                 record(batch);
                 batch.clear();
             } catch (InterruptedException e) {
@@ -359,7 +363,7 @@ public final class Worker implements AutoCloseable {
                 slotFreed.release(); // room again for a claimer held back by unrecorded outcomes
                 return;
             } catch (RuntimeException e) {
-                log.warn("recording {} outcomes failed, retrying in {} ms: {}", batch.size(), backoff, e.toString());
+                log.warn("recording {} outcomes failed, retrying in {} ms", batch.size(), backoff, e);
                 try {
                     Thread.sleep(backoff);
                 } catch (InterruptedException ie) {
@@ -383,15 +387,15 @@ public final class Worker implements AutoCloseable {
                 }
             }
         } catch (RuntimeException e) {
-            log.warn("heartbeat failed: {}", e.toString());
+            log.warn("heartbeat failed", e);
         }
     }
 
     private void reap() {
         try {
-            store.reapExpired(db, 1000);
+            store.reapExpired(db, config.reapBatch());
         } catch (RuntimeException e) {
-            log.warn("reaper failed: {}", e.toString());
+            log.warn("reaper failed", e);
         }
     }
 
@@ -450,9 +454,9 @@ public final class Worker implements AutoCloseable {
         }
         join(listener);
         try {
-            store.unregisterWorker(db, config.workerId());
+            store.leases().unregisterWorker(db, config.workerId());
         } catch (RuntimeException e) {
-            log.warn("could not unregister worker: {}", e.toString());
+            log.warn("could not unregister worker", e);
         }
         log.info("worker {} stopped", config.workerId());
     }

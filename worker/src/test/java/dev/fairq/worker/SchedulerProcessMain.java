@@ -19,7 +19,7 @@ public final class SchedulerProcessMain {
         String url = args[0], user = args[1], password = args[2].isEmpty() ? null : args[2], name = args[3];
         JobStore store = new JobStore();
         SchedulerConfig config = SchedulerConfig.defaults();
-        new SchedulerService(new Scheduler(store, config, System::nanoTime), store, config,
+        new SchedulerService(new Scheduler(store, config), store, config,
                 () -> Database.dedicated(url, user, password, name)).start();
         System.out.println("SCHEDULER STARTED " + name);
         new CountDownLatch(1).await(); // until killed

@@ -31,14 +31,14 @@ public final class TestPlatform implements AutoCloseable {
      * is still running (no test using this is about reaping: those use their own short leases).
      */
     public static WorkerConfig fastConfig(String id, int threads) {
-        return WorkerConfig.defaults().withWorkerId(id).withThreads(threads)
-                .withLease(Duration.ofSeconds(30), Duration.ofSeconds(1))
-                .withReapInterval(Duration.ofMillis(500))
-                .withPollInterval(Duration.ofMillis(200));
+        return WorkerConfig.builder().workerId(id).threads(threads)
+                .lease(Duration.ofSeconds(30), Duration.ofSeconds(1))
+                .reapInterval(Duration.ofMillis(500))
+                .pollInterval(Duration.ofMillis(200)).build();
     }
 
     public SchedulerService startScheduler(SchedulerConfig config) {
-        SchedulerService service = new SchedulerService(new Scheduler(store, config, System::nanoTime), store, config,
+        SchedulerService service = new SchedulerService(new Scheduler(store, config), store, config,
                 () -> Database.dedicated(db.jdbcUrl, db.user, db.password, "fairq-test-scheduler")).start();
         open.add(service);
         return service;

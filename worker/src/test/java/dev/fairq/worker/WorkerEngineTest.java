@@ -74,7 +74,7 @@ class WorkerEngineTest {
                 .register("block", job -> assertTrue(release.await(60, TimeUnit.SECONDS)))
                 .register("note", job -> started.add(job.jobId()));
         long blocker = admitted("block", 0.0);
-        platform.startWorker(TestPlatform.fastConfig("w1", 1).withPrefetch(4), handlers);
+        platform.startWorker(TestPlatform.fastConfig("w1", 1).toBuilder().prefetch(4).build(), handlers);
         await().atMost(Duration.ofSeconds(30)).until(() -> claimed(blocker));
 
         long late = admitted("note", 10.0); // claimed first, behind the busy thread

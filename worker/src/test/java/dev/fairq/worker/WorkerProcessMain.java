@@ -23,9 +23,9 @@ public final class WorkerProcessMain {
         Duration grace = Duration.ofMillis(Long.parseLong(args[7]));
 
         HikariDataSource pool = Database.queuePool(url, user, password, threads + 4, "child-" + id);
-        WorkerConfig config = WorkerConfig.defaults().withWorkerId(id).withThreads(threads).withPrefetch(prefetch)
-                .withLease(lease, lease.dividedBy(4)).withReapInterval(lease.dividedBy(4))
-                .withPollInterval(Duration.ofMillis(200)).withShutdownGrace(grace);
+        WorkerConfig config = WorkerConfig.builder().workerId(id).threads(threads).prefetch(prefetch)
+                .lease(lease, lease.dividedBy(4)).reapInterval(lease.dividedBy(4))
+                .pollInterval(Duration.ofMillis(200)).shutdownGrace(grace).build();
         Worker worker = new Worker(config, RecordingHandlers.registry(pool), new JobStore(), Database.dsl(pool),
                 () -> Database.dedicated(url, user, password, "listen-" + id));
         ShutdownSignals.onTerminate(() -> {

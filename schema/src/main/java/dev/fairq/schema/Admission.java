@@ -1,0 +1,223 @@
+package dev.fairq.schema;
+
+import org.jooq.DSLContext;
+import org.jooq.Record;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Admission, the scheduler's side of the queue: what a tick reads (the load), the candidates of the tenants
+ * it may serve, the statement that moves the chosen jobs to ready, and admission grants. Every statement here
+ * runs on the active scheduler's lock connection (the fence; see SchedulerService).
+ */
+public final class Admission {
+    /**
+     * Per tenant, its next admissible due jobs in aging order, for the tenants the scheduler names with how
+     * many it may take from each. One index probe per named tenant on jobs_admit_idx, never a scan of the
+     * backlog: cost grows with the tenants that have room, not with the jobs waiting.
+     */
+    static final NamedSql CANDIDATES = NamedSql.of("""
+            SELECT l.tenant_id, c.id, c.sort_key
+            FROM unnest(:tenant_ids::text[], :limits::integer[]) AS l(tenant_id, lim)
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.sort_key FROM jobs j
+                WHERE j.tenant_id = l.tenant_id AND j.status = 'pending'
+                  AND (j.ordering_key IS NULL OR j.key_head) AND j.run_at <= :now
+                ORDER BY j.sort_key, j.id
+                LIMIT l.lim
+            ) c
+            """);
+
+    /**
+     * Moves the chosen jobs to ready in one statement, each with the rank (start tag) the scheduler gave it;
+     * workers claim in rank order. The status re-check makes a job cancelled meanwhile simply drop out.
+     * pg_notify wakes idle workers; PostgreSQL delivers it at commit and folds duplicates into one.
+     *
+     * <p>The arrays go through a one-row MATERIALIZED CTE so that they are parsed once per statement. Arrays
+     * are bound as text plus a cast, and in a generic (prepared) plan a cast written inside a per-row
+     * expression is evaluated for every row: that parsing made this statement cost 55 µs per job instead of
+     * 7 (see bench/RESULTS.md). COMPLETE and FAIL use the same shape for the same reason.
+     */
+    static final NamedSql ADMIT = NamedSql.of("""
+            WITH picks AS MATERIALIZED (
+                SELECT :ranks::double precision[] AS ranks, :ids::bigint[] AS ids
+            ), admitted AS (
+                UPDATE jobs j
+                SET status = 'ready', admitted_at = :now, ready_rank = p.ranks[array_position(p.ids, j.id)]
+                FROM picks p
+                WHERE j.id = ANY(p.ids) AND j.status = 'pending'
+                RETURNING j.id, j.tenant_id
+            )
+            SELECT admitted.id, admitted.tenant_id, pg_notify('fairq_ready', '')
+            FROM admitted
+            """);
+
+    /**
+     * Everything a tick needs to know, in one round trip: ready and running counts per tenant, the live
+     * worker capacity, the lowest and highest rank in the ready buffer, and which tenants have admissible
+     * work at all. One branch per status so each is served by its own small partial index (a single
+     * "status IN (...)" is planned as a scan of the whole table); the tenants come from a loose index scan
+     * over jobs_admit_idx (one probe per distinct tenant), so idle tenants cost nothing and a deep backlog
+     * is never walked.
+     */
+    static final NamedSql LOAD = NamedSql.of("""
+            WITH RECURSIVE with_work(tenant_id) AS (
+                (SELECT tenant_id FROM jobs
+                 WHERE status = 'pending' AND (ordering_key IS NULL OR key_head)
+                 ORDER BY tenant_id LIMIT 1)
+                UNION ALL
+                SELECT (SELECT j.tenant_id FROM jobs j
+                        WHERE j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
+                          AND j.tenant_id > w.tenant_id
+                        ORDER BY j.tenant_id LIMIT 1)
+                FROM with_work w WHERE w.tenant_id IS NOT NULL
+            )
+            SELECT 'ready' AS what, tenant_id, count(*)::double precision AS n
+            FROM jobs WHERE status = 'ready' GROUP BY tenant_id
+            UNION ALL
+            SELECT 'running', tenant_id, count(*) FROM jobs WHERE status = 'running' GROUP BY tenant_id
+            UNION ALL
+            SELECT 'capacity', NULL, coalesce(sum(capacity), 0) FROM workers
+            WHERE heartbeat_at > :now - :liveness_ms * interval '1 millisecond'
+            UNION ALL
+            SELECT 'next_rank', NULL, (SELECT min(ready_rank) FROM jobs WHERE status = 'ready' AND ready_rank > '-Infinity')
+            UNION ALL
+            SELECT 'last_rank', NULL, (SELECT max(ready_rank) FROM jobs WHERE status = 'ready')
+            UNION ALL
+            SELECT 'work', tenant_id, NULL FROM with_work WHERE tenant_id IS NOT NULL
+            UNION ALL
+            SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision FROM admission_grants
+            """);
+
+    /** A paused tenant's admitted jobs go back to pending, so that pausing stops starts at once. */
+    static final NamedSql UNADMIT_PAUSED = NamedSql.of("""
+            UPDATE jobs SET status = 'pending', ready_rank = NULL, admitted_at = NULL
+            WHERE status = 'ready' AND tenant_id = ANY(:tenant_ids::text[])
+            """);
+
+    /**
+     * Grants each tenant one admission in advance (see Enqueue.INSERT_JOBS). The scheduler only grants to
+     * tenants the last LOAD showed without a grant, and it alone inserts grants, so ON CONFLICT never meets a
+     * row an enqueue is deleting, and no enqueue makes the tick wait.
+     */
+    static final NamedSql GRANT = NamedSql.of("""
+            INSERT INTO admission_grants (tenant_id, granted_at)
+            SELECT t, :now FROM unnest(:tenant_ids::text[]) AS t
+            ON CONFLICT (tenant_id) DO NOTHING
+            """);
+
+    /** Takes grants back. SKIP LOCKED: a grant an enqueue is taking right now is left to that enqueue. */
+    static final NamedSql REVOKE_GRANTS = NamedSql.of("""
+            DELETE FROM admission_grants
+            WHERE tenant_id IN (SELECT tenant_id FROM admission_grants WHERE tenant_id = ANY(:tenant_ids::text[])
+                                FOR UPDATE SKIP LOCKED)
+            RETURNING tenant_id
+            """);
+
+    /** The highest rank in the ready buffer, for admitting behind everything already there. */
+    static final NamedSql LAST_RANK = NamedSql.of("SELECT max(ready_rank) FROM jobs WHERE status = 'ready'");
+
+    private final QueueClock clock;
+
+    Admission(QueueClock clock) {
+        this.clock = clock;
+    }
+
+    /**
+     * What a tick starts from.
+     *
+     * @param nextRank        lowest rank in the ready buffer (the virtual time of the next job to start), or null
+     * @param lastRank        highest rank in the ready buffer, or null
+     * @param grantAgeSeconds the tenants holding an admission grant, with how long they have held it
+     */
+    public record QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant,
+                            int workerCapacity, Double nextRank, Double lastRank, List<String> tenantsWithWork,
+                            Map<String, Double> grantAgeSeconds) {
+        public int ready(String tenant) { return readyByTenant.getOrDefault(tenant, 0); }
+        public int running(String tenant) { return runningByTenant.getOrDefault(tenant, 0); }
+        public int totalReady() { return readyByTenant.values().stream().mapToInt(Integer::intValue).sum(); }
+        public int totalRunning() { return runningByTenant.values().stream().mapToInt(Integer::intValue).sum(); }
+    }
+
+    public QueueLoad load(DSLContext ctx, Duration workerLiveness) {
+        Map<String, Integer> ready = new HashMap<>(), running = new HashMap<>();
+        List<String> withWork = new ArrayList<>();
+        Map<String, Double> grants = new HashMap<>();
+        int capacity = 0;
+        Double nextRank = null, lastRank = null;
+        for (Record r : LOAD.bind().clock(clock).set("liveness_ms", workerLiveness.toMillis()).fetch(ctx)) {
+            String tenant = r.get(1, String.class);
+            Double n = r.get(2, Double.class);
+            switch (r.get(0, String.class)) {
+                case "ready" -> ready.put(tenant, n.intValue());
+                case "running" -> running.put(tenant, n.intValue());
+                case "capacity" -> capacity = n.intValue();
+                case "next_rank" -> nextRank = n;
+                case "last_rank" -> lastRank = n;
+                case "grant" -> grants.put(tenant, n);
+                default -> withWork.add(tenant);
+            }
+        }
+        return new QueueLoad(ready, running, capacity, nextRank, lastRank, withWork, grants);
+    }
+
+    /** Candidates per tenant, in each tenant's aging order. */
+    public Map<String, List<Long>> candidates(DSLContext ctx, Map<String, Integer> limits) {
+        Map<String, List<Long>> out = new LinkedHashMap<>();
+        if (limits.isEmpty()) return out;
+        String[] tenants = limits.keySet().toArray(String[]::new);
+        Integer[] lims = new Integer[tenants.length];
+        for (int i = 0; i < tenants.length; i++) lims[i] = limits.get(tenants[i]);
+        record Candidate(long id, double sortKey) {}
+        Map<String, List<Candidate>> keyed = new LinkedHashMap<>();
+        for (Record r : CANDIDATES.bind().clock(clock).set("tenant_ids", tenants).set("limits", lims).fetch(ctx)) {
+            keyed.computeIfAbsent(r.get(0, String.class), k -> new ArrayList<>())
+                    .add(new Candidate(r.get(1, Long.class), r.get(2, Double.class)));
+        }
+        // Each tenant's rows come out of its index walk in order already; sorting here makes that a
+        // guarantee rather than a property of the plan (and lets the query skip an outer sort).
+        keyed.forEach((tenant, rows) -> {
+            rows.sort(Comparator.comparingDouble(Candidate::sortKey).thenComparingLong(Candidate::id));
+            out.put(tenant, rows.stream().map(Candidate::id).toList());
+        });
+        return out;
+    }
+
+    /** Admits the given jobs with the given ranks; returns the ids actually moved to ready. */
+    public List<Long> admit(DSLContext ctx, List<Long> ids, List<Double> ranks) {
+        if (ids.isEmpty()) return List.of();
+        return ADMIT.bind().clock(clock).set("ranks", ranks.toArray(Double[]::new)).set("ids", ids.toArray(Long[]::new))
+                .fetch(ctx).getValues(0, Long.class);
+    }
+
+    /** Admits the given jobs behind everything already ready, in the given order (tools and tests). */
+    public List<Long> admit(DSLContext ctx, List<Long> idsInOrder) {
+        Double last = LAST_RANK.bind().fetch(ctx).get(0).get(0, Double.class);
+        double base = last == null ? 0.0 : last;
+        List<Double> ranks = new ArrayList<>(idsInOrder.size());
+        for (int i = 0; i < idsInOrder.size(); i++) ranks.add(base + 1 + i);
+        return admit(ctx, idsInOrder, ranks);
+    }
+
+    public int unadmitPaused(DSLContext ctx, List<String> pausedTenants) {
+        if (pausedTenants.isEmpty()) return 0;
+        return UNADMIT_PAUSED.bind().set("tenant_ids", pausedTenants.toArray(String[]::new)).execute(ctx);
+    }
+
+    public void grant(DSLContext ctx, List<String> tenants) {
+        if (tenants.isEmpty()) return;
+        GRANT.bind().clock(clock).set("tenant_ids", tenants.toArray(String[]::new)).execute(ctx);
+    }
+
+    /** Returns the tenants whose grant was taken back (not one an enqueue is taking at this moment). */
+    public List<String> revokeGrants(DSLContext ctx, List<String> tenants) {
+        if (tenants.isEmpty()) return List.of();
+        return REVOKE_GRANTS.bind().set("tenant_ids", tenants.toArray(String[]::new)).fetch(ctx).getValues(0, String.class);
+    }
+}

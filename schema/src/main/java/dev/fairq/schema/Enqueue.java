@@ -1,0 +1,293 @@
+package dev.fairq.schema;
+
+import dev.fairq.schema.generated.tables.records.JobsRecord;
+import org.jooq.DSLContext;
+import org.jooq.Record;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+import static dev.fairq.schema.generated.Tables.JOBS;
+
+/**
+ * Enqueue: jobs enter the queue, in the caller's transaction. Validation first (nothing is written when any
+ * request is invalid), then the soft max_queued check, then one INSERT per batch of {@link #MAX_BATCH}.
+ */
+public final class Enqueue {
+    /** Jobs of one request array; a bigger batch is split (PostgreSQL array binds have no hard limit). */
+    public static final int MAX_BATCH = 10_000;
+    /**
+     * A tenant whose last exact count plus what this process enqueued since stays under this share of
+     * max_queued is not counted again within {@link #ROOM_TRUST_NANOS}: counting is O(min(backlog,
+     * max_queued)) (20 ms at 100,000 waiting), and near the limit the count is exact again.
+     */
+    private static final double ROOM_TRUSTED_SHARE = 0.5;
+    private static final long ROOM_TRUST_NANOS = 1_000_000_000L;
+    /** Rounds of insert-then-sort-out before giving up: each round settles every row a concurrent enqueue did not race. */
+    private static final int MAX_ROUNDS = 4;
+
+    /**
+     * Inserts a batch in one statement. Ids are taken in request order up front (nextval runs after the
+     * ORDER BY), so a job that has to be inserted again in a second step keeps its place in its key.
+     * The first job of each (tenant, ordering_key) in the batch tries to become the key's head; ON CONFLICT
+     * DO NOTHING turns both a duplicate job_key and an already-taken head into "not inserted", and the
+     * caller sorts those out ({@link #insertBatch}). RETURNING gives the inserted rows, whole, so the
+     * caller needs no second read; the outer SELECT gives every input row with its id, matched to them.
+     *
+     * <p>A tenant holding an admission grant (V4__admission_grants.sql: the scheduler admitted its next job
+     * in advance) has its first due job without an ordering key inserted ready, ranked at the front of the
+     * claim order (-Infinity), and the workers are woken: a quiet tenant's job starts without a scheduler
+     * round trip. The grant is locked first (SKIP LOCKED: one that another open transaction is taking is
+     * simply not there, so no enqueue ever waits on another's) and deleted only for a row that was actually
+     * inserted ready, so a job_key replay or a conflict leaves it for the next job.
+     */
+    static final NamedSql INSERT_JOBS = NamedSql.of("""
+            WITH input AS MATERIALIZED (
+                SELECT coalesce(r.preset_id, nextval(pg_get_serial_sequence('jobs', 'id'))) AS id, r.*,
+                       r.ordering_key IS NULL AND coalesce(r.run_at::timestamptz <= :now, true)
+                           AND coalesce(r.delay_ms, 0) <= 0 AS grantable
+                FROM unnest(:preset_ids::bigint[], :tenant_ids::text[], :queues::text[], :types::text[],
+                            :payloads::text[], :priorities::smallint[], :run_ats::text[], :delays_ms::bigint[],
+                            :job_keys::text[], :ordering_keys::text[], :max_attempts::integer[],
+                            :request_hashes::text[], :may_head::boolean[])
+                     WITH ORDINALITY AS r(preset_id, tenant_id, queue, type, payload, priority, run_at,
+                                          delay_ms, job_key, ordering_key, max_attempts, request_hash, may_head, ord)
+                ORDER BY r.ord
+            ), granted AS (
+                SELECT a.tenant_id FROM admission_grants a
+                WHERE a.tenant_id IN (SELECT tenant_id FROM input WHERE grantable)
+                FOR UPDATE SKIP LOCKED
+            ), grant_use AS (
+                SELECT DISTINCT ON (i.tenant_id) i.ord
+                FROM input i JOIN granted g ON g.tenant_id = i.tenant_id
+                WHERE i.grantable
+                ORDER BY i.tenant_id, i.ord
+            ), inserted AS (
+                INSERT INTO jobs (id, tenant_id, queue, type, payload, priority, run_at, job_key, ordering_key,
+                                  key_head, max_attempts, request_hash, status, ready_rank, admitted_at, created_at)
+                SELECT i.id, i.tenant_id, i.queue, i.type, i.payload::jsonb, i.priority,
+                       coalesce(i.run_at::timestamptz, :now + coalesce(i.delay_ms, 0) * interval '1 millisecond'),
+                       i.job_key, i.ordering_key,
+                       i.may_head AND i.ordering_key IS NOT NULL
+                           AND row_number() OVER (PARTITION BY i.tenant_id, i.ordering_key ORDER BY i.ord) = 1,
+                       i.max_attempts, i.request_hash,
+                       CASE WHEN u.ord IS NULL THEN 'pending' ELSE 'ready' END::job_status,
+                       CASE WHEN u.ord IS NOT NULL THEN '-Infinity'::double precision END,
+                       CASE WHEN u.ord IS NOT NULL THEN :now END,
+                       :now
+                FROM input i LEFT JOIN grant_use u ON u.ord = i.ord
+                ORDER BY i.ord
+                ON CONFLICT DO NOTHING
+                RETURNING *
+            ), used AS (
+                DELETE FROM admission_grants g
+                WHERE g.tenant_id IN (SELECT tenant_id FROM inserted WHERE status = 'ready')
+                RETURNING g.tenant_id
+            )
+            SELECT input.ord AS input_ord, input.id AS input_id, inserted.*,
+                   (SELECT count(pg_notify('fairq_ready', '')) FROM used) AS woken
+            FROM input LEFT JOIN inserted ON inserted.id = input.id
+            ORDER BY input.ord
+            """);
+
+    /**
+     * The max_queued check counts at most max_queued rows per tenant (an index range scan that stops at
+     * the limit), so its cost is bounded by the limit, not by the backlog. It is a soft limit: concurrent
+     * enqueues of one tenant can each see room and overshoot by the batches in flight, a deliberate trade
+     * against serialising every enqueue of a tenant on a counter row.
+     */
+    static final NamedSql QUEUED_COUNTS = NamedSql.of("""
+            SELECT t.id, t.max_queued,
+                   (SELECT count(*) FROM (SELECT 1 FROM jobs j
+                                          WHERE j.tenant_id = t.id AND j.status IN ('pending', 'ready')
+                                          LIMIT t.max_queued) q) AS queued
+            FROM tenants t WHERE t.id = ANY(:tenant_ids::text[])
+            """);
+
+    private final QueueClock clock;
+    /** What the last exact count found per tenant, plus what this process enqueued since (see ROOM_TRUSTED_SHARE). */
+    private final Map<String, QueueRoom> queueRoom = new ConcurrentHashMap<>();
+
+    Enqueue(QueueClock clock) {
+        this.clock = clock;
+    }
+
+    private record QueueRoom(long maxQueued, long queued, long countedAtNanos) {
+        QueueRoom plus(long n) {
+            return new QueueRoom(maxQueued, queued + n, countedAtNanos);
+        }
+    }
+
+    /**
+     * Enqueues many jobs in the caller's transaction, in a few statements whatever the count. Results come
+     * back in request order. Validation errors name the index of the request ({@code jobs[3].type}) and
+     * nothing is written.
+     */
+    public List<EnqueueResult> enqueueAll(DSLContext tx, List<JobRequest> requests) {
+        if (requests.isEmpty()) return List.of();
+        List<FieldError> errors = new ArrayList<>();
+        for (int i = 0; i < requests.size(); i++) {
+            String prefix = requests.size() == 1 ? "" : "jobs[" + i + "].";
+            for (FieldError e : requests.get(i).validate()) errors.add(e.prefixed(prefix));
+        }
+        if (!errors.isEmpty()) throw new InvalidJobException(errors);
+        checkQueueRoom(tx, requests);
+
+        List<EnqueueResult> results = new ArrayList<>(requests.size());
+        for (int from = 0; from < requests.size(); from += MAX_BATCH) {
+            results.addAll(insertBatch(tx, requests.subList(from, Math.min(requests.size(), from + MAX_BATCH))));
+        }
+        return results;
+    }
+
+    private void checkQueueRoom(DSLContext tx, List<JobRequest> requests) {
+        Map<String, Integer> adding = new LinkedHashMap<>();
+        for (JobRequest r : requests) adding.merge(r.tenantId(), 1, Integer::sum);
+        long now = clock.nanoTime();
+        List<String> toCount = new ArrayList<>();
+        for (Map.Entry<String, Integer> e : adding.entrySet()) {
+            QueueRoom room = queueRoom.get(e.getKey());
+            boolean trusted = room != null && now - room.countedAtNanos() < ROOM_TRUST_NANOS
+                    && room.queued() + e.getValue() <= room.maxQueued() * ROOM_TRUSTED_SHARE;
+            if (!trusted) toCount.add(e.getKey());
+        }
+        if (!toCount.isEmpty()) {
+            Map<String, Record> byTenant = new HashMap<>();
+            for (Record r : QUEUED_COUNTS.bind().set("tenant_ids", toCount.toArray(String[]::new)).fetch(tx)) {
+                byTenant.put(r.get(0, String.class), r);
+            }
+            for (String tenant : toCount) {
+                Record row = byTenant.get(tenant);
+                if (row == null) throw new UnknownTenantException(tenant);
+                long max = row.get(1, Long.class);
+                long queued = row.get(2, Long.class);
+                queueRoom.put(tenant, new QueueRoom(max, queued, now));
+                if (queued + adding.get(tenant) > max) throw new QueueFullException(tenant, queued, max);
+            }
+        }
+        adding.forEach((tenant, n) -> queueRoom.computeIfPresent(tenant, (k, room) -> room.plus(n)));
+    }
+
+    private List<EnqueueResult> insertBatch(DSLContext tx, List<JobRequest> batch) {
+        int n = batch.size();
+        Long[] presetIds = new Long[n];
+        boolean[] mayHead = new boolean[n];
+        Arrays.fill(mayHead, true);
+        Map<Integer, Long> idByIndex = new HashMap<>();
+        Map<Integer, JobsRecord> inserted = new HashMap<>();
+        List<Integer> todo = new ArrayList<>();
+        for (int i = 0; i < n; i++) todo.add(i);
+
+        // Round one inserts everything it can. A row that conflicted either has a job_key that exists (return
+        // that job) or met a key that already has a head (insert it again as a waiting job, same id). A
+        // job_key that a concurrent transaction takes between two rounds sends its row round once more.
+        Map<Integer, JobsRecord> existing = new HashMap<>();
+        for (int round = 0; !todo.isEmpty(); round++) {
+            if (round == MAX_ROUNDS) throw new IllegalStateException("enqueue did not settle after " + round + " rounds");
+            List<Integer> notInserted = runInsert(tx, batch, todo, presetIds, mayHead, idByIndex, inserted);
+            existing.putAll(findByJobKey(tx, batch, notInserted));
+            todo = new ArrayList<>();
+            for (int i : notInserted) {
+                if (existing.containsKey(i)) continue;
+                presetIds[i] = idByIndex.get(i);
+                mayHead[i] = false;
+                todo.add(i);
+            }
+        }
+
+        // A key left without a head by this batch (its first job was a duplicate, or the head finished
+        // while this transaction was open) gets one at commit: see jobs_ensure_key_head in V1__queue.sql.
+
+        List<EnqueueResult> results = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            if (inserted.containsKey(i)) {
+                results.add(new EnqueueResult(inserted.get(i), true));
+            } else {
+                results.add(new EnqueueResult(existing.get(i), false));
+            }
+        }
+        return results;
+    }
+
+    /** Inserts the rows at {@code indexes}; returns those that were not inserted (a conflict). */
+    private List<Integer> runInsert(DSLContext tx, List<JobRequest> batch, List<Integer> indexes, Long[] presetIds,
+                                    boolean[] mayHead, Map<Integer, Long> idByIndex, Map<Integer, JobsRecord> inserted) {
+        int n = indexes.size();
+        Long[] ids = new Long[n];
+        String[] tenant = new String[n], queue = new String[n], type = new String[n], payload = new String[n];
+        Short[] priority = new Short[n];
+        String[] runAt = new String[n];
+        Long[] delay = new Long[n];
+        String[] jobKey = new String[n], orderingKey = new String[n], hash = new String[n];
+        Integer[] maxAttempts = new Integer[n];
+        Boolean[] head = new Boolean[n];
+        for (int k = 0; k < n; k++) {
+            int i = indexes.get(k);
+            JobRequest r = batch.get(i);
+            ids[k] = presetIds[i];
+            tenant[k] = r.tenantId();
+            queue[k] = r.queue();
+            type[k] = r.type();
+            payload[k] = r.payloadJson();
+            priority[k] = (short) r.priority();
+            runAt[k] = r.runAt() == null ? null : r.runAt().toString();
+            delay[k] = r.delay() == null ? null : r.delay().toMillis();
+            jobKey[k] = r.jobKey();
+            orderingKey[k] = r.orderingKey();
+            maxAttempts[k] = r.effectiveMaxAttempts();
+            hash[k] = r.requestHash();
+            head[k] = mayHead[i];
+        }
+        List<Integer> notInserted = new ArrayList<>();
+        var rows = INSERT_JOBS.bind().clock(clock)
+                .set("preset_ids", ids).set("tenant_ids", tenant).set("queues", queue).set("types", type)
+                .set("payloads", payload).set("priorities", priority).set("run_ats", runAt).set("delays_ms", delay)
+                .set("job_keys", jobKey).set("ordering_keys", orderingKey).set("max_attempts", maxAttempts)
+                .set("request_hashes", hash).set("may_head", head)
+                .fetch(tx);
+        for (Record row : rows) {
+            int i = indexes.get(row.get("input_ord", Integer.class) - 1);
+            idByIndex.put(i, row.get("input_id", Long.class));
+            if (row.get("id") != null) inserted.put(i, row.into(JOBS));
+            else notInserted.add(i);
+        }
+        return notInserted;
+    }
+
+    /** The jobs already holding the given job keys: one probe of jobs_job_key_uidx per key. */
+    static final NamedSql BY_JOB_KEY = NamedSql.of("""
+            SELECT j.* FROM unnest(:tenant_ids::text[], :job_keys::text[]) AS k(tenant_id, job_key)
+            JOIN jobs j ON j.tenant_id = k.tenant_id AND j.job_key = k.job_key
+            """);
+
+    private static Map<Integer, JobsRecord> findByJobKey(DSLContext tx, List<JobRequest> batch, List<Integer> indexes) {
+        Map<Integer, JobsRecord> found = new HashMap<>();
+        List<String> tenants = new ArrayList<>(), keys = new ArrayList<>();
+        for (int i : indexes) {
+            JobRequest r = batch.get(i);
+            if (r.jobKey() != null) {
+                tenants.add(r.tenantId());
+                keys.add(r.jobKey());
+            }
+        }
+        if (keys.isEmpty()) return found;
+        Map<String, JobsRecord> byKey = new HashMap<>();
+        for (Record row : BY_JOB_KEY.bind().set("tenant_ids", tenants.toArray(String[]::new))
+                .set("job_keys", keys.toArray(String[]::new)).fetch(tx)) {
+            JobsRecord r = row.into(JOBS);
+            byKey.put(r.getTenantId() + "\u0000" + r.getJobKey(), r);
+        }
+        for (int i : indexes) {
+            JobRequest r = batch.get(i);
+            if (r.jobKey() == null) continue;
+            JobsRecord job = byKey.get(r.tenantId() + "\u0000" + r.jobKey());
+            if (job != null) found.put(i, job);
+        }
+        return found;
+    }
+}

@@ -1,0 +1,149 @@
+package dev.fairq.schema;
+
+import org.jooq.DSLContext;
+import org.jooq.Record;
+import org.jooq.Result;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * One SQL statement with named parameters ({@code :tenant_ids::text[]}), parsed once into positional JDBC
+ * parameters. The one way the queue's statements are bound: a statement's text says what each value is, and
+ * {@link #bind()} fails fast when a name is missing, unknown, or set twice, so a value can never slide into
+ * the wrong position (the old statements had up to 13 positional arrays matched to Java code far below).
+ *
+ * <p>{@code :now} is the queue's clock: it expands to {@code coalesce(?::timestamptz, now())} and is bound
+ * from the {@link QueueClock} the statement runs with, so production uses the database's clock (null) and a
+ * {@link SettableClock} moves time in tests without waiting (River's {@code coalesce(@now, now())}).
+ *
+ * <p>Casts ({@code ::bigint[]}) and quoted text are left alone; a name may appear several times.
+ */
+public final class NamedSql {
+    private static final String NOW = "now";
+
+    private final String sql;
+    private final List<String> positions;
+    private final Set<String> names;
+
+    private NamedSql(String sql, List<String> positions) {
+        this.sql = sql;
+        this.positions = List.copyOf(positions);
+        this.names = new LinkedHashSet<>(positions);
+    }
+
+    public static NamedSql of(String text) {
+        StringBuilder out = new StringBuilder(text.length());
+        List<String> positions = new ArrayList<>();
+        int i = 0, n = text.length();
+        while (i < n) {
+            char c = text.charAt(i);
+            if (c == '\'') { // a quoted literal, '' escapes included, copied as is
+                int end = i + 1;
+                while (end < n) {
+                    if (text.charAt(end) == '\'') {
+                        if (end + 1 < n && text.charAt(end + 1) == '\'') {
+                            end += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    end++;
+                }
+                out.append(text, i, Math.min(n, end + 1));
+                i = end + 1;
+            } else if (c == '-' && i + 1 < n && text.charAt(i + 1) == '-') { // a comment, to the end of the line
+                int end = text.indexOf('\n', i);
+                end = end < 0 ? n : end;
+                out.append(text, i, end);
+                i = end;
+            } else if (c == ':' && i + 1 < n && text.charAt(i + 1) == ':') { // a cast
+                out.append("::");
+                i += 2;
+            } else if (c == ':' && i + 1 < n && isNameStart(text.charAt(i + 1))) {
+                int end = i + 1;
+                while (end < n && isNamePart(text.charAt(end))) end++;
+                String name = text.substring(i + 1, end);
+                positions.add(name);
+                out.append(name.equals(NOW) ? "coalesce(?::timestamptz, now())" : "?");
+                i = end;
+            } else if (c == '?') {
+                throw new IllegalArgumentException("positional '?' in a named statement: " + text);
+            } else {
+                out.append(c);
+                i++;
+            }
+        }
+        return new NamedSql(out.toString(), positions);
+    }
+
+    private static boolean isNameStart(char c) {
+        return (c >= 'a' && c <= 'z') || c == '_';
+    }
+
+    private static boolean isNamePart(char c) {
+        return isNameStart(c) || (c >= '0' && c <= '9');
+    }
+
+    /** The statement with positional parameters, for tools and plan tests. */
+    public String sql() {
+        return sql;
+    }
+
+    public Binding bind() {
+        return new Binding();
+    }
+
+    /** The values of one execution. */
+    public final class Binding {
+        private final Map<String, Object> values = new HashMap<>();
+
+        private Binding() {}
+
+        public Binding set(String name, Object value) {
+            if (!names.contains(name)) throw new IllegalArgumentException("no parameter :" + name + " in " + sql);
+            if (values.containsKey(name)) throw new IllegalArgumentException(":" + name + " bound twice");
+            values.put(name, value);
+            return this;
+        }
+
+        /** Binds {@code :now} from the clock (null: the database's own now()). */
+        public Binding clock(QueueClock clock) {
+            return set(NOW, clock.sqlNow());
+        }
+
+        Object[] args() {
+            if (values.size() != names.size()) {
+                Set<String> missing = new LinkedHashSet<>(names);
+                missing.removeAll(values.keySet());
+                throw new IllegalArgumentException("unbound parameters " + missing + " in " + sql);
+            }
+            Object[] args = new Object[positions.size()];
+            for (int i = 0; i < args.length; i++) args[i] = values.get(positions.get(i));
+            return args;
+        }
+
+        public Result<Record> fetch(DSLContext ctx) {
+            return ctx.resultQuery(sql, args()).fetch();
+        }
+
+        public int execute(DSLContext ctx) {
+            return ctx.execute(sql, args());
+        }
+
+        /** A prepared statement with the values set, for the few hot paths read with plain JDBC. */
+        public PreparedStatement prepare(Connection c) throws SQLException {
+            PreparedStatement ps = c.prepareStatement(sql);
+            Object[] args = args();
+            for (int i = 0; i < args.length; i++) ps.setObject(i + 1, args[i]);
+            return ps;
+        }
+    }
+}

@@ -1,0 +1,131 @@
+package dev.fairq.schema;
+
+import dev.fairq.schema.generated.enums.JobStatus;
+import dev.fairq.schema.generated.tables.records.JobsRecord;
+import org.jooq.DSLContext;
+import org.jooq.Record;
+
+import java.util.Optional;
+import java.util.Set;
+
+import static dev.fairq.schema.generated.Tables.JOBS;
+
+/**
+ * Look-ups and the operator actions (cancel, replay, discard), for tenants (their own jobs) and admins (any
+ * tenant's: {@code tenantId} null). Each action is one transaction: lock the job, check its status, change
+ * it, and answer with the job as that transaction left it.
+ */
+public final class OperatorActions {
+    /** One job; with a tenant, only that tenant's (another tenant's id is simply not found). */
+    static final NamedSql FIND = NamedSql.of("""
+            SELECT * FROM jobs WHERE id = :id AND (:tenant_id::text IS NULL OR tenant_id = :tenant_id::text)
+            """);
+
+    static final NamedSql LOCK = NamedSql.of("""
+            SELECT * FROM jobs WHERE id = :id AND (:tenant_id::text IS NULL OR tenant_id = :tenant_id::text)
+            FOR UPDATE
+            """);
+
+    /** pending or ready -> cancelled (the caller checked the status under the lock). */
+    static final NamedSql CANCEL = NamedSql.of("""
+            UPDATE jobs SET status = 'cancelled', finished_at = :now, key_head = false, ready_rank = NULL
+            WHERE id = :id RETURNING *
+            """);
+
+    /** Whether the key has a head (another job whose turn it is). */
+    static final NamedSql KEY_HAS_HEAD = NamedSql.of("""
+            SELECT EXISTS (SELECT 1 FROM jobs WHERE tenant_id = :tenant_id AND ordering_key = :ordering_key AND key_head)
+            """);
+
+    /**
+     * dead or cancelled -> pending, attempts reset, due now; the scheduler is woken. A concurrent enqueue
+     * that takes the key's head between the head check and this update makes it fail on
+     * jobs_ordering_head_uidx: an error for the caller, never two heads.
+     */
+    static final NamedSql REPLAY = NamedSql.of("""
+            WITH replayed AS (
+                UPDATE jobs SET status = 'pending', attempts = 0, run_at = :now, finished_at = NULL, key_head = :head
+                WHERE id = :id RETURNING *
+            )
+            SELECT replayed.*, pg_notify('fairq_jobs', '') FROM replayed
+            """);
+
+    /** dead -> cancelled, kept for the record. */
+    static final NamedSql DISCARD = NamedSql.of("""
+            UPDATE jobs SET status = 'cancelled', key_head = false WHERE id = :id RETURNING *
+            """);
+
+    /** What an operator action did. */
+    public enum ActionResult { DONE, NOT_FOUND, WRONG_STATUS }
+
+    /**
+     * An operator action's result and the job as that action's transaction left it (null when not found).
+     * Read inside the transaction: a worker may claim a replayed job the moment it commits, and the caller's
+     * answer must describe what the action did, not what happened next.
+     */
+    public record ActionOutcome(ActionResult result, JobsRecord job) {}
+
+    private final QueueClock clock;
+
+    OperatorActions(QueueClock clock) {
+        this.clock = clock;
+    }
+
+    /** A job by id; {@code tenantId} null means any tenant (admin). */
+    public Optional<JobsRecord> find(DSLContext ctx, String tenantId, long id) {
+        return FIND.bind().set("id", id).set("tenant_id", tenantId).fetch(ctx).stream().findFirst().map(r -> r.into(JOBS));
+    }
+
+    /** pending or ready -> cancelled. A cancelled head hands its key on. */
+    public ActionOutcome cancel(DSLContext ctx, String tenantId, long id) {
+        return act(ctx, tenantId, id, Set.of(JobStatus.pending, JobStatus.ready), (tx, j) -> {
+            JobsRecord after = one(CANCEL.bind().clock(clock).set("id", id).fetch(tx).get(0));
+            if (j.getKeyHead()) KeyHandoff.promoteNext(tx, Set.of(new OrderingKey(j.getTenantId(), j.getOrderingKey())));
+            return after;
+        });
+    }
+
+    /**
+     * dead or cancelled -> pending, attempts reset, due now. A job that is not its key's head takes the head
+     * if the key has none, otherwise it waits its turn (by id, so it goes next).
+     */
+    public ActionOutcome replay(DSLContext ctx, String tenantId, long id) {
+        return act(ctx, tenantId, id, Set.of(JobStatus.dead, JobStatus.cancelled), (tx, j) -> {
+            boolean head = j.getKeyHead();
+            if (!head && j.getOrderingKey() != null) {
+                head = !KEY_HAS_HEAD.bind().set("tenant_id", j.getTenantId()).set("ordering_key", j.getOrderingKey())
+                        .fetch(tx).get(0).get(0, Boolean.class);
+            }
+            return one(REPLAY.bind().clock(clock).set("id", id).set("head", head).fetch(tx).get(0));
+        });
+    }
+
+    /** dead -> cancelled (kept for the record); a dead head that blocked its key hands the key on. */
+    public ActionOutcome discard(DSLContext ctx, String tenantId, long id) {
+        return act(ctx, tenantId, id, Set.of(JobStatus.dead), (tx, j) -> {
+            JobsRecord after = one(DISCARD.bind().set("id", id).fetch(tx).get(0));
+            if (j.getKeyHead()) KeyHandoff.promoteNext(tx, Set.of(new OrderingKey(j.getTenantId(), j.getOrderingKey())));
+            return after;
+        });
+    }
+
+    private interface Change {
+        JobsRecord apply(DSLContext tx, JobsRecord before);
+    }
+
+    /** An operator action in one transaction: lock the job, check its status, apply the change. */
+    private static ActionOutcome act(DSLContext ctx, String tenantId, long id, Set<JobStatus> allowed, Change change) {
+        return ctx.transactionResult(c -> {
+            DSLContext tx = c.dsl();
+            Optional<JobsRecord> job = LOCK.bind().set("id", id).set("tenant_id", tenantId).fetch(tx).stream()
+                    .findFirst().map(OperatorActions::one);
+            if (job.isEmpty()) return new ActionOutcome(ActionResult.NOT_FOUND, null);
+            if (!allowed.contains(job.get().getStatus())) return new ActionOutcome(ActionResult.WRONG_STATUS, job.get());
+            return new ActionOutcome(ActionResult.DONE, change.apply(tx, job.get()));
+        });
+    }
+
+    private static JobsRecord one(Record r) {
+        return r.into(JOBS);
+    }
+}
