@@ -2,6 +2,7 @@ package dev.fairq.api;
 
 import dev.fairq.schema.DashboardStore;
 import dev.fairq.schema.JobQueries;
+import dev.fairq.schema.TenantStore;
 import dev.fairq.schema.generated.enums.JobStatus;
 import dev.fairq.schema.generated.tables.records.JobsRecord;
 import dev.fairq.schema.generated.tables.records.TenantsRecord;
@@ -16,7 +17,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-import static dev.fairq.schema.generated.Tables.TENANTS;
 
 /**
  * The figures behind the dashboards, assembled from {@link JobQueries} and {@link DashboardStore} reads. The
@@ -35,6 +35,7 @@ final class DashboardFigures {
 
     private final JobQueries queries = new JobQueries();
     private final DashboardStore dashboards = new DashboardStore();
+    private final TenantStore tenantStore = new TenantStore();
     private final DSLContext db;
 
     DashboardFigures(DSLContext db) {
@@ -43,7 +44,7 @@ final class DashboardFigures {
 
     /** The tenant dashboard: summary, per-minute series of the last hour, running jobs, blocked keys, dead letters. */
     Map<String, Object> tenant(String tenantId) {
-        TenantsRecord t = db.selectFrom(TENANTS).where(TENANTS.ID.eq(tenantId)).fetchOne();
+        TenantsRecord t = tenantStore.find(db, tenantId).orElse(null);
         if (t == null) throw ApiException.notFound("no tenant " + tenantId);
         OffsetDateTime now = queries.now(db);
         JobQueries.TenantStats live = queries.tenantStats(db, tenantId, WINDOW);
@@ -105,7 +106,7 @@ final class DashboardFigures {
         Map<String, Long> starts = dashboards.startsSince(db, null, START_RATE_WINDOW);
         Map<String, Long> blocked = new HashMap<>();
         for (JobQueries.BlockedKey k : queries.blockedOrderingKeys(db, null, 10_000)) blocked.merge(k.tenantId(), 1L, Long::sum);
-        List<TenantsRecord> tenants = db.selectFrom(TENANTS).orderBy(TENANTS.ID).fetch();
+        List<TenantsRecord> tenants = tenantStore.list(db);
 
         // Share of worker time over the last five minutes: worker time of the attempts that ended (busy_ms).
         // Jobs of a millisecond or less round that to nothing, so below a second of total worker time the

@@ -2,7 +2,9 @@ package dev.fairq.api;
 
 import dev.fairq.scheduler.SchedulerService;
 import dev.fairq.schema.JobQueries;
+import dev.fairq.schema.TenantStore;
 import dev.fairq.schema.JobStore;
+import dev.fairq.schema.SchedulerStates;
 import dev.fairq.schema.generated.enums.JobStatus;
 import dev.fairq.schema.generated.tables.records.JobsRecord;
 import dev.fairq.schema.generated.tables.records.TenantsRecord;
@@ -15,7 +17,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.function.Supplier;
 
-import static dev.fairq.schema.generated.Tables.TENANTS;
 
 /**
  * Why a job is not running, as one reason with its data. The checks go from the most definite to the
@@ -73,7 +74,7 @@ final class Explainer {
             data.put("in_ms", inMs);
             return new Explanation(job.getId(), st, "scheduled", "the job may start at " + job.getRunAt().toInstant(), data);
         }
-        TenantsRecord tenant = db.selectFrom(TENANTS).where(TENANTS.ID.eq(job.getTenantId())).fetchOne();
+        TenantsRecord tenant = new TenantStore().find(db, job.getTenantId()).orElse(null);
         if (tenant.getPaused()) {
             return new Explanation(job.getId(), st, "paused", "the tenant is paused: jobs are accepted but none start", data);
         }
@@ -103,9 +104,9 @@ final class Explainer {
             return new Explanation(job.getId(), st, "concurrency_full", "the tenant has " + stats.running()
                     + " jobs running (and " + stats.ready() + " admitted) of max_running " + tenant.getMaxRunning(), data);
         }
-        Optional<JobStore.SchedulerTenantState> sched = schedulerState(job.getTenantId());
+        Optional<SchedulerStates.State> sched = schedulerState(job.getTenantId());
         if (sched.isPresent() && sched.get().tokensAvailable() < 1) {
-            JobStore.SchedulerTenantState s = sched.get();
+            SchedulerStates.State s = sched.get();
             Instant next = s.nextTokenAt() != null ? s.nextTokenAt().toInstant()
                     : Instant.now().plusMillis(s.nextTokenInMs());
             data.put("next_token_at", next);
@@ -127,11 +128,11 @@ final class Explainer {
                 + s.competing()).orElse(""), data);
     }
 
-    private Optional<JobStore.SchedulerTenantState> schedulerState(String tenantId) {
+    private Optional<SchedulerStates.State> schedulerState(String tenantId) {
         SchedulerService local = localScheduler.get();
         if (local != null && local.isLeader()) {
             return local.scheduler().snapshot().stream().filter(s -> s.tenantId().equals(tenantId)).findFirst();
         }
-        return store.schedulerState(db, tenantId);
+        return store.schedulerStates().read(db, tenantId);
     }
 }

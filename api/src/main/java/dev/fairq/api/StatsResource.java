@@ -1,6 +1,7 @@
 package dev.fairq.api;
 
 import dev.fairq.schema.JobQueries;
+import dev.fairq.schema.TenantStore;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.Produces;
@@ -13,7 +14,6 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
-import static dev.fairq.schema.generated.Tables.TENANTS;
 
 /** The caller's own numbers and limits. */
 @Path("/v1/stats")
@@ -21,6 +21,7 @@ import static dev.fairq.schema.generated.Tables.TENANTS;
 public final class StatsResource {
     static final Duration RECENT = Duration.ofMinutes(5);
     private final JobQueries queries = new JobQueries();
+    private final TenantStore tenants = new TenantStore();
     private final DSLContext db;
 
     StatsResource(DSLContext db) {
@@ -41,7 +42,7 @@ public final class StatsResource {
         out.put("dead_total", s.deadTotal());
         out.put("oldest_pending_age_ms", s.oldestPendingAgeMs());
         out.put("blocked_ordering_keys", s.blockedOrderingKeys());
-        out.put("limits", TenantView.of(db.selectFrom(TENANTS).where(TENANTS.ID.eq(tenant)).fetchOne()).limits());
+        out.put("limits", TenantView.of(tenants.find(db, tenant).orElseThrow()).limits());
         return out;
     }
 }

@@ -1,9 +1,9 @@
 package dev.fairq.api;
 
+import dev.fairq.schema.TenantLimits;
 import dev.fairq.schema.generated.tables.records.TenantsRecord;
 
 import java.time.Instant;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -18,14 +18,6 @@ public record TenantView(String id, int weight, double ratePerSecond, int burst,
 
     /** Just the limits, snake_case: what the audit log stores as old and new values. */
     Map<String, Object> limits() {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("weight", weight);
-        m.put("rate_per_second", ratePerSecond);
-        m.put("burst", burst);
-        m.put("max_running", maxRunning);
-        m.put("max_queued", maxQueued);
-        m.put("paused", paused);
-        m.put("webhook_allow", webhookAllow);
-        return m;
+        return new TenantLimits(id, weight, ratePerSecond, burst, maxRunning, maxQueued, paused, webhookAllow).toMap();
     }
 }

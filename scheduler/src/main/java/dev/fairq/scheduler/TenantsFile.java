@@ -1,6 +1,8 @@
 package dev.fairq.scheduler;
 
+import dev.fairq.schema.TenantLimit;
 import dev.fairq.schema.TenantLimits;
+import dev.fairq.schema.TenantStore;
 import org.jooq.DSLContext;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
@@ -21,7 +23,6 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
@@ -50,8 +51,6 @@ import java.util.regex.Pattern;
 public final class TenantsFile {
     /** What a tenant id may be (the tenants table checks the same). */
     public static final Pattern TENANT_ID = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
-    private static final Set<String> LIMIT_KEYS = Set.of("weight", "rate_per_second", "burst", "max_running",
-            "max_queued", "paused", "webhook_allow");
 
     /** A tenants.yml problem, with where it is. */
     public static final class InvalidTenantsFileException extends IllegalArgumentException {
@@ -127,36 +126,21 @@ public final class TenantsFile {
 
     /** Inserts the tenants that do not exist yet; returns how many were inserted. */
     public int seed(DSLContext ctx) {
-        int inserted = 0;
-        for (TenantLimits t : tenants) {
-            inserted += ctx.execute("""
-                    INSERT INTO tenants (id, weight, rate_per_second, burst, max_running, max_queued, paused, webhook_allow)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?::text[])
-                    ON CONFLICT (id) DO NOTHING""", t.id(), t.weight(), t.ratePerSecond(), t.burst(), t.maxRunning(),
-                    t.maxQueued(), t.paused(), t.webhookAllow().toArray(String[]::new));
-        }
-        return inserted;
+        return new TenantStore().seed(ctx, tenants);
     }
 
     /** The limits a tenant gets for what neither its entry nor {@code defaults:} says (a fresh, mutable map). */
     public static Map<String, Object> builtInDefaults() {
-        Map<String, Object> d = new LinkedHashMap<>();
-        d.put("weight", 1);
-        d.put("rate_per_second", 100.0);
-        d.put("burst", 200);
-        d.put("max_running", 20);
-        d.put("max_queued", 100_000);
-        d.put("paused", false);
-        d.put("webhook_allow", List.of());
-        return d;
+        return TenantLimit.defaults();
     }
 
     private static TenantLimits toLimits(Map<String, Object> v) {
         @SuppressWarnings("unchecked")
-        List<String> allow = (List<String>) v.get("webhook_allow");
-        return new TenantLimits((String) v.get("id"), (Integer) v.get("weight"), (Double) v.get("rate_per_second"),
-                (Integer) v.get("burst"), (Integer) v.get("max_running"), (Integer) v.get("max_queued"),
-                (Boolean) v.get("paused"), allow);
+        List<String> allow = (List<String>) v.get(TenantLimit.WEBHOOK_ALLOW.field());
+        return new TenantLimits((String) v.get("id"), (Integer) v.get(TenantLimit.WEIGHT.field()),
+                (Double) v.get(TenantLimit.RATE_PER_SECOND.field()), (Integer) v.get(TenantLimit.BURST.field()),
+                (Integer) v.get(TenantLimit.MAX_RUNNING.field()), (Integer) v.get(TenantLimit.MAX_QUEUED.field()),
+                (Boolean) v.get(TenantLimit.PAUSED.field()), allow);
     }
 
     private static Map<String, Object> limits(MappingNode m, String source, String where, boolean allowId) {
@@ -173,57 +157,42 @@ public final class TenantsFile {
                 out.put("id", id);
                 continue;
             }
-            if (!LIMIT_KEYS.contains(key)) {
-                throw error(source, t.getKeyNode(), field, "unknown key (expected one of id, " + String.join(", ", LIMIT_KEYS.stream().sorted().toList()) + ")");
+            TenantLimit limit = TenantLimit.byField(key);
+            if (limit == null) {
+                throw error(source, t.getKeyNode(), field, "unknown key (expected one of id, "
+                        + String.join(", ", TenantLimit.fields().stream().sorted().toList()) + ")");
             }
-            switch (key) {
-                case "weight" -> out.put(key, intIn(v, source, field, 1, 1000));
-                case "burst" -> out.put(key, intIn(v, source, field, 1, 1_000_000));
-                case "max_running" -> out.put(key, intIn(v, source, field, 1, 100_000));
-                case "max_queued" -> out.put(key, intIn(v, source, field, 1, Integer.MAX_VALUE));
-                case "rate_per_second" -> {
-                    double d;
-                    try {
-                        d = Double.parseDouble(scalar(v, source, field));
-                    } catch (NumberFormatException e) {
-                        throw error(source, v, field, "must be a number");
-                    }
-                    if (!(d > 0 && d <= 1_000_000)) throw error(source, v, field, "must be > 0 and <= 1000000");
-                    out.put(key, d);
-                }
-                case "paused" -> {
-                    String s = scalar(v, source, field);
-                    if (!s.equals("true") && !s.equals("false")) throw error(source, v, field, "must be true or false");
-                    out.put(key, Boolean.parseBoolean(s));
-                }
-                case "webhook_allow" -> {
-                    if (!(v instanceof SequenceNode seq)) throw error(source, v, field, "must be a list of host names");
-                    List<String> hosts = new ArrayList<>();
-                    for (Node h : seq.getValue()) {
-                        String host = scalar(h, source, field);
-                        if (host.isBlank() || host.contains("/") || host.contains(" ")) {
-                            throw error(source, h, field, "'" + host + "' is not a host name");
-                        }
-                        hosts.add(host.toLowerCase(java.util.Locale.ROOT));
-                    }
-                    out.put(key, List.copyOf(hosts));
-                }
-                default -> throw new IllegalStateException(key);
+            try {
+                out.put(key, limit.accept(yamlValue(limit, v, source, field)));
+            } catch (TenantLimit.InvalidLimitException e) {
+                throw error(source, v, where + "." + e.field(), e.getMessage());
             }
         }
         return out;
     }
 
-    private static int intIn(Node v, String source, String field, int min, int max) {
-        String s = scalar(v, source, field);
-        long n;
-        try {
-            n = Long.parseLong(s);
-        } catch (NumberFormatException e) {
-            throw error(source, v, field, "must be a whole number");
+    /**
+     * A YAML value as the Java value {@link TenantLimit#accept} checks. Text that does not parse as the
+     * limit's kind is passed on as text, which accept rejects with the limit's own message.
+     */
+    private static Object yamlValue(TenantLimit limit, Node v, String source, String field) {
+        if (limit.kind() == TenantLimit.Kind.HOST_LIST) {
+            if (!(v instanceof SequenceNode seq)) return scalar(v, source, field);
+            List<Object> items = new ArrayList<>();
+            for (Node item : seq.getValue()) items.add(scalar(item, source, field));
+            return items;
         }
-        if (n < min || n > max) throw error(source, v, field, "must be between " + min + " and " + max);
-        return (int) n;
+        String text = scalar(v, source, field);
+        try {
+            return switch (limit.kind()) {
+                case WHOLE -> Long.parseLong(text);
+                case POSITIVE_NUMBER -> Double.parseDouble(text);
+                case BOOLEAN -> text.equals("true") ? Boolean.TRUE : text.equals("false") ? Boolean.FALSE : text;
+                case HOST_LIST -> text;
+            };
+        } catch (NumberFormatException e) {
+            return text;
+        }
     }
 
     private static String scalar(Node v, String source, String field) {

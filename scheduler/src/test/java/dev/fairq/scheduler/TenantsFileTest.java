@@ -34,7 +34,7 @@ class TenantsFileTest {
 
     @Test
     void errorsNameTheLineAndTheField() {
-        assertError("tenants:\n  - id: acme\n    weight: 0\n", "tenants.yml:3: tenants[0].weight: must be between 1 and 1000");
+        assertError("tenants:\n  - id: acme\n    weight: 0\n", "tenants.yml:3: tenants[0].weight: must be a whole number between 1 and 1000");
         assertError("tenants:\n  - id: acme\n    wieght: 2\n", "tenants.yml:3: tenants[0].wieght: unknown key");
         assertError("tenants:\n  - id: acme\n  - id: acme\n", "tenants.yml:3: tenants[1].id: duplicate tenant 'acme' (first defined on line 2)");
         assertError("tenants:\n  - weight: 2\n", "tenants.yml:2: tenants[0].id: is required");

@@ -24,9 +24,22 @@ public record JobRequest(String tenantId, String queue, String type, String payl
 
     public static final String DEFAULT_QUEUE = "default";
     public static final int DEFAULT_MAX_ATTEMPTS = 25;
+    /**
+     * The job fields' bounds, declared once: validation below, the API and the jobs table's CHECK constraints
+     * (V1__queue.sql, proven equal by LimitRangesMatchTheSchemaTest).
+     */
     public static final int MIN_PRIORITY = -100;
     public static final int MAX_PRIORITY = 100;
-    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}");
+    public static final int MIN_MAX_ATTEMPTS = 1;
+    public static final int MAX_MAX_ATTEMPTS = 1000;
+    /** job_key and ordering_key: 1 to 255 characters. */
+    public static final int MAX_KEY_LENGTH = 255;
+    /** queue and type: 1 to 100 characters of {@link #NAME}. */
+    public static final int MAX_NAME_LENGTH = 100;
+    /** delay_ms: at most a year ahead. */
+    public static final Duration MAX_DELAY = Duration.ofDays(366);
+    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.:-]{0," + (MAX_NAME_LENGTH - 1) + "}");
+    private static final String NAME_RULE = "must be 1-" + MAX_NAME_LENGTH + " letters, digits, '_', '.', ':' or '-'";
 
     public static Builder builder(String tenantId, String type) {
         return new Builder(tenantId, type);
@@ -43,10 +56,10 @@ public record JobRequest(String tenantId, String queue, String type, String payl
         if (type == null || type.isBlank()) {
             errors.add(new FieldError("type", "is required"));
         } else if (!NAME.matcher(type).matches()) {
-            errors.add(new FieldError("type", "must be 1-100 letters, digits, '_', '.', ':' or '-'"));
+            errors.add(new FieldError("type", NAME_RULE));
         }
         if (queue == null || !NAME.matcher(queue).matches()) {
-            errors.add(new FieldError("queue", "must be 1-100 letters, digits, '_', '.', ':' or '-'"));
+            errors.add(new FieldError("queue", NAME_RULE));
         }
         if (payloadJson == null) {
             errors.add(new FieldError("payload", "is required"));
@@ -57,17 +70,17 @@ public record JobRequest(String tenantId, String queue, String type, String payl
             errors.add(new FieldError("priority", "must be between " + MIN_PRIORITY + " and " + MAX_PRIORITY));
         }
         if (runAt != null && delay != null) errors.add(new FieldError("run_at", "give run_at or delay_ms, not both"));
-        if (delay != null && (delay.isNegative() || delay.compareTo(Duration.ofDays(366)) > 0)) {
+        if (delay != null && (delay.isNegative() || delay.compareTo(MAX_DELAY) > 0)) {
             errors.add(new FieldError("delay_ms", "must be between 0 and one year"));
         }
-        if (jobKey != null && (jobKey.isEmpty() || jobKey.length() > 255)) {
-            errors.add(new FieldError("job_key", "must be 1-255 characters"));
+        if (jobKey != null && (jobKey.isEmpty() || jobKey.length() > MAX_KEY_LENGTH)) {
+            errors.add(new FieldError("job_key", "must be 1-" + MAX_KEY_LENGTH + " characters"));
         }
-        if (orderingKey != null && (orderingKey.isEmpty() || orderingKey.length() > 255)) {
-            errors.add(new FieldError("ordering_key", "must be 1-255 characters"));
+        if (orderingKey != null && (orderingKey.isEmpty() || orderingKey.length() > MAX_KEY_LENGTH)) {
+            errors.add(new FieldError("ordering_key", "must be 1-" + MAX_KEY_LENGTH + " characters"));
         }
-        if (maxAttempts != null && (maxAttempts < 1 || maxAttempts > 1000)) {
-            errors.add(new FieldError("max_attempts", "must be between 1 and 1000"));
+        if (maxAttempts != null && (maxAttempts < MIN_MAX_ATTEMPTS || maxAttempts > MAX_MAX_ATTEMPTS)) {
+            errors.add(new FieldError("max_attempts", "must be between " + MIN_MAX_ATTEMPTS + " and " + MAX_MAX_ATTEMPTS));
         }
         return errors;
     }

@@ -1,0 +1,136 @@
+package dev.fairq.schema;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Every tenant limit, declared once: its field name (tenants.yml and the API), its range and its default.
+ * tenants.yml ({@code TenantsFile}) and the admin API validate with {@link #accept}; the tenants table's
+ * CHECK constraints (V1__queue.sql) hold the same ranges, which {@code LimitRangesMatchTheSchemaTest} proves
+ * against the database, so the three can no longer drift apart.
+ */
+public enum TenantLimit {
+    /** Share of the workers when tenants compete. */
+    WEIGHT("weight", Kind.WHOLE, 1, 1000, 1),
+    /** Sustained job starts per second (the token bucket's refill). */
+    RATE_PER_SECOND("rate_per_second", Kind.POSITIVE_NUMBER, 0, 1_000_000, 100.0),
+    /** Job starts at once after a quiet spell (the token bucket's size). */
+    BURST("burst", Kind.WHOLE, 1, 1_000_000, 200),
+    /** Jobs admitted or running at the same time, at most. */
+    MAX_RUNNING("max_running", Kind.WHOLE, 1, 100_000, 20),
+    /** Jobs waiting; beyond it enqueue answers 429. */
+    MAX_QUEUED("max_queued", Kind.WHOLE, 1, Integer.MAX_VALUE, 100_000),
+    /** Jobs are accepted but none starts. */
+    PAUSED("paused", Kind.BOOLEAN, 0, 0, false),
+    /** Where the http handler may deliver (see HttpJobHandler). */
+    WEBHOOK_ALLOW("webhook_allow", Kind.HOST_LIST, 0, 253, List.of());
+
+    /** What a limit's values are. */
+    public enum Kind { WHOLE, POSITIVE_NUMBER, BOOLEAN, HOST_LIST }
+
+    private final String field;
+    private final Kind kind;
+    private final long min;
+    private final long max;
+    private final Object defaultValue;
+
+    TenantLimit(String field, Kind kind, long min, long max, Object defaultValue) {
+        this.field = field;
+        this.kind = kind;
+        this.min = min;
+        this.max = max;
+        this.defaultValue = defaultValue;
+    }
+
+    /** The name in tenants.yml and in the API's JSON. */
+    public String field() { return field; }
+    public Kind kind() { return kind; }
+    /** Smallest allowed value (WHOLE), or the exclusive lower bound (POSITIVE_NUMBER). */
+    public long min() { return min; }
+    /** Largest allowed value (WHOLE, POSITIVE_NUMBER), or the longest host name (HOST_LIST). */
+    public long max() { return max; }
+    public Object defaultValue() { return defaultValue; }
+
+    /** The limit named {@code field}, or null. */
+    public static TenantLimit byField(String field) {
+        for (TenantLimit l : values()) if (l.field.equals(field)) return l;
+        return null;
+    }
+
+    /** Every limit's field name, in declaration order. */
+    public static List<String> fields() {
+        List<String> out = new ArrayList<>();
+        for (TenantLimit l : values()) out.add(l.field);
+        return out;
+    }
+
+    /** The built-in defaults, field -> value (a fresh, mutable map). */
+    public static Map<String, Object> defaults() {
+        Map<String, Object> d = new LinkedHashMap<>();
+        for (TenantLimit l : values()) d.put(l.field, l.defaultValue);
+        return d;
+    }
+
+    /** A limit value that is not allowed; the message says what is (e.g. "must be a whole number between 1 and 1000"). */
+    public static final class InvalidLimitException extends IllegalArgumentException {
+        private final String field;
+
+        InvalidLimitException(String field, String message) {
+            super(message);
+            this.field = field;
+        }
+
+        /** The field at fault: the limit's name, or {@code webhook_allow[2]} for a list entry. */
+        public String field() {
+            return field;
+        }
+    }
+
+    /**
+     * Checks and normalises a value: a JSON-like Java value (Integer, Long, Double, Boolean, String, List)
+     * as Jackson or SnakeYAML produce it. Returns the stored form (Integer, Double, Boolean, List of String).
+     */
+    public Object accept(Object value) {
+        switch (kind) {
+            case WHOLE -> {
+                if (!(value instanceof Integer || value instanceof Long) || ((Number) value).longValue() < min
+                        || ((Number) value).longValue() > max) {
+                    throw invalid("must be a whole number between " + min + " and " + max);
+                }
+                return ((Number) value).intValue();
+            }
+            case POSITIVE_NUMBER -> {
+                if (!(value instanceof Number n) || !(n.doubleValue() > min && n.doubleValue() <= max)) {
+                    throw invalid("must be a number > " + min + " and <= " + max);
+                }
+                return n.doubleValue();
+            }
+            case BOOLEAN -> {
+                if (!(value instanceof Boolean b)) throw invalid("must be true or false");
+                return b;
+            }
+            case HOST_LIST -> {
+                if (!(value instanceof List<?> list)) throw invalid("must be a list of host names");
+                List<String> hosts = new ArrayList<>();
+                for (int i = 0; i < list.size(); i++) {
+                    Object h = list.get(i);
+                    String host = h instanceof String s ? s : "";
+                    if (host.isBlank() || host.contains("/") || host.contains(" ") || host.length() > max) {
+                        throw new InvalidLimitException(field + "[" + i + "]", "must be a host name");
+                    }
+                    hosts.add(host.toLowerCase(Locale.ROOT));
+                }
+                return Collections.unmodifiableList(hosts);
+            }
+            default -> throw new IllegalStateException(kind.toString());
+        }
+    }
+
+    private InvalidLimitException invalid(String message) {
+        return new InvalidLimitException(field, message);
+    }
+}

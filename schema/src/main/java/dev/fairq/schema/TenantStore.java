@@ -1,0 +1,151 @@
+package dev.fairq.schema;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.fairq.schema.generated.tables.records.TenantsRecord;
+import org.jooq.DSLContext;
+import org.jooq.JSONB;
+import org.jooq.Record;
+
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import static dev.fairq.schema.generated.Tables.TENANTS;
+
+/**
+ * The tenants table and its audit trail: seeding from tenants.yml, look-ups, and limit changes. A change and
+ * its audit row are written in one transaction, with the tenant row locked, so the log's old values are
+ * exactly what the change replaced. The active scheduler re-reads changed tenants every 500 ms, so a change
+ * takes effect within a second.
+ */
+public final class TenantStore {
+    /** A tenant that does not exist yet is created; one that exists keeps its stored (maybe live-changed) limits. */
+    static final NamedSql SEED = NamedSql.of("""
+            INSERT INTO tenants (id, weight, rate_per_second, burst, max_running, max_queued, paused, webhook_allow)
+            VALUES (:id, :weight, :rate_per_second, :burst, :max_running, :max_queued, :paused, :webhook_allow::text[])
+            ON CONFLICT (id) DO NOTHING
+            """);
+
+    static final NamedSql FIND = NamedSql.of("SELECT * FROM tenants WHERE id = :id");
+
+    static final NamedSql LIST = NamedSql.of("SELECT * FROM tenants ORDER BY id");
+
+    /**
+     * FOR NO KEY UPDATE, not FOR UPDATE: it serialises two admins writing one tenant, but does not conflict
+     * with the key-share locks that foreign keys take, so enqueues (jobs.tenant_id) and the scheduler's grants
+     * (admission_grants.tenant_id) do not wait for an admin's transaction.
+     */
+    static final NamedSql LOCK = NamedSql.of("SELECT * FROM tenants WHERE id = :id FOR NO KEY UPDATE");
+
+    static final NamedSql UPSERT = NamedSql.of("""
+            INSERT INTO tenants (id, weight, rate_per_second, burst, max_running, max_queued, paused, webhook_allow)
+            VALUES (:id, :weight, :rate_per_second, :burst, :max_running, :max_queued, :paused, :webhook_allow::text[])
+            ON CONFLICT (id) DO UPDATE SET weight = excluded.weight, rate_per_second = excluded.rate_per_second,
+                burst = excluded.burst, max_running = excluded.max_running, max_queued = excluded.max_queued,
+                paused = excluded.paused, webhook_allow = excluded.webhook_allow, updated_at = now()
+            RETURNING *
+            """);
+
+    static final NamedSql AUDIT = NamedSql.of("""
+            INSERT INTO tenant_audit (tenant_id, actor, action, old_values, new_values)
+            VALUES (:tenant_id, :actor, :action, :old_values::jsonb, :new_values::jsonb)
+            """);
+
+    /** Newest first, keyset pages on id (tenant_audit_tenant_idx with a tenant, the primary key without). */
+    static final NamedSql AUDIT_PAGE = NamedSql.of("""
+            SELECT id, tenant_id, actor, action, old_values, new_values, changed_at FROM tenant_audit
+            WHERE (:tenant_id::text IS NULL OR tenant_id = :tenant_id::text)
+              AND (:before_id::bigint IS NULL OR id < :before_id::bigint)
+            ORDER BY id DESC LIMIT :limit
+            """);
+
+    /** Inserts the tenants that do not exist yet (a tenants.yml holds tens of them); returns how many. */
+    public int seed(DSLContext ctx, List<TenantLimits> tenants) {
+        return ctx.transactionResult(c -> {
+            int inserted = 0;
+            for (TenantLimits t : tenants) inserted += limits(SEED.bind().set("id", t.id()), t).execute(c.dsl());
+            return inserted;
+        });
+    }
+
+    private static NamedSql.Binding limits(NamedSql.Binding b, TenantLimits t) {
+        return b.set("weight", t.weight()).set("rate_per_second", t.ratePerSecond()).set("burst", t.burst())
+                .set("max_running", t.maxRunning()).set("max_queued", t.maxQueued()).set("paused", t.paused())
+                .set("webhook_allow", t.webhookAllow().toArray(String[]::new));
+    }
+
+    public Optional<TenantsRecord> find(DSLContext ctx, String id) {
+        return FIND.bind().set("id", id).fetch(ctx).stream().findFirst().map(r -> r.into(TENANTS));
+    }
+
+    /** Every tenant, by id. */
+    public List<TenantsRecord> list(DSLContext ctx) {
+        return LIST.bind().fetch(ctx).map(r -> r.into(TENANTS));
+    }
+
+    /** What a write did: the tenant as stored, and whether it was created. */
+    public record Change(TenantsRecord tenant, boolean created) {}
+
+    /**
+     * PUT (replace: fields left out take the defaults; creates the tenant if needed) or PATCH (only the given
+     * fields; the tenant must exist, else empty). {@code given}: field -> value, as {@link TenantLimit#accept}
+     * returns them. The audit row is written only when a value changed.
+     */
+    public Optional<Change> write(DSLContext ctx, String id, Map<String, Object> given, boolean replace, String actor) {
+        return ctx.transactionResult(c -> {
+            DSLContext tx = c.dsl();
+            TenantsRecord old = LOCK.bind().set("id", id).fetch(tx).stream().findFirst().map(r -> r.into(TENANTS))
+                    .orElse(null);
+            if (old == null && !replace) return Optional.<Change>empty();
+            Map<String, Object> v = replace ? TenantLimit.defaults() : new LinkedHashMap<>(TenantLimits.of(old).toMap());
+            v.putAll(given);
+            TenantLimits limits = TenantLimits.of(id, v);
+            TenantsRecord row = limits(UPSERT.bind().set("id", id), limits).fetch(tx).get(0).into(TENANTS);
+            Map<String, Object> before = old == null ? null : TenantLimits.of(old).toMap();
+            Map<String, Object> after = TenantLimits.of(row).toMap();
+            if (before == null || !before.equals(after)) {
+                String action = old == null ? "create" : replace ? "replace" : "patch";
+                AUDIT.bind().set("tenant_id", id).set("actor", actor).set("action", action)
+                        .set("old_values", json(before)).set("new_values", json(after)).execute(tx);
+            }
+            return Optional.of(new Change(row, old == null));
+        });
+    }
+
+    /** One audit row; old and new values as JSON (old is null when the tenant was created). */
+    public record AuditEntry(long id, String tenant, String actor, String action, JsonNode oldValues,
+                             JsonNode newValues, OffsetDateTime changedAt) {}
+
+    public List<AuditEntry> audit(DSLContext ctx, String tenantOrNull, Long beforeId, int limit) {
+        List<AuditEntry> out = new ArrayList<>();
+        for (Record r : AUDIT_PAGE.bind().set("tenant_id", tenantOrNull).set("before_id", beforeId).set("limit", limit)
+                .fetch(ctx)) {
+            out.add(new AuditEntry(r.get(0, Long.class), r.get(1, String.class), r.get(2, String.class),
+                    r.get(3, String.class), parse(r.get(4, JSONB.class)), parse(r.get(5, JSONB.class)),
+                    r.get(6, OffsetDateTime.class)));
+        }
+        return out;
+    }
+
+    private static String json(Object o) {
+        if (o == null) return null;
+        try {
+            return Json.MAPPER.writeValueAsString(o);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static JsonNode parse(JSONB j) {
+        if (j == null) return null;
+        try {
+            return Json.MAPPER.readTree(j.data());
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

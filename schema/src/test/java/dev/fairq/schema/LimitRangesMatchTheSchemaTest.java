@@ -1,0 +1,97 @@
+package dev.fairq.schema;
+
+import org.jooq.exception.DataAccessException;
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The ranges declared once in {@link TenantLimit} and {@link JobRequest} are the ranges the tables enforce: each
+ * bound is accepted by the database and one step past it is refused by a CHECK constraint. A migration that
+ * changes a CHECK without the declaration (or the other way round) fails here.
+ */
+class LimitRangesMatchTheSchemaTest extends StoreTestSupport {
+
+    @Test
+    void wholeNumberTenantLimitsHaveTheDeclaredRangeInTheTable() {
+        for (TenantLimit limit : TenantLimit.values()) {
+            if (limit.kind() != TenantLimit.Kind.WHOLE) continue;
+            assertTenantAccepts(limit, limit.min());
+            assertTenantAccepts(limit, limit.max());
+            assertTenantRefuses(limit, limit.min() - 1);
+            if (limit.max() < Integer.MAX_VALUE) assertTenantRefuses(limit, limit.max() + 1);
+            // the declaration agrees with itself
+            assertEquals(limit.min(), ((Number) limit.accept(limit.min())).longValue());
+            assertThrows(TenantLimit.InvalidLimitException.class, () -> limit.accept(limit.min() - 1));
+        }
+    }
+
+    @Test
+    void rateIsPositiveAndBoundedInTheTable() {
+        TenantLimit rate = TenantLimit.RATE_PER_SECOND;
+        assertTenantAccepts(rate, 0.001);
+        assertTenantAccepts(rate, (double) rate.max());
+        assertTenantRefuses(rate, 0.0);
+        assertTenantRefuses(rate, rate.max() + 0.5);
+        assertThrows(TenantLimit.InvalidLimitException.class, () -> rate.accept(0.0));
+        assertThrows(TenantLimit.InvalidLimitException.class, () -> rate.accept(rate.max() + 0.5));
+    }
+
+    @Test
+    void jobFieldBoundsAreTheTablesBounds() {
+        assertJob("priority", JobRequest.MIN_PRIORITY, true);
+        assertJob("priority", JobRequest.MAX_PRIORITY, true);
+        assertJob("priority", JobRequest.MIN_PRIORITY - 1, false);
+        assertJob("priority", JobRequest.MAX_PRIORITY + 1, false);
+        assertJob("max_attempts", JobRequest.MIN_MAX_ATTEMPTS, true);
+        assertJob("max_attempts", JobRequest.MAX_MAX_ATTEMPTS, true);
+        assertJob("max_attempts", JobRequest.MIN_MAX_ATTEMPTS - 1, false);
+        assertJob("max_attempts", JobRequest.MAX_MAX_ATTEMPTS + 1, false);
+        for (String key : List.of("job_key", "ordering_key")) {
+            assertJob(key, "k".repeat(JobRequest.MAX_KEY_LENGTH), true);
+            assertJob(key, "k".repeat(JobRequest.MAX_KEY_LENGTH + 1), false);
+            assertJob(key, "", false);
+        }
+        for (String name : List.of("queue", "type")) {
+            assertJob(name, "q".repeat(JobRequest.MAX_NAME_LENGTH), true);
+            assertJob(name, "q".repeat(JobRequest.MAX_NAME_LENGTH + 1), false);
+        }
+        // and the validation says the same as the table
+        assertTrue(job(T1).priority(JobRequest.MAX_PRIORITY + 1).buildUnchecked().validate().size() == 1);
+        assertTrue(job(T1).maxAttempts(JobRequest.MAX_MAX_ATTEMPTS).buildUnchecked().validate().isEmpty());
+        assertTrue(job(T1).jobKey("k".repeat(JobRequest.MAX_KEY_LENGTH + 1)).buildUnchecked().validate().size() == 1);
+        assertTrue(JobRequest.builder(T1, "t".repeat(JobRequest.MAX_NAME_LENGTH)).buildUnchecked().validate().isEmpty());
+    }
+
+    private void assertTenantAccepts(TenantLimit limit, Object value) {
+        insertTenant(limit, value);
+    }
+
+    private void assertTenantRefuses(TenantLimit limit, Object value) {
+        DataAccessException e = assertThrows(DataAccessException.class, () -> insertTenant(limit, value),
+                limit.field() + " = " + value + " must be refused by the table");
+        assertTrue(e.getMessage().contains("check constraint"), e.getMessage());
+    }
+
+    private int tenantSeq;
+
+    private void insertTenant(TenantLimit limit, Object value) {
+        dsl.execute("INSERT INTO tenants (id, " + limit.field() + ") VALUES (?, ?)", "range-" + tenantSeq++, value);
+    }
+
+    private void assertJob(String column, Object value, boolean accepted) {
+        String sql = column.equals("type") ? "INSERT INTO jobs (tenant_id, type) VALUES (?, ?)"
+                : "INSERT INTO jobs (tenant_id, type, " + column + ") VALUES (?, 't', ?)";
+        if (accepted) {
+            dsl.execute(sql, T1, value);
+        } else {
+            DataAccessException e = assertThrows(DataAccessException.class, () -> dsl.execute(sql, T1, value),
+                    column + " = " + value + " must be refused by the table");
+            assertTrue(e.getMessage().contains("check constraint"), e.getMessage());
+        }
+    }
+}
