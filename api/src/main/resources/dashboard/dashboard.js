@@ -223,10 +223,16 @@
       + ' over the last ' + o.share_window_minutes + ' min, against the tenant\'s share of the weights of the active tenants. '
       + 'Red rows take more than 1.5x their weight share while others are active too. Counts: last '
       + o.window_minutes + ' min.';
-    var rows = o.tenants.slice().sort(function (a, b) {
-      return (b.over_share - a.over_share) || ((b.worker_share || 0) - (a.worker_share || 0)) || (b.usage.queued - a.usage.queued);
-    });
-    fillTable($('tenants'), rows, [
+    var t = o.totals, pg = o.page;
+    $('totals').textContent = num(t.active_tenants) + ' active of ' + num(t.registered_tenants) + ' tenants · '
+      + num(t.over_share_tenants) + ' over their share · ' + num(t.pending) + ' pending, ' + num(t.ready) + ' ready, '
+      + num(t.running) + ' running · ' + num(t.started_last_5m) + ' starts in ' + o.share_window_minutes + ' min';
+    $('page-info').textContent = pg.total === 0 ? '' : (pg.offset + 1) + '-' + (pg.offset + o.tenants.length) + ' of ' + pg.total
+      + (pg.search ? ' matching "' + pg.search + '"' : ' active');
+    $('page-prev').disabled = pg.offset === 0;
+    $('page-next').disabled = pg.next_offset === null;
+    // the server sorts (over their share first, then by backlog) and pages: the page is shown as it comes
+    fillTable($('tenants'), o.tenants, [
       function (t, tr) {
         tr.setAttribute('data-tenant', t.tenant);
         if (t.over_share) tr.className = 'noisy';
@@ -261,7 +267,16 @@
         var b = el('button', { type: 'button', 'class': 'edit-limits', 'data-tenant': t.tenant }, 'Edit limits');
         b.addEventListener('click', function () { openEdit(t); });
         return b;
-      }], 'no tenants yet: PUT /v1/admin/tenants/{id}');
+      }], overview.search ? 'no tenant id starts with "' + overview.search + '"'
+        : 'no active tenant in the last ' + o.share_window_minutes + ' min (search finds idle ones)');
+  }
+
+  // what the admin page shows: one page of the overview, optionally a search by tenant id prefix
+  var overview = { offset: 0, limit: 50, search: '' };
+  function overviewPath() {
+    var q = '?offset=' + overview.offset + '&limit=' + overview.limit;
+    if (overview.search) q += '&search=' + encodeURIComponent(overview.search);
+    return '/v1/admin/overview' + q;
   }
 
   var editing = null;
@@ -292,7 +307,7 @@
 
   // ---- refresh loop and sign-in ----
   function load() {
-    if (page === 'admin') return api('GET', '/v1/admin/overview').then(renderAdmin);
+    if (page === 'admin') return api('GET', overviewPath()).then(renderAdmin);
     return Promise.all([api('GET', '/v1/dashboard'), api('GET', '/v1/jobs?limit=10')])
       .then(function (r) { renderTenant(r[0], r[1].jobs); });
   }
@@ -335,6 +350,16 @@
   $('signin-form').addEventListener('submit', signIn);
   $('signout').addEventListener('click', function () { signOut(''); });
   if (page === 'admin') {
+    $('search-form').addEventListener('submit', function (ev) {
+      ev.preventDefault();
+      overview.search = $('search').value.trim().toLowerCase();
+      overview.offset = 0;
+      refreshNow();
+    });
+    $('page-prev').addEventListener('click', function () { overview.offset = Math.max(0, overview.offset - overview.limit); refreshNow(); });
+    $('page-next').addEventListener('click', function () {
+      if (lastOverview && lastOverview.page.next_offset !== null) { overview.offset = lastOverview.page.next_offset; refreshNow(); }
+    });
     $('edit-form').addEventListener('submit', saveEdit);
     $('edit-cancel').addEventListener('click', function () { $('edit-panel').hidden = true; editing = null; });
   }

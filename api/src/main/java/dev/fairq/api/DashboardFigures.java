@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -29,8 +30,6 @@ final class DashboardFigures {
     static final Duration WINDOW = Duration.ofHours(1);
     /** Share of worker time: the last five minutes of the rollup (recent enough to show a flood now). */
     static final Duration SHARE_WINDOW = Duration.ofMinutes(5);
-    /** Start rate against rate_per_second: live, attempts started in the last minute. */
-    static final Duration START_RATE_WINDOW = Duration.ofMinutes(1);
     static final int LIST_LIMIT = 50;
 
     private final JobQueries queries = new JobQueries();
@@ -48,13 +47,12 @@ final class DashboardFigures {
         if (t == null) throw ApiException.notFound("no tenant " + tenantId);
         OffsetDateTime now = queries.now(db);
         JobQueries.TenantStats live = queries.tenantStats(db, tenantId, WINDOW);
-        DashboardStore.RollupTotals totals = dashboards.rollupTotals(db, tenantId, WINDOW, SHARE_WINDOW)
+        DashboardStore.RollupTotals totals = dashboards.rollupTotals(db, List.of(tenantId), WINDOW, SHARE_WINDOW)
                 .getOrDefault(tenantId, DashboardStore.RollupTotals.NONE);
-        long starts = dashboards.startsSince(db, tenantId, START_RATE_WINDOW).getOrDefault(tenantId, 0L);
 
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("generated_at", now.toInstant());
-        out.putAll(summary(t, live, totals, starts));
+        out.putAll(summary(t, live, totals));
         out.put("series", series(dashboards.minuteStats(db, tenantId, WINDOW), now));
         List<Map<String, Object>> running = new ArrayList<>();
         for (DashboardStore.RunningJob r : dashboards.runningJobs(db, tenantId, LIST_LIMIT)) {
@@ -97,69 +95,142 @@ final class DashboardFigures {
         return out;
     }
 
-    /** Every tenant's summary, with its share of worker time against its share of the weights. */
-    Map<String, Object> overview() {
+    /** The overview's page size when none is asked for, and the most a page may hold. */
+    static final int DEFAULT_PAGE = 50, MAX_PAGE = 500;
+    /** A search by id prefix looks at this many matching tenants at most (in id order). */
+    static final int MAX_SEARCH_MATCHES = 1000;
+    /** The registered-tenant count is a count of the tenants table (40 ms at 1,000,000): kept this long. */
+    static final Duration REGISTERED_COUNT_TTL = Duration.ofSeconds(30);
+    private volatile long registeredTenants = -1;
+    private volatile long registeredCountedAt;
+
+    /**
+     * The admin overview: totals over every active tenant, then one page of tenants, sorted (those taking more
+     * than their share first, then by backlog, then by id), optionally only those whose id starts with
+     * {@code search}. Its cost follows the active tenants (their rows of the last five minutes of the rollup)
+     * plus one page: it never ships, or reads, every tenant. A tenant is active when the rollup saw it run
+     * something or hold waiting jobs in the window (so its figures trail by at most the rollup's 10 s); a
+     * search also finds idle tenants.
+     */
+    Map<String, Object> overview(int offset, int limit, String search) {
         OffsetDateTime now = queries.now(db);
-        Map<String, Map<String, Long>> depths = queries.queueDepths(db);
-        Map<String, Long> oldest = queries.oldestPendingAgeMs(db);
-        Map<String, DashboardStore.RollupTotals> totals = dashboards.rollupTotals(db, null, WINDOW, SHARE_WINDOW);
-        Map<String, Long> starts = dashboards.startsSince(db, null, START_RATE_WINDOW);
-        Map<String, Long> blocked = new HashMap<>();
-        for (JobQueries.BlockedKey k : queries.blockedOrderingKeys(db, null, 10_000)) blocked.merge(k.tenantId(), 1L, Long::sum);
-        List<TenantsRecord> tenants = tenantStore.list(db);
+        List<DashboardStore.Activity> active = dashboards.activity(db, SHARE_WINDOW, null);
 
         // Share of worker time over the last five minutes: worker time of the attempts that ended (busy_ms).
         // Jobs of a millisecond or less round that to nothing, so below a second of total worker time the
         // share is taken from attempts started instead (the answer says which).
-        long totalBusy = 0, totalStarted = 0;
-        for (DashboardStore.RollupTotals x : totals.values()) {
-            totalBusy += x.busyMsRecent();
-            totalStarted += x.startedRecent();
+        long totalBusy = 0, totalStarted = 0, activeWeight = 0, activeCount = 0;
+        long pending = 0, ready = 0, running = 0;
+        Map<String, DashboardStore.Activity> byTenant = new HashMap<>();
+        for (DashboardStore.Activity x : active) {
+            byTenant.put(x.tenantId(), x);
+            totalBusy += x.busyMs();
+            totalStarted += x.started();
+            pending += x.pending();
+            ready += x.ready();
+            running += x.running();
+            if (isActive(x)) {
+                activeWeight += x.weight();
+                activeCount++;
+            }
         }
         boolean byTime = totalBusy >= 1000;
-        // Weight share among the active tenants (work waiting or running now, or worker time in the window):
-        // weighted fair queueing divides the workers among those, so that is what each is entitled to.
-        long activeWeight = 0;
-        List<Boolean> active = new ArrayList<>();
-        for (TenantsRecord t : tenants) {
-            Map<String, Long> d = depths.getOrDefault(t.getId(), Map.of());
-            DashboardStore.RollupTotals x = totals.getOrDefault(t.getId(), DashboardStore.RollupTotals.NONE);
-            // a paused tenant's waiting jobs claim no share: it cannot start them
-            boolean a = (!t.getPaused() && d.getOrDefault("pending", 0L) + d.getOrDefault("ready", 0L) > 0)
-                    || d.getOrDefault("running", 0L) > 0 || x.busyMsRecent() > 0 || x.startedRecent() > 0;
-            active.add(a);
-            if (a) activeWeight += t.getWeight();
-        }
-        long activeCount = active.stream().filter(Boolean::booleanValue).count();
 
-        List<Map<String, Object>> rows = new ArrayList<>();
-        for (int i = 0; i < tenants.size(); i++) {
-            TenantsRecord t = tenants.get(i);
-            Map<String, Long> d = depths.getOrDefault(t.getId(), Map.of());
-            JobQueries.TenantStats live = new JobQueries.TenantStats(d.getOrDefault("pending", 0L), d.getOrDefault("ready", 0L),
-                    d.getOrDefault("running", 0L), 0, 0, d.getOrDefault("dead", 0L), oldest.get(t.getId()),
-                    blocked.getOrDefault(t.getId(), 0L));
-            DashboardStore.RollupTotals x = totals.getOrDefault(t.getId(), DashboardStore.RollupTotals.NONE);
-            Map<String, Object> row = summary(t, live, x, starts.getOrDefault(t.getId(), 0L));
-            Double workerShare = byTime ? share(x.busyMsRecent(), totalBusy) : share(x.startedRecent(), totalStarted);
-            Double weightShare = active.get(i) && activeWeight > 0 ? (double) t.getWeight() / activeWeight : null;
-            row.put("active", active.get(i));
-            row.put("worker_share", workerShare);
-            row.put("weight_share", weightShare);
-            // A noisy neighbour: takes clearly more of the workers than its weight entitles it to while
-            // other tenants are active too (alone, a tenant may use every worker: that is work conservation).
+        List<DashboardStore.Activity> rows;
+        if (search == null) {
+            rows = new ArrayList<>(active);
+        } else {
+            rows = new ArrayList<>();
+            for (TenantsRecord t : tenantStore.byIdPrefix(db, search, MAX_SEARCH_MATCHES)) {
+                DashboardStore.Activity x = byTenant.get(t.getId());
+                rows.add(x != null ? x : new DashboardStore.Activity(t.getId(), t.getWeight(), t.getPaused(), 0, 0, 0, 0, 0));
+            }
+        }
+        record Row(DashboardStore.Activity a, Double workerShare, Double weightShare, boolean overShare) {}
+        List<Row> sorted = new ArrayList<>(rows.size());
+        for (DashboardStore.Activity x : rows) {
+            Double workerShare = byTime ? share(x.busyMs(), totalBusy) : share(x.started(), totalStarted);
+            // weighted fair queueing divides the workers among the active tenants: that is what each is owed
+            Double weightShare = isActive(x) && activeWeight > 0 ? (double) x.weight() / activeWeight : null;
+            // A noisy neighbour: takes clearly more of the workers than its weight entitles it to while other
+            // tenants are active too (alone, a tenant may use every worker: that is work conservation).
             boolean noisy = activeCount > 1 && workerShare != null && weightShare != null
                     && workerShare > 0.1 && workerShare > 1.5 * weightShare;
-            row.put("over_share", noisy);
-            rows.add(row);
+            sorted.add(new Row(x, workerShare, weightShare, noisy));
         }
-        Map<String, Object> out = new LinkedHashMap<>();
-        out.put("generated_at", now.toInstant());
-        out.put("window_minutes", WINDOW.toMinutes());
-        out.put("share_window_minutes", SHARE_WINDOW.toMinutes());
-        out.put("worker_share_basis", byTime ? "worker_time" : "attempts_started");
-        out.put("tenants", rows);
-        return out;
+        sorted.sort(Comparator.comparing((Row r) -> !r.overShare())
+                .thenComparing(Comparator.comparingLong((Row r) -> r.a().pending() + r.a().ready()).reversed())
+                .thenComparing(r -> r.a().tenantId()));
+
+        int from = Math.min(offset, sorted.size());
+        List<Row> page = sorted.subList(from, Math.min(sorted.size(), from + limit));
+        List<String> ids = page.stream().map(r -> r.a().tenantId()).toList();
+        Map<String, TenantsRecord> records = new HashMap<>();
+        for (TenantsRecord t : tenantStore.byIds(db, ids)) records.put(t.getId(), t);
+        Map<String, DashboardStore.RollupTotals> totals = dashboards.rollupTotals(db, ids, WINDOW, SHARE_WINDOW);
+        Map<String, Long> dead = queries.deadCounts(db, ids);
+        Map<String, Long> oldest = queries.oldestPendingAgeMs(db, ids);
+        Map<String, Long> blocked = new HashMap<>();
+        for (JobQueries.BlockedKey k : queries.blockedOrderingKeys(db, null, 10_000)) {
+            if (ids.contains(k.tenantId())) blocked.merge(k.tenantId(), 1L, Long::sum);
+        }
+
+        List<Map<String, Object>> out = new ArrayList<>();
+        for (Row r : page) {
+            TenantsRecord t = records.get(r.a().tenantId());
+            if (t == null) continue; // deleted since the rollup saw it
+            String id = t.getId();
+            JobQueries.TenantStats live = new JobQueries.TenantStats(r.a().pending(), r.a().ready(), r.a().running(),
+                    0, 0, dead.getOrDefault(id, 0L), oldest.get(id), blocked.getOrDefault(id, 0L));
+            Map<String, Object> row = summary(t, live, totals.getOrDefault(id, DashboardStore.RollupTotals.NONE));
+            row.put("active", isActive(r.a()));
+            row.put("worker_share", r.workerShare());
+            row.put("weight_share", r.weightShare());
+            row.put("over_share", r.overShare());
+            out.add(row);
+        }
+
+        Map<String, Object> sums = new LinkedHashMap<>();
+        sums.put("registered_tenants", registeredTenants());
+        sums.put("active_tenants", activeCount);
+        sums.put("over_share_tenants", sorted.stream().filter(Row::overShare).count());
+        sums.put("pending", pending);
+        sums.put("ready", ready);
+        sums.put("running", running);
+        sums.put("started_last_5m", totalStarted);
+        sums.put("worker_time_ms_last_5m", totalBusy);
+
+        Map<String, Object> pageInfo = new LinkedHashMap<>();
+        pageInfo.put("offset", from);
+        pageInfo.put("limit", limit);
+        pageInfo.put("total", sorted.size());
+        pageInfo.put("next_offset", from + page.size() < sorted.size() ? from + page.size() : null);
+        pageInfo.put("search", search);
+
+        Map<String, Object> result = new LinkedHashMap<>();
+        result.put("generated_at", now.toInstant());
+        result.put("window_minutes", WINDOW.toMinutes());
+        result.put("share_window_minutes", SHARE_WINDOW.toMinutes());
+        result.put("worker_share_basis", byTime ? "worker_time" : "attempts_started");
+        result.put("totals", sums);
+        result.put("page", pageInfo);
+        result.put("tenants", out);
+        return result;
+    }
+
+    /** Active: work waiting that it may start, or work running or done in the window. */
+    private static boolean isActive(DashboardStore.Activity x) {
+        // a paused tenant's waiting jobs claim no share: it cannot start them
+        return (!x.paused() && x.pending() + x.ready() > 0) || x.running() > 0 || x.busyMs() > 0 || x.started() > 0;
+    }
+
+    private long registeredTenants() {
+        long now = System.nanoTime();
+        if (registeredTenants < 0 || now - registeredCountedAt > REGISTERED_COUNT_TTL.toNanos()) {
+            registeredTenants = tenantStore.count(db);
+            registeredCountedAt = now;
+        }
+        return registeredTenants;
     }
 
     private static Double share(long part, long total) {
@@ -167,7 +238,7 @@ final class DashboardFigures {
     }
 
     /** The figures both pages show for one tenant. */
-    private static Map<String, Object> summary(TenantsRecord t, JobQueries.TenantStats live, DashboardStore.RollupTotals h, long starts) {
+    private static Map<String, Object> summary(TenantsRecord t, JobQueries.TenantStats live, DashboardStore.RollupTotals h) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("tenant", t.getId());
         Map<String, Object> counts = new LinkedHashMap<>();
@@ -196,7 +267,7 @@ final class DashboardFigures {
         m.put("limits", limits);
         Map<String, Object> usage = new LinkedHashMap<>();
         usage.put("running", live.running());
-        usage.put("start_rate_per_second", starts / (double) START_RATE_WINDOW.toSeconds());
+        usage.put("start_rate_per_second", h.startRatePerSecond());
         usage.put("queued", live.pending() + live.ready());
         m.put("usage", usage);
         m.put("worker_time_ms_last_5m", h.busyMsRecent());

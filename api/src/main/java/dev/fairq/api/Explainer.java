@@ -96,7 +96,7 @@ final class Explainer {
         if (status == JobStatus.ready) {
             return new Explanation(job.getId(), st, "ready", "admitted; waiting for a free worker", data);
         }
-        JobQueries.TenantStats stats = queries.tenantStats(db, job.getTenantId(), java.time.Duration.ofMinutes(5));
+        JobQueries.Admitted stats = queries.admitted(db, job.getTenantId());
         if (stats.running() + stats.ready() >= tenant.getMaxRunning()) {
             data.put("running", stats.running());
             data.put("admitted", stats.ready());
@@ -131,7 +131,7 @@ final class Explainer {
     private Optional<SchedulerStates.State> schedulerState(String tenantId) {
         SchedulerService local = localScheduler.get();
         if (local != null && local.isLeader()) {
-            return local.scheduler().snapshot().stream().filter(s -> s.tenantId().equals(tenantId)).findFirst();
+            return local.scheduler().stateOf(tenantId);
         }
         return store.schedulerStates().read(db, tenantId);
     }

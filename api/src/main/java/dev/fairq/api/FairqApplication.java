@@ -77,8 +77,9 @@ public class FairqApplication extends Application<FairqConfiguration> {
         String adminHash = AdminCredentials.resolveHash(config, target.embedded(), db, System.out);
 
         JobStore store = new JobStore();
-        FairqMetrics metrics = new FairqMetrics(db);
         AtomicReference<SchedulerService> scheduler = new AtomicReference<>();
+        FairqMetrics metrics = new FairqMetrics(db, config.metricsTenants,
+                () -> scheduler.get() == null || !scheduler.get().isLeader() ? null : scheduler.get().scheduler());
         if (config.runScheduler) {
             env.lifecycle().manage(new Managed() {
                 @Override public void start() { scheduler.set(Roles.startScheduler(config, store, target)); }

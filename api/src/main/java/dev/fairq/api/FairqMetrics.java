@@ -1,5 +1,7 @@
 package dev.fairq.api;
 
+import dev.fairq.scheduler.Scheduler;
+import dev.fairq.scheduler.TickStats;
 import dev.fairq.schema.ClaimedJob;
 import dev.fairq.schema.JobOutcome;
 import dev.fairq.schema.JobQueries;
@@ -7,31 +9,57 @@ import dev.fairq.worker.WorkerObserver;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.core.metrics.StatefulMetric;
+import io.prometheus.metrics.model.registry.MultiCollector;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import org.jooq.DSLContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
 
 /**
- * The Prometheus metrics, per tenant. Counters and latency histograms come from this process's worker
- * ({@link WorkerObserver} hooks); queue depth and oldest pending age are read from the database at scrape
- * time (so every API process reports the whole queue, whichever process runs the jobs).
+ * The Prometheus metrics. Counters and latency histograms come from this process's worker ({@link WorkerObserver}
+ * hooks); queue depth and oldest pending age are read from the database at scrape time (so every API process
+ * reports the whole queue, whichever process runs the jobs).
  *
- * <p>Latencies: {@code fairq_admission_latency_seconds} is enqueue (created_at) to admission on a job's
- * first attempt (it includes a delay_ms / run_at the job asked for); {@code fairq_claim_latency_seconds} is
- * admission to a worker starting it (the time in the ready buffer); {@code fairq_claim_statement_seconds}
- * the claim statement's round trip.
+ * <p><b>Bounded:</b> a scrape's size and cost do not grow with the tenants that exist. Every family keeps its
+ * {@code tenant} label, but only the tracked tenants have series of their own: the {@code topTenants} (K) with
+ * the most jobs waiting or running, then those with the most recent activity in this process (the last five
+ * minutes). Everything else is summed into {@code tenant="_other"} (no tenant id starts with '_'), so summing a
+ * family over tenants still gives the total. When a tenant's series appear, every counter of it starts at 0,
+ * so a real Prometheus server's {@code rate()} sees its first failures. The tracked set is chosen at each
+ * scrape; a tenant that drops out loses its series (Prometheus treats a return as a counter reset).
+ *
+ * <p>Latencies: {@code fairq_admission_latency_seconds} is enqueue (created_at) to admission on a job's first
+ * attempt (it includes a delay_ms / run_at the job asked for); {@code fairq_claim_latency_seconds} is admission
+ * to a worker starting it (the time in the ready buffer); {@code fairq_claim_statement_seconds} the claim
+ * statement's round trip.
  */
 final class FairqMetrics implements WorkerObserver {
     private static final Logger log = LoggerFactory.getLogger(FairqMetrics.class);
     private static final double[] LATENCY_BUCKETS = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
             5, 10, 30, 60, 300};
+    /** The label value of every tenant that has no series of its own. */
+    static final String OTHER = "_other";
+    /** A tenant active in this process this recently is a candidate for series of its own. */
+    static final Duration RECENT = Duration.ofMinutes(5);
 
     final PrometheusRegistry registry = new PrometheusRegistry();
+    private final int topTenants;
+    private final JobQueries queries = new JobQueries();
+    private final DSLContext db;
     private final Counter starts;
     private final Counter successes;
     private final Counter retries;
@@ -41,9 +69,19 @@ final class FairqMetrics implements WorkerObserver {
     private final Histogram claim;
     private final Histogram claimStatement;
     private final Histogram duration;
+    private final List<StatefulMetric<?, ?>> perTenant;
+    /** Tenants with series of their own, chosen at the last scrape. */
+    private volatile Set<String> tracked = Set.of();
+    /** Last activity (nanoTime) and how many events, per tenant active in this process lately (pruned at scrapes). */
+    private final Map<String, long[]> recent = new ConcurrentHashMap<>();
 
-    FairqMetrics(DSLContext db) {
-        JobQueries queries = new JobQueries();
+    /**
+     * @param topTenants K: the most tenants with series of their own (FAIRQ_METRICS_TENANTS)
+     * @param scheduler  this process's scheduler, when it runs one (its tick times and active set), else null
+     */
+    FairqMetrics(DSLContext db, int topTenants, Supplier<Scheduler> scheduler) {
+        this.db = db;
+        this.topTenants = topTenants;
         starts = counter("fairq_job_starts", "job attempts started by this process's workers");
         successes = counter("fairq_job_successes", "jobs that succeeded");
         retries = counter("fairq_job_retries", "failed attempts that will be retried after a backoff");
@@ -53,31 +91,29 @@ final class FairqMetrics implements WorkerObserver {
         claim = histogram("fairq_claim_latency_seconds", "admission to start by a worker", true);
         claimStatement = histogram("fairq_claim_statement_seconds", "round trip of one claim statement", false);
         duration = histogram("fairq_job_duration_seconds", "handler run time", true);
-        GaugeWithCallback.builder().name("fairq_jobs").help("jobs in the table by tenant and status (finished "
-                        + "jobs other than dead are counted by the counters)")
-                .labelNames("tenant", "status")
+        perTenant = List.of(starts, successes, retries, deadLetters, leaseLost, admission, claim, duration);
+        for (StatefulMetric<?, ?> m : perTenant) m.initLabelValues(OTHER);
+        // the depth gauges are collected together: one pass over the live jobs, which also picks the tracked set
+        registry.register((MultiCollector) this::collectDepths);
+        GaugeWithCallback.builder().name("fairq_scheduler_tick_seconds")
+                .help("this process's active scheduler: tick duration over its recent ticks, by quantile")
+                .labelNames("quantile")
                 .callback(cb -> {
-                    try {
-                        Map<String, Map<String, Long>> depths = queries.queueDepths(db);
-                        // every tenant, with zeros, so an empty queue reads 0 rather than "no data"
-                        for (String tenant : db.resultQuery("SELECT id FROM tenants ORDER BY id").fetch(0, String.class)) {
-                            Map<String, Long> d = depths.getOrDefault(tenant, Map.of());
-                            for (String status : new String[]{"pending", "ready", "running", "dead"}) {
-                                cb.call(d.getOrDefault(status, 0L), tenant, status);
-                            }
-                        }
-                    } catch (RuntimeException e) {
-                        log.warn("queue depth for /metrics failed", e);
-                    }
+                    Scheduler s = scheduler.get();
+                    if (s == null) return;
+                    TickStats.Snapshot t = s.tickStats().snapshot();
+                    cb.call(t.p50Ms() / 1000, "0.5");
+                    cb.call(t.p99Ms() / 1000, "0.99");
+                    cb.call(t.maxMs() / 1000, "1");
                 }).register(registry);
-        GaugeWithCallback.builder().name("fairq_oldest_pending_age_seconds").help("age of the oldest pending job")
-                .labelNames("tenant")
+        GaugeWithCallback.builder().name("fairq_scheduler_tenants")
+                .help("this process's active scheduler: tenants that may have work, and tenants held in memory")
+                .labelNames("set")
                 .callback(cb -> {
-                    try {
-                        queries.oldestPendingAgeMs(db).forEach((tenant, ms) -> cb.call(ms / 1000.0, tenant));
-                    } catch (RuntimeException e) {
-                        log.warn("oldest pending age for /metrics failed", e);
-                    }
+                    Scheduler s = scheduler.get();
+                    if (s == null) return;
+                    cb.call(s.tenantsWithWork().size(), "with_work");
+                    cb.call(s.cachedTenants(), "cached");
                 }).register(registry);
     }
 
@@ -91,6 +127,94 @@ final class FairqMetrics implements WorkerObserver {
         return b.register(registry);
     }
 
+    /** The tenant's own label if it is tracked, else {@link #OTHER}; notes the activity either way. */
+    private String label(String tenant) {
+        long now = System.nanoTime();
+        recent.compute(tenant, (k, v) -> {
+            if (v == null) return new long[]{now, 1};
+            v[0] = now;
+            v[1]++;
+            return v;
+        });
+        return tracked.contains(tenant) ? tenant : OTHER;
+    }
+
+    /**
+     * fairq_jobs{tenant,status} and fairq_oldest_pending_age_seconds{tenant}: per tracked tenant, the rest in
+     * _other. One grouped count over the live jobs (pending, ready, running: bounded by the backlog, never the
+     * tenants or the retention), the dead letters of the tracked tenants and in total, and one probe per tracked
+     * tenant for its oldest pending job. The scrape also re-chooses the tracked set.
+     */
+    private MetricSnapshots collectDepths() {
+        try {
+            JobQueries.Depths depths = queries.liveDepths(db);
+            Set<String> chosen = chooseTracked(depths.byTenant());
+            Map<String, Long> dead = queries.deadCounts(db, chosen);
+            Map<String, Long> oldest = queries.oldestPendingAgeMs(db, chosen);
+            List<String> statuses = List.of("pending", "ready", "running");
+            var jobs = GaugeWithCallback.builder().name("fairq_jobs")
+                    .help("jobs in the table by status: per tracked tenant, the rest as tenant=\"_other\" (finished "
+                            + "jobs other than dead are counted by the counters)")
+                    .labelNames("tenant", "status").callback(cb -> {
+                        Map<String, Long> other = new HashMap<>(depths.totals());
+                        for (String t : chosen) {
+                            long[] d = depths.byTenant().getOrDefault(t, new long[3]);
+                            for (int i = 0; i < 3; i++) {
+                                cb.call(d[i], t, statuses.get(i));
+                                other.merge(statuses.get(i), -d[i], Long::sum);
+                            }
+                            long dd = dead.getOrDefault(t, 0L);
+                            cb.call(dd, t, "dead");
+                            other.merge("dead", -dd, Long::sum);
+                        }
+                        for (String st : List.of("pending", "ready", "running", "dead")) {
+                            cb.call(Math.max(0, other.getOrDefault(st, 0L)), OTHER, st);
+                        }
+                    }).build();
+            var age = GaugeWithCallback.builder().name("fairq_oldest_pending_age_seconds")
+                    .help("age of the oldest pending job, per tracked tenant").labelNames("tenant")
+                    .callback(cb -> oldest.forEach((t, ms) -> cb.call(ms / 1000.0, t))).build();
+            return MetricSnapshots.of(jobs.collect(), age.collect());
+        } catch (RuntimeException e) {
+            log.warn("queue depth for /metrics failed", e);
+            return new MetricSnapshots();
+        }
+    }
+
+    /**
+     * The K tenants with series of their own: the most jobs waiting or running first, then the most events in
+     * this process in the last five minutes. Tenants that drop out lose their series; new ones start at 0.
+     */
+    private synchronized Set<String> chooseTracked(Map<String, long[]> depthByTenant) {
+        long cutoff = System.nanoTime() - RECENT.toNanos();
+        recent.values().removeIf(v -> v[0] < cutoff);
+        record Candidate(String tenant, long depth, long events) {}
+        List<Candidate> candidates = new ArrayList<>();
+        Set<String> seen = new HashSet<>();
+        depthByTenant.forEach((t, d) -> {
+            long[] r = recent.get(t);
+            candidates.add(new Candidate(t, d[0] + d[1] + d[2], r == null ? 0 : r[1]));
+            seen.add(t);
+        });
+        recent.forEach((t, r) -> {
+            if (!seen.contains(t)) candidates.add(new Candidate(t, 0, r[1]));
+        });
+        Comparator<Candidate> order = Comparator.comparingLong(Candidate::depth).reversed()
+                .thenComparing(Comparator.comparingLong(Candidate::events).reversed())
+                .thenComparing(Candidate::tenant);
+        Set<String> chosen = new HashSet<>();
+        candidates.stream().sorted(order).limit(topTenants).forEach(c -> chosen.add(c.tenant()));
+        Set<String> before = tracked;
+        if (!chosen.equals(before)) {
+            for (StatefulMetric<?, ?> m : perTenant) {
+                m.removeIf(labels -> !labels.get(0).equals(OTHER) && !chosen.contains(labels.get(0)));
+                for (String t : chosen) if (!before.contains(t)) m.initLabelValues(t);
+            }
+            tracked = Set.copyOf(chosen);
+        }
+        return chosen;
+    }
+
     @Override
     public void claimed(int jobs, long nanos) {
         if (jobs > 0) claimStatement.observe(nanos / 1e9);
@@ -98,29 +222,31 @@ final class FairqMetrics implements WorkerObserver {
 
     @Override
     public void started(ClaimedJob job) {
-        starts.labelValues(job.tenantId()).inc();
+        String tenant = label(job.tenantId());
+        starts.labelValues(tenant).inc();
         OffsetDateTime now = OffsetDateTime.now();
         if (job.admittedAt() != null) {
-            claim.labelValues(job.tenantId()).observe(seconds(job.admittedAt(), now));
+            claim.labelValues(tenant).observe(seconds(job.admittedAt(), now));
             if (job.attempt() == 1 && job.createdAt() != null) {
-                admission.labelValues(job.tenantId()).observe(seconds(job.createdAt(), job.admittedAt()));
+                admission.labelValues(tenant).observe(seconds(job.createdAt(), job.admittedAt()));
             }
         }
     }
 
     @Override
     public void finished(ClaimedJob job, JobOutcome outcome, long nanos) {
-        duration.labelValues(job.tenantId()).observe(nanos / 1e9);
+        String tenant = label(job.tenantId());
+        duration.labelValues(tenant).observe(nanos / 1e9);
         if (outcome instanceof JobOutcome.Failed f) {
-            (f.dead() ? deadLetters : retries).labelValues(job.tenantId()).inc();
+            (f.dead() ? deadLetters : retries).labelValues(tenant).inc();
         } else {
-            successes.labelValues(job.tenantId()).inc();
+            successes.labelValues(tenant).inc();
         }
     }
 
     @Override
     public void leaseLost(ClaimedJob job) {
-        leaseLost.labelValues(job.tenantId()).inc();
+        leaseLost.labelValues(label(job.tenantId())).inc();
     }
 
     private static double seconds(OffsetDateTime from, OffsetDateTime to) {

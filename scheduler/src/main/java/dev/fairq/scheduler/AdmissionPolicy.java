@@ -37,4 +37,13 @@ public interface AdmissionPolicy {
      * (see Scheduler, admission grants); the granted job itself is ranked at the front of the claim order.
      */
     void chargeGrant(TenantState tenant, Double nextRank);
+
+    /**
+     * The virtual time a tenant that becomes active would start at: a cached tenant whose pass is not ahead
+     * of it can be forgotten without losing anything.
+     */
+    double virtualTime(Double nextRank);
+
+    /** A new term as leader: forget the virtual time. */
+    void reset();
 }

@@ -35,4 +35,15 @@ public final class FifoAdmission implements AdmissionPolicy {
     @Override
     public void chargeGrant(TenantState tenant, Double nextRank) {
     }
+
+    /** FIFO keeps no per-tenant credit: any idle tenant can be forgotten. */
+    @Override
+    public double virtualTime(Double nextRank) {
+        return Double.POSITIVE_INFINITY;
+    }
+
+    @Override
+    public void reset() {
+        nextRankToGive = 0;
+    }
 }

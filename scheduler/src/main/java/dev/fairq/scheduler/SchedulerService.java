@@ -3,42 +3,54 @@ package dev.fairq.scheduler;
 import dev.fairq.schema.DashboardStore;
 import dev.fairq.schema.Database;
 import dev.fairq.schema.JobStore;
+import dev.fairq.schema.LeaderLock;
+import dev.fairq.schema.SchedulerStates;
 import org.jooq.DSLContext;
 import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.sql.Connection;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 
 /**
- * Runs the scheduler as leader or standby. Leadership is a PostgreSQL session advisory lock held on a
- * dedicated connection (never a pooled one: the lock belongs to the session, and a pool would hand that
- * session to someone else). When the leader's process dies or its connection is terminated, PostgreSQL
+ * Runs the scheduler as leader or standby. Leadership is a PostgreSQL session advisory lock ({@link LeaderLock})
+ * held on a dedicated connection. When the leader's process dies or its connection is terminated, PostgreSQL
  * drops the lock and a standby takes it at its next poll.
  *
- * <p>The fence: every statement of a leader runs on that same connection. A leader that lost its session
+ * <p>The fence: every admission of a leader runs on that same connection. A leader that lost its session
  * cannot admit anything, because the statement has nowhere to run, so two schedulers never admit at once.
  * (Admission also re-checks {@code status = 'pending'}, so no job can be admitted twice either way.)
+ *
+ * <p>The lock connection does admissions and nothing else: it listens for wake-ups (which name tenants that
+ * may have work, see {@link Scheduler#wake}) and ticks. The background duties (publishing the state explain
+ * reads, the dashboard rollup, retention, pruning) run on their own thread and connection ({@link Maintenance}),
+ * under a statement_timeout, while this process leads; their failures are logged and retried, never a reason
+ * to step down.
  */
 public final class SchedulerService implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(SchedulerService.class);
-    /** Advisory lock key: two ints, "fairq" and "scheduler". */
-    private static final int LOCK_CLASS = 1717658993, LOCK_ID = 1;
-    private static final String TRY_LOCK = "SELECT pg_try_advisory_lock(" + LOCK_CLASS + ", " + LOCK_ID + ")";
-    /** Some session holds the leader's lock (a two-int advisory lock shows its keys as classid and objid). */
-    private static final String LEADER_EXISTS = "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
-            + "AND granted AND classid = " + LOCK_CLASS + " AND objid = " + LOCK_ID + ")";
-    /**
-     * The dashboards' per-minute rollup: recomputed this often, over the current and the previous minute
-     * (so a job finished in the last second of a minute is counted at the next run), kept this long.
-     */
+    /** The dashboards' per-minute rollup is recomputed this often (so charts trail by at most 10 s), kept this long. */
     static final Duration ROLLUP_EVERY = Duration.ofSeconds(10);
-    static final int ROLLUP_MINUTES = 2;
     static final Duration ROLLUP_RETENTION = Duration.ofDays(7);
+    /**
+     * The rollup recomputes the tenants active within this window: the two minutes it rewrites, and a
+     * little more so a tenant whose last job ended just before a minute turned is counted in both.
+     */
+    static final Duration ROLLUP_ACTIVE_WINDOW = Duration.ofMinutes(3);
+    /** Explain reads the published state; once a second keeps its tokens and positions current enough. */
+    static final Duration PUBLISH_EVERY = Duration.ofSeconds(1);
+    /** Retention deletes in batches of 5,000 (a few ms each), at most 20 a run: 100,000 jobs per 30 s. */
+    static final int RETENTION_BATCH = 5000, RETENTION_BATCHES_PER_RUN = 20;
+    /** Registry rows of worker processes silent this long are removed (they died without unregistering). */
+    static final Duration WORKER_REGISTRY_KEEP = Duration.ofHours(1);
 
     @FunctionalInterface
     public interface ConnectionFactory {
@@ -47,20 +59,30 @@ public final class SchedulerService implements AutoCloseable {
 
     private final Scheduler scheduler;
     private final JobStore store;
-    private final DashboardStore dashboards = new DashboardStore();
+    private final DashboardStore dashboards;
     private final SchedulerConfig config;
     private final ConnectionFactory connections;
+    private final List<Maintenance.Duty> extraDuties = new ArrayList<>();
     private final Thread thread;
     private volatile boolean stopped;
     private volatile boolean leader;
     private volatile Connection current;
+    /** What was published last per tenant: unchanged states are not written again. */
+    private Map<String, SchedulerStates.State> published = new HashMap<>();
 
     public SchedulerService(Scheduler scheduler, JobStore store, SchedulerConfig config, ConnectionFactory connections) {
         this.scheduler = scheduler;
         this.store = store;
+        this.dashboards = new DashboardStore(store.clock());
         this.config = config;
         this.connections = connections;
         this.thread = new Thread(this::run, "fairq-scheduler");
+    }
+
+    /** Another background duty for the leader (before {@link #start}): runs on the maintenance connection. */
+    public SchedulerService withDuty(String name, Duration every, Maintenance.Work work) {
+        extraDuties.add(new Maintenance.Duty(name, every, work));
+        return this;
     }
 
     public SchedulerService start() {
@@ -97,10 +119,7 @@ public final class SchedulerService implements AutoCloseable {
     /** Standby: try the lock every standbyPoll on this connection; true once it is ours. */
     private boolean waitForLock(Connection c) throws SQLException {
         while (!stopped) {
-            try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(TRY_LOCK)) {
-                rs.next();
-                if (rs.getBoolean(1)) return true;
-            }
+            if (LeaderLock.tryLock(c)) return true;
             pause(config.standbyPoll());
         }
         return false;
@@ -108,79 +127,88 @@ public final class SchedulerService implements AutoCloseable {
 
     private void lead(Connection c) throws SQLException {
         try (Statement s = c.createStatement()) {
+            // Listening starts before the first tick reads the tenants with work: nothing enqueued in between is missed.
             s.execute("LISTEN fairq_jobs");
-            // Every admission query walks jobs_admit_idx in order and stops at its LIMIT. Right after a burst
+            // Every admission query walks a partial index in order and stops at its LIMIT. Right after a burst
             // of enqueues the statistics are stale, and the planner may then fetch a tenant's whole backlog
             // through another index and sort it: a tick would cost O(backlog) (measured: 32 ms instead of
-            // 0.6 ms at 5,000 jobs per tenant). No scheduler query needs a sort, so rule them out here.
+            // 0.6 ms at 5,000 jobs per tenant). No scheduler query needs a sort or a sequential scan (each has
+            // an index made for it), so this session rules both out.
             s.execute("SET enable_sort = off");
+            s.execute("SET enable_seqscan = off");
             // An admission lost to a database crash is simply admitted again (see Database.queuePool).
             s.execute("SET synchronous_commit = off");
         }
         PGConnection pg = c.unwrap(PGConnection.class);
         DSLContext ctx = Database.dsl(c);
         scheduler.reset();
+        published = new HashMap<>();
         leader = true;
         log.info("this process is now the active scheduler");
-        long nextMaintenance = System.nanoTime() + config.maintenanceEvery().toNanos();
-        long nextPublish = System.nanoTime();
-        long nextRollup = System.nanoTime();
-        while (!stopped) {
-            long started = System.nanoTime();
-            Scheduler.TickResult r = scheduler.tick(ctx);
-            if (log.isDebugEnabled()) {
-                log.debug("tick: wanted {} admitted {} in {} us", r.wanted(), r.admitted(), (System.nanoTime() - started) / 1000);
+        try (Maintenance maintenance = new Maintenance(connections, config.maintenanceStatementTimeout(), duties()).start()) {
+            while (!stopped) {
+                long started = System.nanoTime();
+                Scheduler.TickResult r = scheduler.tick(ctx);
+                if (log.isDebugEnabled()) {
+                    log.debug("tick: wanted {} admitted {} in {} us", r.wanted(), r.admitted(), (System.nanoTime() - started) / 1000);
+                }
+                // saturated: more work is waiting, come back soon; buffer full: the workers are busy, look again
+                // after a few busy intervals; otherwise idle, unless a rate-limited tenant gets a token or a
+                // tenant's next job comes due sooner. A wake-up ends the wait early.
+                long waitMillis;
+                if (r.saturated()) waitMillis = config.busyInterval().toMillis();
+                else if (r.wanted() == 0) waitMillis = config.busyInterval().toMillis() * 5;
+                else waitMillis = Math.min(config.idleInterval().toMillis(), r.nanosUntilNextEvent() / 1_000_000 + 1);
+                wakeUps(pg.getNotifications((int) Math.max(1, waitMillis)));
             }
-            if (System.nanoTime() >= nextPublish) {
-                publishState(ctx);
-                nextPublish = System.nanoTime() + 1_000_000_000L;
-            }
-            if (System.nanoTime() >= nextRollup) {
-                rollup(ctx);
-                nextRollup = System.nanoTime() + ROLLUP_EVERY.toNanos();
-            }
-            if (System.nanoTime() >= nextMaintenance) {
-                maintain(ctx);
-                nextMaintenance = System.nanoTime() + config.maintenanceEvery().toNanos();
-            }
-            // saturated: more work is waiting, come back soon; buffer full: the workers are busy, look again
-            // after a few busy intervals; otherwise idle, unless a rate-limited tenant gets a token sooner.
-            long waitMillis;
-            if (r.saturated()) waitMillis = config.busyInterval().toMillis();
-            else if (r.wanted() == 0) waitMillis = config.busyInterval().toMillis() * 5;
-            else waitMillis = Math.min(config.idleInterval().toMillis(), r.nanosUntilNextToken() / 1_000_000 + 1);
-            pg.getNotifications((int) Math.max(1, waitMillis)); // an enqueue wakes us early
         }
     }
 
-    /** At most once a second, one statement: the per-tenant state explain reads from any process. */
+    private void wakeUps(PGNotification[] notifications) {
+        if (notifications == null) return;
+        for (PGNotification n : notifications) scheduler.onWakeUp(n.getParameter());
+    }
+
+    private List<Maintenance.Duty> duties() {
+        List<Maintenance.Duty> duties = new ArrayList<>();
+        duties.add(new Maintenance.Duty("publish scheduler state", PUBLISH_EVERY, this::publishState));
+        duties.add(new Maintenance.Duty("dashboard rollup", ROLLUP_EVERY, this::rollup));
+        duties.add(new Maintenance.Duty("retention", config.maintenanceEvery(), this::retention));
+        duties.addAll(extraDuties);
+        return duties;
+    }
+
+    /**
+     * The per-tenant state explain reads from any process: only what the scheduler holds in memory (the
+     * active tenants), and of that only what changed since the last publish, in one statement.
+     */
     private void publishState(DSLContext ctx) {
-        try {
-            store.schedulerStates().publish(ctx, scheduler.snapshot());
-        } catch (RuntimeException e) {
-            log.warn("could not publish the scheduler state for explain", e);
+        Map<String, SchedulerStates.State> now = new HashMap<>();
+        List<SchedulerStates.State> changed = new ArrayList<>();
+        for (SchedulerStates.State s : scheduler.snapshot()) {
+            now.put(s.tenantId(), s);
+            if (!s.equals(published.get(s.tenantId()))) changed.add(s);
         }
+        store.schedulerStates().publish(ctx, changed);
+        published = now;
     }
 
-    /** The dashboards' rollup (idempotent: see JobStore.rollupMinutes); a failure only costs a chart point. */
+    /** The dashboards' rollup (idempotent, resumes from its cursor: see DashboardStore.rollup). */
     private void rollup(DSLContext ctx) {
-        try {
-            long started = System.nanoTime();
-            int rows = dashboards.rollupMinutes(ctx, ROLLUP_MINUTES);
-            if (log.isDebugEnabled()) log.debug("rollup: {} rows in {} ms", rows, (System.nanoTime() - started) / 1_000_000);
-        } catch (RuntimeException e) {
-            log.warn("could not write the dashboard rollup", e);
-        }
+        long started = System.nanoTime();
+        int rows = dashboards.rollup(ctx, scheduler.recentlyActive(ROLLUP_ACTIVE_WINDOW.toNanos()));
+        if (log.isDebugEnabled()) log.debug("rollup: {} rows in {} ms", rows, (System.nanoTime() - started) / 1_000_000);
     }
 
-    private void maintain(DSLContext ctx) {
+    private void retention(DSLContext ctx) {
+        List<String> tenants = store.retention().tenantsWithFinished(ctx);
         int deleted = 0;
-        for (int i = 0; i < 20; i++) {
-            int n = store.deleteFinished(ctx, config.retention(), config.deadRetention(), 5000);
+        for (int i = 0; i < RETENTION_BATCHES_PER_RUN && !stopped; i++) {
+            int n = store.retention().deleteFinished(ctx, tenants, config.retention(), config.deadRetention(), RETENTION_BATCH);
             deleted += n;
-            if (n < 5000) break;
+            if (n < RETENTION_BATCH) break;
         }
-        store.leases().pruneWorkers(ctx, java.time.Duration.ofHours(1));
+        store.leases().pruneWorkers(ctx, WORKER_REGISTRY_KEEP);
         dashboards.pruneRollup(ctx, ROLLUP_RETENTION);
         if (deleted > 0) log.info("retention: deleted {} finished jobs", deleted);
     }
@@ -197,7 +225,7 @@ public final class SchedulerService implements AutoCloseable {
 
     /** Whether any process, this one or another, is the active scheduler now. */
     public static boolean leaderExists(DSLContext db) {
-        return Boolean.TRUE.equals(db.resultQuery(LEADER_EXISTS).fetchOne(0, Boolean.class));
+        return LeaderLock.held(db);
     }
 
     /** Stops; the lock goes with the connection, so a standby takes over at its next poll. */

@@ -65,6 +65,12 @@ public final class TokenBucket {
         if (!used) tokens = Math.min(burst - reserved, tokens + 1);
     }
 
+    /** Full, with nothing reserved: a new bucket would be the same (a forgotten tenant loses nothing). */
+    public synchronized boolean isFull() {
+        refill();
+        return reserved == 0 && tokens + EPSILON >= burst;
+    }
+
     /** Nanoseconds until one whole token is available (0 when one is). */
     public synchronized long nanosUntilNextToken() {
         refill();

@@ -1,10 +1,17 @@
 package dev.fairq.scheduler;
 
+import dev.fairq.schema.Database;
 import dev.fairq.schema.JobRequest;
 import dev.fairq.schema.JobStore;
 import dev.fairq.schema.SettableClock;
 import dev.fairq.testing.TestDatabase;
 import org.jooq.DSLContext;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
 
 import java.time.Duration;
 import java.time.OffsetDateTime;
@@ -27,14 +34,46 @@ final class SimulatedScheduler {
     final JobStore store = new JobStore(clock);
     final Scheduler scheduler;
 
+    /** Receives the wake-ups the database sends (enqueues, retries, promotions name their tenant), as the service does. */
+    private final Connection listener;
+
     SimulatedScheduler(TestDatabase db, SchedulerConfig config) {
         this.db = db;
         this.dsl = db.dsl();
         this.scheduler = new Scheduler(store, config);
+        try {
+            listener = Database.dedicated(db.jdbcUrl, db.user, db.password, "simulated-scheduler");
+            try (Statement s = listener.createStatement()) {
+                s.execute("LISTEN fairq_jobs");
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     Scheduler.TickResult tick() {
+        deliverWakeUps();
         return scheduler.tick(dsl);
+    }
+
+    /** Hands the scheduler every wake-up committed so far (a round trip collects those the server sent). */
+    void deliverWakeUps() {
+        for (PGNotification n : pendingWakeUps()) scheduler.onWakeUp(n.getParameter());
+    }
+
+    /** Loses every wake-up committed so far (the scheduler never hears of them). */
+    void dropWakeUps() {
+        pendingWakeUps();
+    }
+
+    private PGNotification[] pendingWakeUps() {
+        try (Statement s = listener.createStatement()) {
+            s.execute("SELECT 1");
+            PGNotification[] ns = listener.unwrap(PGConnection.class).getNotifications();
+            return ns == null ? new PGNotification[0] : ns;
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     /** The simulated workers run every ready job to completion at once (no claim, just frees the buffer). */

@@ -60,24 +60,13 @@ public final class Admission {
 
     /**
      * Everything a tick needs to know, in one round trip: ready and running counts per tenant, the live
-     * worker capacity, the lowest and highest rank in the ready buffer, and which tenants have admissible
-     * work at all. One branch per status so each is served by its own small partial index (a single
-     * "status IN (...)" is planned as a scan of the whole table); the tenants come from a loose index scan
-     * over jobs_admit_idx (one probe per distinct tenant), so idle tenants cost nothing and a deep backlog
-     * is never walked.
+     * worker capacity, the lowest and highest rank in the ready buffer, and the grants. One branch per status
+     * so each is served by its own small partial index (a single "status IN (...)" is planned as a scan of
+     * the whole table). Its cost follows the ready buffer, the running jobs and the grants, all bounded by the
+     * worker capacity: which tenants have work waiting is not read here but kept in the scheduler's memory
+     * (wake-ups name the tenant; {@link #TENANTS_WITH_WORK} rebuilds it).
      */
     static final NamedSql LOAD = NamedSql.of("""
-            WITH RECURSIVE with_work(tenant_id) AS (
-                (SELECT tenant_id FROM jobs
-                 WHERE status = 'pending' AND (ordering_key IS NULL OR key_head)
-                 ORDER BY tenant_id LIMIT 1)
-                UNION ALL
-                SELECT (SELECT j.tenant_id FROM jobs j
-                        WHERE j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
-                          AND j.tenant_id > w.tenant_id
-                        ORDER BY j.tenant_id LIMIT 1)
-                FROM with_work w WHERE w.tenant_id IS NOT NULL
-            )
             SELECT 'ready' AS what, tenant_id, count(*)::double precision AS n
             FROM jobs WHERE status = 'ready' GROUP BY tenant_id
             UNION ALL
@@ -90,9 +79,40 @@ public final class Admission {
             UNION ALL
             SELECT 'last_rank', NULL, (SELECT max(ready_rank) FROM jobs WHERE status = 'ready')
             UNION ALL
-            SELECT 'work', tenant_id, NULL FROM with_work WHERE tenant_id IS NOT NULL
-            UNION ALL
             SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision FROM admission_grants
+            """);
+
+    /**
+     * The tenants with admissible pending jobs, due or not: a loose index scan over jobs_admit_idx, one probe
+     * per distinct tenant (never a walk of the backlog, never the tenants table). The scheduler reads it when
+     * it becomes the leader and, as a safety net, every few seconds; between those its wake-ups keep it
+     * current. Cost: the tenants that have work, not those that exist.
+     */
+    static final NamedSql TENANTS_WITH_WORK = NamedSql.of("""
+            WITH RECURSIVE with_work(tenant_id) AS (
+                (SELECT tenant_id FROM jobs
+                 WHERE status = 'pending' AND (ordering_key IS NULL OR key_head)
+                 ORDER BY tenant_id LIMIT 1)
+                UNION ALL
+                SELECT (SELECT j.tenant_id FROM jobs j
+                        WHERE j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
+                          AND j.tenant_id > w.tenant_id
+                        ORDER BY j.tenant_id LIMIT 1)
+                FROM with_work w WHERE w.tenant_id IS NOT NULL
+            )
+            SELECT tenant_id FROM with_work WHERE tenant_id IS NOT NULL
+            """);
+
+    /**
+     * For tenants that have nothing due now, how long until their next admissible job is due (null: none
+     * waits). One probe of jobs_due_later_idx per tenant: only delayed, scheduled and retried jobs are in it.
+     */
+    static final NamedSql NEXT_DUE = NamedSql.of("""
+            SELECT t.tenant_id,
+                   (SELECT (fairq_epoch(min(j.run_at)) - fairq_epoch(:now)) * 1000 FROM jobs j
+                    WHERE j.tenant_id = t.tenant_id AND j.status = 'pending' AND j.run_at > j.created_at
+                      AND (j.ordering_key IS NULL OR j.key_head) AND j.run_at > :now)
+            FROM unnest(:tenant_ids::text[]) AS t(tenant_id)
             """);
 
     /** A paused tenant's admitted jobs go back to pending, so that pausing stops starts at once. */
@@ -109,7 +129,9 @@ public final class Admission {
     static final NamedSql GRANT = NamedSql.of("""
             INSERT INTO admission_grants (tenant_id, granted_at)
             SELECT t, :now FROM unnest(:tenant_ids::text[]) AS t
+            WHERE EXISTS (SELECT 1 FROM tenants WHERE id = t) -- a tenant deleted meanwhile gets none
             ON CONFLICT (tenant_id) DO NOTHING
+            RETURNING tenant_id
             """);
 
     /** Takes grants back. SKIP LOCKED: a grant an enqueue is taking right now is left to that enqueue. */
@@ -137,8 +159,7 @@ public final class Admission {
      * @param grantAgeSeconds the tenants holding an admission grant, with how long they have held it
      */
     public record QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant,
-                            int workerCapacity, Double nextRank, Double lastRank, List<String> tenantsWithWork,
-                            Map<String, Double> grantAgeSeconds) {
+                            int workerCapacity, Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds) {
         public int ready(String tenant) { return readyByTenant.getOrDefault(tenant, 0); }
         public int running(String tenant) { return runningByTenant.getOrDefault(tenant, 0); }
         public int totalReady() { return readyByTenant.values().stream().mapToInt(Integer::intValue).sum(); }
@@ -147,7 +168,6 @@ public final class Admission {
 
     public QueueLoad load(DSLContext ctx, Duration workerLiveness) {
         Map<String, Integer> ready = new HashMap<>(), running = new HashMap<>();
-        List<String> withWork = new ArrayList<>();
         Map<String, Double> grants = new HashMap<>();
         int capacity = 0;
         Double nextRank = null, lastRank = null;
@@ -160,11 +180,26 @@ public final class Admission {
                 case "capacity" -> capacity = n.intValue();
                 case "next_rank" -> nextRank = n;
                 case "last_rank" -> lastRank = n;
-                case "grant" -> grants.put(tenant, n);
-                default -> withWork.add(tenant);
+                default -> grants.put(tenant, n);
             }
         }
-        return new QueueLoad(ready, running, capacity, nextRank, lastRank, withWork, grants);
+        return new QueueLoad(ready, running, capacity, nextRank, lastRank, grants);
+    }
+
+    /** The tenants with admissible pending jobs (see {@link #TENANTS_WITH_WORK}). */
+    public List<String> tenantsWithWork(DSLContext ctx) {
+        return TENANTS_WITH_WORK.bind().fetch(ctx).getValues(0, String.class);
+    }
+
+    /** Per tenant, milliseconds until its next admissible job is due; tenants with none are left out. */
+    public Map<String, Long> nextDueInMs(DSLContext ctx, List<String> tenants) {
+        Map<String, Long> out = new HashMap<>();
+        if (tenants.isEmpty()) return out;
+        for (Record r : NEXT_DUE.bind().clock(clock).set("tenant_ids", tenants.toArray(String[]::new)).fetch(ctx)) {
+            Double ms = r.get(1, Double.class);
+            if (ms != null) out.put(r.get(0, String.class), Math.max(0, (long) Math.ceil(ms)));
+        }
+        return out;
     }
 
     /** Candidates per tenant, in each tenant's aging order. */
@@ -210,9 +245,10 @@ public final class Admission {
         return UNADMIT_PAUSED.bind().set("tenant_ids", pausedTenants.toArray(String[]::new)).execute(ctx);
     }
 
-    public void grant(DSLContext ctx, List<String> tenants) {
-        if (tenants.isEmpty()) return;
-        GRANT.bind().clock(clock).set("tenant_ids", tenants.toArray(String[]::new)).execute(ctx);
+    /** Grants the tenants an admission each; returns those that got one (a deleted tenant gets none). */
+    public List<String> grant(DSLContext ctx, List<String> tenants) {
+        if (tenants.isEmpty()) return List.of();
+        return GRANT.bind().clock(clock).set("tenant_ids", tenants.toArray(String[]::new)).fetch(ctx).getValues(0, String.class);
     }
 
     /** Returns the tenants whose grant was taken back (not one an enqueue is taking at this moment). */

@@ -28,7 +28,9 @@ public final class Completion {
      * condition, which lets the planner walk every running job through jobs_lease_idx instead of probing the
      * ids (the lease already implies running: jobs_lease_only_while_running).
      *
-     * <p>The same statement hands each finished head's ordering key to the key's oldest waiting job, so the
+     * <p>The same statement hands each finished head's ordering key to the key's oldest waiting job, and wakes
+     * the scheduler with that job's tenant (the scheduler learns of admissible work only from wake-ups: a
+     * promoted head is new work), so the
      * common path is one autocommit round trip and a key is never left headless between two statements.
      * Both updates run in one command: the finished head's row is already updated by this command when the
      * next job becomes head, so jobs_ordering_head_uidx sees one head at a time; the NOT EXISTS excludes the
@@ -57,15 +59,16 @@ public final class Completion {
                   AND NOT EXISTS (SELECT 1 FROM jobs h
                                   WHERE h.tenant_id = k.tenant_id AND h.ordering_key = k.ordering_key
                                     AND h.key_head AND h.id NOT IN (SELECT id FROM done))
-                RETURNING n.id
+                RETURNING n.id, pg_notify('fairq_jobs', 't:' || n.tenant_id)
             )
             SELECT id FROM done
             """);
 
     /**
      * Failures, fenced like COMPLETE. A retry goes back to pending with run_at on the queue's clock and
-     * failed_at stamped (the dashboard rollup counts retried failures per minute by it). A dead head keeps
-     * its key blocked unless its queue says 'continue'.
+     * failed_at stamped (the dashboard rollup counts retried failures per minute by it), and wakes the
+     * scheduler with its tenant, which then sets a timer for the retry's due time. A dead head keeps its key
+     * blocked unless its queue says 'continue'.
      */
     static final NamedSql FAIL = NamedSql.of("""
             WITH input AS MATERIALIZED (
@@ -88,7 +91,8 @@ public final class Completion {
                                 THEN false ELSE j.key_head END
             FROM f
             WHERE j.id = f.id AND j.attempts = f.attempt AND j.locked_by = :worker_id
-            RETURNING j.id, j.tenant_id, j.ordering_key, j.key_head
+            RETURNING j.id, j.tenant_id, j.ordering_key, j.key_head,
+                      CASE WHEN NOT f.dead THEN pg_notify('fairq_jobs', 't:' || j.tenant_id) END
             """);
 
     private final QueueClock clock;

@@ -4,6 +4,10 @@ import org.jooq.DSLContext;
 import org.jooq.Record;
 
 import java.time.Duration;
+import java.time.OffsetDateTime;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.Set;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -17,87 +21,95 @@ import java.util.Map;
 public final class DashboardStore {
 
     /**
-     * Recomputes the last {@code minutes} minutes (the current one included) of every tenant from the jobs
-     * table and upserts them into tenant_minute_stats. Idempotent: each value is a count over the jobs table
-     * for that minute, written with ON CONFLICT DO UPDATE SET x = excluded.x, never x = x + n, so a second run
-     * (or a second scheduler after a fail-over) writes the same numbers. A minute older than the window is no
-     * longer touched: its numbers are the ones seen while it was recent, so later retries or deletions by
-     * retention do not rewrite history.
+     * Recomputes the minutes from {@code :since} to now for the given tenants from the jobs table and upserts
+     * them into tenant_minute_stats. Idempotent: each value is a count over the jobs table for that minute,
+     * written with ON CONFLICT DO UPDATE SET x = excluded.x, never x = x + n, so a second run (or a second
+     * scheduler after a fail-over) writes the same numbers.
      *
-     * <p>Per tenant and minute, every count is an index range: retried failures on jobs_tenant_failed_idx,
-     * succeeded and dead on jobs_tenant_finished_idx (tenant_id, status, finished_at); started attempts are
-     * those same ranges over the whole window plus the running jobs (jobs_lease_idx), grouped by minute. The
-     * cost is the jobs that moved in the window, never the backlog or the retention. The
-     * depth snapshot counts pending on jobs_tenant_status_idx (the only part that grows with the backlog,
-     * as the metrics scrape does) and ready/running on the small claim and lease indexes and the oldest pending job is one probe of the same index. It
-     * is written only into the current minute; a past minute keeps the last depth seen during it (coalesce),
-     * null if no rollup ran then. A tenant gets a row only when something happened or waits, or when it
-     * already has one for that minute (so a count that drops to zero is rewritten, not left stale).
+     * <p>Cost follows what changed: the tenants named (the scheduler's active ones, those with jobs ready or
+     * running, those that already have a row in the window), and for each the jobs that moved since
+     * {@code :since}: one range per tenant of jobs_tenant_finished_idx (succeeded, dead, and the start of
+     * finished attempts), of jobs_tenant_failed_idx (retried failures), and the running jobs, grouped by
+     * minute. Never the tenants table, never the backlog, never the retention. The depth snapshot (pending on
+     * jobs_tenant_status_idx, ready and running, the oldest pending job) is written only into the current
+     * minute; a past minute keeps the last depth seen during it (coalesce), null if no rollup ran then. A
+     * tenant gets a row only when something happened or waits, or when it already has one for that minute
+     * (so a count that drops to zero is rewritten, not left stale).
      */
-    private static final String ROLLUP = """
+    static final NamedSql ROLLUP = NamedSql.of("""
             WITH win AS (
-                SELECT date_trunc('minute', now()) - (?::integer - 1) * interval '1 minute' AS since
-            ), mins AS (
-                SELECT g.m, g.m + interval '1 minute' AS m_end, g.m = date_trunc('minute', now()) AS current
-                FROM win, generate_series(win.since, date_trunc('minute', now()), interval '1 minute') AS g(m)
-            ), starts AS MATERIALIZED (
-                -- No index on started_at (see STARTS): a job whose latest attempt started in the window has
-                -- since finished, or failed and waits to retry, or is running.
-                SELECT s.tenant_id, date_trunc('minute', s.started_at) AS m, count(*) AS n
-                FROM (
-                    SELECT t.id AS tenant_id, x.started_at
-                    FROM tenants t, win CROSS JOIN LATERAL (
-                        SELECT j.started_at FROM jobs j
-                        WHERE j.tenant_id = t.id AND j.status IN ('succeeded', 'dead', 'cancelled')
-                          AND j.finished_at >= win.since
-                        UNION ALL
-                        SELECT j.started_at FROM jobs j
-                        WHERE j.tenant_id = t.id AND j.failed_at >= win.since AND j.status IN ('pending', 'ready')
-                    ) x
+                SELECT :since::timestamptz AS since, date_trunc('minute', :now) AS cur
+            ), live AS MATERIALIZED (
+                SELECT tenant_id, status, started_at FROM jobs WHERE status IN ('ready', 'running')
+            ), t AS MATERIALIZED (
+                SELECT id FROM unnest(:tenant_ids::text[]) AS x(id)
+                UNION
+                SELECT tenant_id FROM live
+                UNION
+                SELECT r.tenant_id FROM tenant_minute_stats r, win WHERE r.minute >= win.since
+            ), ev AS (
+                SELECT t.id AS tenant_id, e.m, sum(e.started) AS started, sum(e.succeeded) AS succeeded,
+                       sum(e.failed) AS failed, sum(e.dead) AS dead, coalesce(sum(e.busy_ms), 0) AS busy_ms
+                FROM t, win CROSS JOIN LATERAL (
+                    SELECT date_trunc('minute', j.finished_at) AS m, 0 AS started,
+                           (j.status = 'succeeded')::int AS succeeded, 0 AS failed, (j.status = 'dead')::int AS dead,
+                           CASE WHEN j.status <> 'cancelled'
+                                THEN (fairq_epoch(j.finished_at) - fairq_epoch(j.started_at)) * 1000 END AS busy_ms
+                    FROM jobs j
+                    WHERE j.tenant_id = t.id AND j.status IN ('succeeded', 'dead', 'cancelled')
+                      AND j.finished_at >= win.since
+                      AND (j.status <> 'cancelled' OR j.started_at >= win.since)
                     UNION ALL
-                    SELECT j.tenant_id, j.started_at FROM jobs j WHERE j.status = 'running'
-                ) s, win
-                WHERE s.started_at >= win.since
+                    -- no index on started_at (V6): the start of an attempt that ended since is found with its end
+                    SELECT date_trunc('minute', j.started_at), 1, 0, 0, 0, NULL FROM jobs j
+                    WHERE j.tenant_id = t.id AND j.status IN ('succeeded', 'dead', 'cancelled')
+                      AND j.finished_at >= win.since AND j.started_at >= win.since
+                    UNION ALL
+                    -- retried failures; started_at after failed_at: the retry already started, that time is lost
+                    SELECT date_trunc('minute', j.failed_at), 0, 0, 1, 0,
+                           CASE WHEN j.started_at <= j.failed_at
+                                THEN (fairq_epoch(j.failed_at) - fairq_epoch(j.started_at)) * 1000 END
+                    FROM jobs j WHERE j.tenant_id = t.id AND j.failed_at >= win.since
+                    UNION ALL
+                    SELECT date_trunc('minute', j.started_at), 1, 0, 0, 0, NULL FROM jobs j
+                    WHERE j.tenant_id = t.id AND j.failed_at >= win.since AND j.status IN ('pending', 'ready')
+                      AND j.started_at >= win.since
+                ) e
+                GROUP BY 1, 2
+                UNION ALL
+                SELECT l.tenant_id, date_trunc('minute', l.started_at), count(*), 0, 0, 0, 0
+                FROM live l, win WHERE l.status = 'running' AND l.started_at >= win.since
                 GROUP BY 1, 2
             ), counts AS (
-                SELECT t.id AS tenant_id, mi.m, mi.current,
-                       coalesce(st.n, 0) AS started,
-                       ok.n AS succeeded, dd.n AS dead, fl.n AS failed,
-                       coalesce(ok.ms, 0) + coalesce(dd.ms, 0) + coalesce(fl.ms, 0) AS busy_ms
-                FROM tenants t CROSS JOIN mins mi
-                LEFT JOIN starts st ON st.tenant_id = t.id AND st.m = mi.m
-                CROSS JOIN LATERAL (
-                    SELECT count(*) AS n, sum(fairq_epoch(j.finished_at) - fairq_epoch(j.started_at)) * 1000 AS ms
-                    FROM jobs j WHERE j.tenant_id = t.id AND j.status = 'succeeded'
-                                  AND j.finished_at >= mi.m AND j.finished_at < mi.m_end) ok
-                CROSS JOIN LATERAL (
-                    SELECT count(*) AS n, sum(fairq_epoch(j.finished_at) - fairq_epoch(j.started_at)) * 1000 AS ms
-                    FROM jobs j WHERE j.tenant_id = t.id AND j.status = 'dead'
-                                  AND j.finished_at >= mi.m AND j.finished_at < mi.m_end) dd
-                CROSS JOIN LATERAL (
-                    -- started_at after failed_at: the retry already started again, that attempt's time is lost
-                    SELECT count(*) AS n,
-                           sum(CASE WHEN j.started_at <= j.failed_at
-                                    THEN fairq_epoch(j.failed_at) - fairq_epoch(j.started_at) END) * 1000 AS ms
-                    FROM jobs j WHERE j.tenant_id = t.id AND j.failed_at >= mi.m AND j.failed_at < mi.m_end) fl
+                SELECT tenant_id, m, sum(started) AS started, sum(succeeded) AS succeeded, sum(failed) AS failed,
+                       sum(dead) AS dead, sum(busy_ms) AS busy_ms
+                FROM ev GROUP BY 1, 2
             ), depth AS (
                 SELECT t.id AS tenant_id,
                        (SELECT count(*) FROM jobs j WHERE j.tenant_id = t.id AND j.status = 'pending') AS pending,
-                       (SELECT count(*) FROM jobs j WHERE j.tenant_id = t.id AND j.status = 'ready') AS ready,
-                       (SELECT count(*) FROM jobs j WHERE j.tenant_id = t.id AND j.status = 'running') AS running,
-                       (SELECT (fairq_epoch(now()) - fairq_epoch(j.created_at)) * 1000 FROM jobs j
+                       (SELECT count(*) FROM live l WHERE l.tenant_id = t.id AND l.status = 'ready') AS ready,
+                       (SELECT count(*) FROM live l WHERE l.tenant_id = t.id AND l.status = 'running') AS running,
+                       (SELECT (fairq_epoch(:now) - fairq_epoch(j.created_at)) * 1000 FROM jobs j
                         WHERE j.tenant_id = t.id AND j.status = 'pending' ORDER BY j.id LIMIT 1) AS oldest
-                FROM tenants t
+                FROM t
+            ), keys AS (
+                SELECT tenant_id, m FROM counts
+                UNION
+                SELECT d.tenant_id, win.cur FROM depth d, win WHERE d.pending + d.ready + d.running > 0
+                UNION
+                SELECT r.tenant_id, r.minute FROM tenant_minute_stats r, win
+                WHERE r.minute >= win.since AND r.tenant_id IN (SELECT id FROM t)
             )
             INSERT INTO tenant_minute_stats AS r (tenant_id, minute, started, succeeded, failed, dead, busy_ms,
                                                   pending, ready, running, oldest_pending_age_ms, updated_at)
-            SELECT c.tenant_id, c.m, c.started, c.succeeded, c.failed, c.dead, round(c.busy_ms),
-                   CASE WHEN c.current THEN d.pending END, CASE WHEN c.current THEN d.ready END,
-                   CASE WHEN c.current THEN d.running END, CASE WHEN c.current THEN round(d.oldest) END, now()
-            FROM counts c JOIN depth d USING (tenant_id)
-            WHERE c.started + c.succeeded + c.failed + c.dead > 0
-               OR (c.current AND d.pending + d.ready + d.running > 0)
-               OR EXISTS (SELECT 1 FROM tenant_minute_stats x WHERE x.tenant_id = c.tenant_id AND x.minute = c.m)
+            SELECT k.tenant_id, k.m, coalesce(c.started, 0), coalesce(c.succeeded, 0), coalesce(c.failed, 0),
+                   coalesce(c.dead, 0), round(coalesce(c.busy_ms, 0)),
+                   CASE WHEN k.m = win.cur THEN d.pending END, CASE WHEN k.m = win.cur THEN d.ready END,
+                   CASE WHEN k.m = win.cur THEN d.running END, CASE WHEN k.m = win.cur THEN round(d.oldest) END, :now
+            FROM keys k CROSS JOIN win
+            LEFT JOIN counts c ON c.tenant_id = k.tenant_id AND c.m = k.m
+            LEFT JOIN depth d ON d.tenant_id = k.tenant_id
+            WHERE k.m >= win.since AND k.m <= win.cur
             ON CONFLICT (tenant_id, minute) DO UPDATE
             SET started = excluded.started, succeeded = excluded.succeeded, failed = excluded.failed,
                 dead = excluded.dead, busy_ms = excluded.busy_ms,
@@ -106,17 +118,91 @@ public final class DashboardStore {
                 oldest_pending_age_ms = CASE WHEN excluded.pending IS NULL THEN r.oldest_pending_age_ms
                                              ELSE excluded.oldest_pending_age_ms END,
                 updated_at = excluded.updated_at
-            """;
+            """);
 
-    /** Recomputes the last {@code minutes} minutes (at least 1: the current one) for all tenants; returns rows written. */
-    public int rollupMinutes(DSLContext ctx, int minutes) {
-        return ctx.execute(ROLLUP, Math.max(1, minutes));
+    /**
+     * The tenants that have finished jobs at all: a loose index scan of jobs_tenant_finished_idx, one probe per
+     * tenant. Only for catching up after a gap, when the scheduler's memory does not know who ran what.
+     */
+    static final NamedSql TENANTS_WITH_FINISHED = NamedSql.of("""
+            WITH RECURSIVE f(tenant_id) AS (
+                (SELECT tenant_id FROM jobs WHERE finished_at IS NOT NULL ORDER BY tenant_id LIMIT 1)
+                UNION ALL
+                SELECT (SELECT j.tenant_id FROM jobs j WHERE j.finished_at IS NOT NULL AND j.tenant_id > f.tenant_id
+                        ORDER BY j.tenant_id LIMIT 1)
+                FROM f WHERE f.tenant_id IS NOT NULL
+            )
+            SELECT tenant_id FROM f WHERE tenant_id IS NOT NULL
+            """);
+
+    static final NamedSql READ_CURSOR = NamedSql.of("""
+            SELECT (SELECT rolled_through FROM rollup_cursor WHERE id = 1) AS rolled_through,
+                   date_trunc('minute', :now) AS cur
+            """);
+
+    static final NamedSql WRITE_CURSOR = NamedSql.of("""
+            INSERT INTO rollup_cursor (id, rolled_through) VALUES (1, :rolled_through::timestamptz)
+            ON CONFLICT (id) DO UPDATE SET rolled_through = excluded.rolled_through
+            """);
+
+    /** Minutes recomputed at every run: the current one and the one before (a job finished in its last second). */
+    public static final int ROLLUP_MINUTES = 2;
+    /** The most a catch-up fills in: the finished jobs it counts are kept a day (the default retention). */
+    public static final Duration MAX_CATCH_UP = Duration.ofHours(24);
+
+    private final QueueClock clock;
+
+    public DashboardStore() {
+        this(QueueClock.SYSTEM);
     }
+
+    public DashboardStore(QueueClock clock) {
+        this.clock = clock;
+    }
+
+    /**
+     * Recomputes the recent minutes of the given tenants (plus those with jobs ready or running, and those
+     * with rows in the window), resuming from the stored cursor: minutes that passed while no scheduler ran
+     * are filled in for every tenant that finished jobs, up to {@link #MAX_CATCH_UP} back. Returns rows written.
+     */
+    public int rollup(DSLContext ctx, Collection<String> activeTenants) {
+        Record cursor = READ_CURSOR.bind().clock(clock).fetch(ctx).get(0);
+        OffsetDateTime current = cursor.get("cur", OffsetDateTime.class);
+        OffsetDateTime rolledThrough = cursor.get("rolled_through", OffsetDateTime.class);
+        OffsetDateTime since = current.minusMinutes(ROLLUP_MINUTES - 1);
+        Set<String> tenants = new HashSet<>(activeTenants);
+        if (rolledThrough != null && rolledThrough.isBefore(since)) {
+            OffsetDateTime oldest = current.minus(MAX_CATCH_UP);
+            since = rolledThrough.isBefore(oldest) ? oldest : rolledThrough;
+            tenants.addAll(TENANTS_WITH_FINISHED.bind().fetch(ctx).getValues(0, String.class));
+        }
+        OffsetDateTime from = since;
+        int rows = ctx.transactionResult(c -> {
+            int n = ROLLUP.bind().clock(clock).set("since", from).set("tenant_ids", tenants.toArray(String[]::new))
+                    .execute(c.dsl());
+            // the minute before the current one is final now: a later run starts there at the latest
+            WRITE_CURSOR.bind().set("rolled_through", current.minusMinutes(1)).execute(c.dsl());
+            return n;
+        });
+        return rows;
+    }
+
+    /** The rollup of the last {@code minutes} minutes for every tenant that finished jobs (tests and tools). */
+    public int rollupMinutes(DSLContext ctx, int minutes) {
+        Record cursor = READ_CURSOR.bind().clock(clock).fetch(ctx).get(0);
+        OffsetDateTime since = cursor.get("cur", OffsetDateTime.class).minusMinutes(Math.max(1, minutes) - 1);
+        Set<String> tenants = new HashSet<>(TENANTS_WITH_FINISHED.bind().fetch(ctx).getValues(0, String.class));
+        tenants.addAll(new Admission(clock).tenantsWithWork(ctx));
+        return ROLLUP.bind().clock(clock).set("since", since).set("tenant_ids", tenants.toArray(String[]::new)).execute(ctx);
+    }
+
+    static final NamedSql PRUNE = NamedSql.of("""
+            DELETE FROM tenant_minute_stats WHERE minute < :now - :keep_ms * interval '1 millisecond'
+            """);
 
     /** Retention of the rollup: tenant_minute_stats_minute_idx finds the old minutes. */
     public int pruneRollup(DSLContext ctx, Duration retention) {
-        return ctx.execute("DELETE FROM tenant_minute_stats WHERE minute < now() - ? * interval '1 millisecond'",
-                retention.toMillis());
+        return PRUNE.bind().clock(clock).set("keep_ms", retention.toMillis()).execute(ctx);
     }
 
     /** One tenant's minute. Depth fields are null when no rollup ran during that minute. */
@@ -125,17 +211,17 @@ public final class DashboardStore {
                               Long oldestPendingAgeMs) {}
 
     /** A tenant's minutes since {@code since} ago, oldest first: a range of the primary key (tenant_id, minute). */
-    private static final String MINUTES = """
+    static final NamedSql MINUTES = NamedSql.of("""
             SELECT tenant_id, minute, started, succeeded, failed, dead, busy_ms, pending, ready, running,
                    oldest_pending_age_ms
             FROM tenant_minute_stats
-            WHERE tenant_id = ? AND minute >= date_trunc('minute', now() - ? * interval '1 millisecond')
+            WHERE tenant_id = :tenant AND minute >= date_trunc('minute', :now - :since_ms * interval '1 millisecond')
             ORDER BY minute
-            """;
+            """);
 
     public List<MinuteStats> minuteStats(DSLContext ctx, String tenantId, Duration since) {
         List<MinuteStats> out = new ArrayList<>();
-        for (Record r : ctx.resultQuery(MINUTES, tenantId, since.toMillis()).fetch()) {
+        for (Record r : MINUTES.bind().clock(clock).set("tenant", tenantId).set("since_ms", since.toMillis()).fetch(ctx)) {
             out.add(new MinuteStats(r.get(0, String.class), r.get(1, java.time.OffsetDateTime.class),
                     r.get(2, Integer.class), r.get(3, Integer.class), r.get(4, Integer.class), r.get(5, Integer.class),
                     r.get(6, Long.class), r.get(7, Integer.class), r.get(8, Integer.class), r.get(9, Integer.class),
@@ -144,65 +230,77 @@ public final class DashboardStore {
         return out;
     }
 
-    /** A tenant's rollup totals over a window, and its worker time over a shorter recent window. */
+    /**
+     * A tenant's rollup totals over a window, its worker time and starts over a shorter recent window, and its
+     * start rate over the current and the previous minute (as of the last rollup, at most 10 s ago).
+     */
     public record RollupTotals(long started, long succeeded, long failed, long dead, long busyMs, long busyMsRecent,
-                               long startedRecent) {
-        public static final RollupTotals NONE = new RollupTotals(0, 0, 0, 0, 0, 0, 0);
+                               long startedRecent, double startRatePerSecond) {
+        public static final RollupTotals NONE = new RollupTotals(0, 0, 0, 0, 0, 0, 0, 0);
     }
 
     /**
-     * Per tenant, sums over the window; a range of tenant_minute_stats_minute_idx (tenants x minutes rows,
-     * at most 60 per tenant for an hour). {@code tenantId} null: every tenant (admin).
+     * Per tenant, sums over the window: at most one row per minute of the window per tenant named, on the
+     * primary key (tenant_id, minute). The start rate divides the starts of the previous and the current
+     * minute by the time they cover.
      */
-    private static final String TOTALS = """
+    static final NamedSql TOTALS = NamedSql.of("""
             SELECT tenant_id, sum(started), sum(succeeded), sum(failed), sum(dead), sum(busy_ms),
-                   coalesce(sum(busy_ms) FILTER (WHERE minute >= date_trunc('minute', now() - ? * interval '1 millisecond')), 0),
-                   coalesce(sum(started) FILTER (WHERE minute >= date_trunc('minute', now() - ? * interval '1 millisecond')), 0)
+                   coalesce(sum(busy_ms) FILTER (WHERE minute >= date_trunc('minute', :now - :recent_ms * interval '1 millisecond')), 0),
+                   coalesce(sum(started) FILTER (WHERE minute >= date_trunc('minute', :now - :recent_ms * interval '1 millisecond')), 0),
+                   coalesce(sum(started) FILTER (WHERE minute >= date_trunc('minute', :now) - interval '1 minute'), 0)
+                       / greatest(1, fairq_epoch(:now) - fairq_epoch(date_trunc('minute', :now) - interval '1 minute'))
             FROM tenant_minute_stats
-            WHERE minute >= date_trunc('minute', now() - ? * interval '1 millisecond')
-              AND (?::text IS NULL OR tenant_id = ?)
+            WHERE tenant_id = ANY(:tenant_ids::text[])
+              AND minute >= date_trunc('minute', :now - :window_ms * interval '1 millisecond')
             GROUP BY tenant_id
-            """;
+            """);
 
-    public Map<String, RollupTotals> rollupTotals(DSLContext ctx, String tenantIdOrNull, Duration window, Duration recent) {
+    /** The totals of the given tenants (absent: no row in the window). */
+    public Map<String, RollupTotals> rollupTotals(DSLContext ctx, Collection<String> tenants, Duration window, Duration recent) {
         Map<String, RollupTotals> out = new HashMap<>();
-        for (Record r : ctx.resultQuery(TOTALS, recent.toMillis(), recent.toMillis(), window.toMillis(), tenantIdOrNull, tenantIdOrNull).fetch()) {
+        if (tenants.isEmpty()) return out;
+        for (Record r : TOTALS.bind().clock(clock).set("recent_ms", recent.toMillis()).set("window_ms", window.toMillis())
+                .set("tenant_ids", tenants.toArray(String[]::new)).fetch(ctx)) {
             out.put(r.get(0, String.class), new RollupTotals(r.get(1, Long.class), r.get(2, Long.class),
-                    r.get(3, Long.class), r.get(4, Long.class), r.get(5, Long.class), r.get(6, Long.class), r.get(7, Long.class)));
+                    r.get(3, Long.class), r.get(4, Long.class), r.get(5, Long.class), r.get(6, Long.class),
+                    r.get(7, Long.class), r.get(8, Double.class)));
         }
         return out;
     }
 
     /**
-     * Attempts started per tenant in the last {@code window} (live, for the start rate against
-     * rate_per_second). There is no index on started_at on purpose: it took an entry at every claim and
-     * another at every completion, the two hottest writes of the queue (V6; see bench/RESULTS.md). A job
-     * whose latest attempt started in the window has since finished (jobs_tenant_finished_idx), or failed
-     * and waits to retry (jobs_tenant_failed_idx), or is running (the small jobs_lease_idx, read once).
-     * {@code tenantId} null: all tenants.
+     * What the admin overview sorts by, per tenant active in the recent window (a row in the rollup: something
+     * ran, or jobs waited): worker time and starts in the window, and the latest depth snapshot. Cost: the
+     * active tenants' rows of the window (at most one per minute each), never the tenants table.
      */
-    private static final String STARTS = """
-            WITH w AS (
-                SELECT now() - ? * interval '1 millisecond' AS since
-            ), running AS MATERIALIZED (
-                SELECT j.tenant_id, count(*) AS n FROM jobs j, w
-                WHERE j.status = 'running' AND j.started_at > w.since GROUP BY j.tenant_id
-            )
-            SELECT t.id,
-                   (SELECT count(*) FROM jobs j
-                    WHERE j.tenant_id = t.id AND j.status IN ('succeeded', 'dead', 'cancelled')
-                      AND j.finished_at > w.since AND j.started_at > w.since)
-                 + (SELECT count(*) FROM jobs j
-                    WHERE j.tenant_id = t.id AND j.failed_at > w.since AND j.status IN ('pending', 'ready')
-                      AND j.started_at > w.since)
-                 + coalesce((SELECT r.n FROM running r WHERE r.tenant_id = t.id), 0)
-            FROM tenants t, w WHERE ?::text IS NULL OR t.id = ?
-            """;
+    public record Activity(String tenantId, int weight, boolean paused, long busyMs, long started, long pending,
+                           long ready, long running) {}
 
-    public Map<String, Long> startsSince(DSLContext ctx, String tenantIdOrNull, Duration window) {
-        Map<String, Long> out = new HashMap<>();
-        for (Record r : ctx.resultQuery(STARTS, window.toMillis(), tenantIdOrNull, tenantIdOrNull).fetch()) {
-            out.put(r.get(0, String.class), r.get(1, Long.class));
+    static final NamedSql ACTIVITY = NamedSql.of("""
+            WITH recent AS (
+                SELECT s.tenant_id, sum(s.busy_ms) AS busy, sum(s.started) AS started,
+                       (array_agg(s.pending ORDER BY s.minute DESC) FILTER (WHERE s.pending IS NOT NULL))[1] AS pending,
+                       (array_agg(s.ready ORDER BY s.minute DESC) FILTER (WHERE s.pending IS NOT NULL))[1] AS ready,
+                       (array_agg(s.running ORDER BY s.minute DESC) FILTER (WHERE s.pending IS NOT NULL))[1] AS running
+                FROM tenant_minute_stats s
+                WHERE s.minute >= date_trunc('minute', :now - :window_ms * interval '1 millisecond')
+                  AND (:tenant_ids::text[] IS NULL OR s.tenant_id = ANY(:tenant_ids::text[]))
+                GROUP BY s.tenant_id
+            )
+            SELECT r.tenant_id, t.weight, t.paused, coalesce(r.busy, 0), coalesce(r.started, 0),
+                   coalesce(r.pending, 0), coalesce(r.ready, 0), coalesce(r.running, 0)
+            FROM recent r JOIN tenants t ON t.id = r.tenant_id
+            """);
+
+    /** The activity of every tenant active in the window ({@code tenants} null), or of the tenants named. */
+    public List<Activity> activity(DSLContext ctx, Duration window, Collection<String> tenants) {
+        List<Activity> out = new ArrayList<>();
+        for (Record r : ACTIVITY.bind().clock(clock).set("window_ms", window.toMillis())
+                .set("tenant_ids", tenants == null ? null : tenants.toArray(String[]::new)).fetch(ctx)) {
+            out.add(new Activity(r.get(0, String.class), r.get(1, Integer.class), r.get(2, Boolean.class),
+                    r.get(3, Long.class), r.get(4, Long.class), r.get(5, Long.class), r.get(6, Long.class),
+                    r.get(7, Long.class)));
         }
         return out;
     }
@@ -211,19 +309,19 @@ public final class DashboardStore {
      * A tenant's running jobs, longest running first, with their age on the database clock. At most
      * max_running rows, found on jobs_tenant_status_idx; the sort is over those few.
      */
-    private static final String RUNNING = """
+    static final NamedSql RUNNING = NamedSql.of("""
             SELECT id, type, queue, attempts, max_attempts, ordering_key, started_at,
-                   round((fairq_epoch(now()) - fairq_epoch(started_at)) * 1000)
-            FROM jobs WHERE tenant_id = ? AND status = 'running'
-            ORDER BY started_at LIMIT ?
-            """;
+                   round((fairq_epoch(:now) - fairq_epoch(started_at)) * 1000)
+            FROM jobs WHERE tenant_id = :tenant AND status = 'running'
+            ORDER BY started_at LIMIT :limit
+            """);
 
     public record RunningJob(long id, String type, String queue, int attempts, int maxAttempts, String orderingKey,
                              java.time.OffsetDateTime startedAt, long ageMs) {}
 
     public List<RunningJob> runningJobs(DSLContext ctx, String tenantId, int limit) {
         List<RunningJob> out = new ArrayList<>();
-        for (Record r : ctx.resultQuery(RUNNING, tenantId, limit).fetch()) {
+        for (Record r : RUNNING.bind().clock(clock).set("tenant", tenantId).set("limit", limit).fetch(ctx)) {
             Double age = r.get(7, Double.class);
             out.add(new RunningJob(r.get(0, Long.class), r.get(1, String.class), r.get(2, String.class),
                     r.get(3, Integer.class), r.get(4, Integer.class), r.get(5, String.class),

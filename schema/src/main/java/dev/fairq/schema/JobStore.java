@@ -88,7 +88,7 @@ public final class JobStore {
 
     /** Tenants that have admissible pending work at all. */
     public List<String> tenantsWithWork(DSLContext ctx) {
-        return admission.load(ctx, Duration.ofSeconds(30)).tenantsWithWork();
+        return admission.tenantsWithWork(ctx);
     }
 
     public Map<String, List<Long>> admissionCandidates(DSLContext ctx, Map<String, Integer> limits) {

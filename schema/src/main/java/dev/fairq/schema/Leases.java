@@ -78,7 +78,8 @@ public final class Leases {
     /**
      * Takes back jobs whose lease ran out (the worker died or stalled). The attempt already counted at the
      * claim; a job that has used all its attempts this way is dead, so a job that kills its workers cannot
-     * loop forever. SKIP LOCKED lets several reapers run without waiting on each other.
+     * loop forever. SKIP LOCKED lets several reapers run without waiting on each other. A job back in pending
+     * is admissible work again: its tenant is named to the scheduler.
      */
     static final NamedSql REAP = NamedSql.of("""
             UPDATE jobs j
@@ -93,7 +94,8 @@ public final class Leases {
             FROM (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now
                   ORDER BY locked_until LIMIT :limit FOR UPDATE SKIP LOCKED) e
             WHERE j.id = e.id
-            RETURNING j.id, j.tenant_id, j.ordering_key, j.key_head
+            RETURNING j.id, j.tenant_id, j.ordering_key, j.key_head,
+                      CASE WHEN j.status = 'pending' THEN pg_notify('fairq_jobs', 't:' || j.tenant_id) END
             """);
 
     /** Claimed but never started (graceful shutdown): back to the front of ready, the attempt not counted. */

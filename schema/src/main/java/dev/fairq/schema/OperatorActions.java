@@ -38,7 +38,7 @@ public final class OperatorActions {
             """);
 
     /**
-     * dead or cancelled -> pending, attempts reset, due now; the scheduler is woken. A concurrent enqueue
+     * dead or cancelled -> pending, attempts reset, due now; the scheduler is woken with the tenant. A concurrent enqueue
      * that takes the key's head between the head check and this update makes it fail on
      * jobs_ordering_head_uidx: an error for the caller, never two heads.
      */
@@ -47,7 +47,7 @@ public final class OperatorActions {
                 UPDATE jobs SET status = 'pending', attempts = 0, run_at = :now, finished_at = NULL, key_head = :head
                 WHERE id = :id RETURNING *
             )
-            SELECT replayed.*, pg_notify('fairq_jobs', '') FROM replayed
+            SELECT replayed.*, pg_notify('fairq_jobs', 't:' || replayed.tenant_id) FROM replayed
             """);
 
     /** dead -> cancelled, kept for the record. */

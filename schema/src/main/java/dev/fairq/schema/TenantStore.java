@@ -34,6 +34,17 @@ public final class TenantStore {
 
     static final NamedSql LIST = NamedSql.of("SELECT * FROM tenants ORDER BY id");
 
+    static final NamedSql BY_IDS = NamedSql.of("SELECT * FROM tenants WHERE id = ANY(:ids::text[])");
+
+    /**
+     * Tenants written since {@code since} (tenants_updated_idx; every write moves updated_at, V7). On the
+     * database's own clock, the one that stamps updated_at, whatever clock the queue runs on.
+     */
+    static final NamedSql CHANGED_SINCE = NamedSql.of("""
+            SELECT now() AS read_at, t.* FROM (SELECT 1) one
+            LEFT JOIN tenants t ON t.updated_at > coalesce(:since::timestamptz, 'infinity')
+            """);
+
     /**
      * FOR NO KEY UPDATE, not FOR UPDATE: it serialises two admins writing one tenant, but does not conflict
      * with the key-share locks that foreign keys take, so enqueues (jobs.tenant_id) and the scheduler's grants
@@ -80,6 +91,42 @@ public final class TenantStore {
 
     public Optional<TenantsRecord> find(DSLContext ctx, String id) {
         return FIND.bind().set("id", id).fetch(ctx).stream().findFirst().map(r -> r.into(TENANTS));
+    }
+
+    /** The tenants named (those that exist). */
+    public List<TenantsRecord> byIds(DSLContext ctx, java.util.Collection<String> ids) {
+        if (ids.isEmpty()) return List.of();
+        return BY_IDS.bind().set("ids", ids.toArray(String[]::new)).fetch(ctx).map(r -> r.into(TENANTS));
+    }
+
+    /** Tenants written after {@code since} (null: none, only the database time), and the database time of this read. */
+    public record Changes(OffsetDateTime readAt, List<TenantsRecord> tenants) {}
+
+    public Changes changedSince(DSLContext ctx, OffsetDateTime since) {
+        var rows = CHANGED_SINCE.bind().set("since", since).fetch(ctx);
+        List<TenantsRecord> changed = new ArrayList<>();
+        for (Record r : rows) if (r.get("id") != null) changed.add(r.into(TENANTS));
+        return new Changes(rows.get(0).get("read_at", OffsetDateTime.class), changed);
+    }
+
+    /**
+     * Tenants whose id starts with {@code prefix}, by id, at most {@code limit}: a range of tenants_id_pattern_idx
+     * (LIKE with the prefix's own wildcards escaped by a backslash, LIKE's default escape).
+     */
+    static final NamedSql BY_PREFIX = NamedSql.of("""
+            SELECT * FROM tenants WHERE id LIKE :pattern ORDER BY id LIMIT :limit
+            """);
+
+    public List<TenantsRecord> byIdPrefix(DSLContext ctx, String prefix, int limit) {
+        String pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%";
+        return BY_PREFIX.bind().set("pattern", pattern).set("limit", limit).fetch(ctx).map(r -> r.into(TENANTS));
+    }
+
+    static final NamedSql COUNT = NamedSql.of("SELECT count(*) FROM tenants");
+
+    /** How many tenants are registered (a count of the table: cache it). */
+    public long count(DSLContext ctx) {
+        return COUNT.bind().fetch(ctx).get(0).get(0, Long.class);
     }
 
     /** Every tenant, by id. */

@@ -1,0 +1,136 @@
+package dev.fairq.scheduler;
+
+import dev.fairq.schema.Database;
+import org.jooq.DSLContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The active scheduler's background duties (state publishing, the dashboard rollup, retention, the worker
+ * registry's pruning, ...), beside the admission loop, never in it: one thread and one connection of their
+ * own, every statement under a statement_timeout. So nothing they do, however slow, can stall an admission
+ * (the admission loop's connection never waits on them), and a duty that fails only logs, with the stack
+ * trace, and runs again at its next turn: it never costs the leadership.
+ */
+final class Maintenance implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(Maintenance.class);
+
+    /** A duty's work, run on the maintenance connection. */
+    @FunctionalInterface
+    interface Work {
+        void run(DSLContext ctx) throws Exception;
+    }
+
+    /** A named duty and how often it runs. */
+    record Duty(String name, Duration every, Work work) {}
+
+    private final SchedulerService.ConnectionFactory connections;
+    private final Duration statementTimeout;
+    private final List<Duty> duties;
+    private final long[] nextRun;
+    private final Thread thread;
+    private volatile boolean stopped;
+    private volatile Connection current;
+
+    Maintenance(SchedulerService.ConnectionFactory connections, Duration statementTimeout, List<Duty> duties) {
+        this.connections = connections;
+        this.statementTimeout = statementTimeout;
+        this.duties = new ArrayList<>(duties);
+        this.nextRun = new long[duties.size()];
+        this.thread = new Thread(this::loop, "fairq-maintenance");
+        this.thread.setDaemon(true);
+    }
+
+    Maintenance start() {
+        long now = System.nanoTime();
+        for (int i = 0; i < nextRun.length; i++) nextRun[i] = now; // every duty runs once at the start of a term
+        thread.start();
+        return this;
+    }
+
+    private void loop() {
+        while (!stopped) {
+            long now = System.nanoTime();
+            long nextDue = Long.MAX_VALUE;
+            for (int i = 0; i < duties.size() && !stopped; i++) {
+                if (nextRun[i] <= now) {
+                    runOne(duties.get(i));
+                    nextRun[i] = System.nanoTime() + duties.get(i).every().toNanos();
+                }
+                nextDue = Math.min(nextDue, nextRun[i]);
+            }
+            long sleep = nextDue - System.nanoTime();
+            if (sleep > 0 && !stopped) {
+                try {
+                    Thread.sleep(Math.max(1, sleep / 1_000_000));
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        }
+    }
+
+    private void runOne(Duty duty) {
+        try {
+            duty.work().run(Database.dsl(connection()));
+        } catch (Exception e) {
+            if (stopped) return;
+            log.warn("maintenance duty '{}' failed; it runs again in {}", duty.name(), duty.every(), e);
+            dropBrokenConnection();
+        }
+    }
+
+    /** The maintenance connection, opened (again) when needed, with the statement timeout on its session. */
+    private Connection connection() throws SQLException {
+        Connection c = current;
+        if (c != null) return c;
+        c = connections.open();
+        try (Statement s = c.createStatement()) {
+            s.execute("SET statement_timeout = " + statementTimeout.toMillis());
+            // background writes lost to a database crash are recomputed at the next run
+            s.execute("SET synchronous_commit = off");
+        }
+        current = c;
+        return c;
+    }
+
+    private void dropBrokenConnection() {
+        Connection c = current;
+        try {
+            if (c != null && !c.isValid(2)) {
+                current = null;
+                c.close();
+            }
+        } catch (SQLException e) {
+            current = null;
+        }
+    }
+
+    /** Stops the duties; a statement in flight is cut off by closing its connection. */
+    @Override
+    public void close() {
+        stopped = true;
+        thread.interrupt();
+        Connection c = current;
+        current = null;
+        if (c != null) {
+            try {
+                c.close();
+            } catch (SQLException ignored) {
+                // closing to cut off a running statement; a broken connection is closed already
+            }
+        }
+        try {
+            thread.join(10_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

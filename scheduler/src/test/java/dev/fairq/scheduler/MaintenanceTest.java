@@ -1,0 +1,128 @@
+package dev.fairq.scheduler;
+
+import dev.fairq.schema.ClaimedJob;
+import dev.fairq.schema.Database;
+import dev.fairq.schema.JobOutcome;
+import dev.fairq.schema.JobStore;
+import dev.fairq.testing.TestDatabase;
+import org.jooq.DSLContext;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.List;
+
+import static dev.fairq.scheduler.SimulatedScheduler.jobs;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Background duties run beside the admission loop: a maintenance statement held up by a lock does not hold
+ * up a single admission, and a duty that fails (here: cut off by its statement_timeout) is retried later and
+ * never costs the leadership. A real {@link SchedulerService}, real time, the test as the worker.
+ */
+class MaintenanceTest {
+    static final String NAME = "maintenance-test";
+    final TestDatabase db = TestDatabase.get();
+    final JobStore store = new JobStore();
+    DSLContext dsl;
+    SchedulerService service;
+    Connection locker;
+
+    @BeforeEach
+    void reset() throws Exception {
+        db.reset();
+        db.createTenant("m");
+        dsl = db.dsl();
+        locker = Database.dedicated(db.jdbcUrl, db.user, db.password, "maintenance-test-locker");
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        if (service != null) service.close();
+        locker.close();
+    }
+
+    private void start(Duration statementTimeout) {
+        SchedulerConfig config = SchedulerConfig.builder().fixedBuffer(4, 4).maintenanceStatementTimeout(statementTimeout).build();
+        service = new SchedulerService(new Scheduler(store, config), store, config,
+                () -> Database.dedicated(db.jdbcUrl, db.user, db.password, NAME)).start();
+        await().atMost(Duration.ofSeconds(20)).until(service::isLeader);
+    }
+
+    /** Takes the rollup's table, as a long report or a migration would, until {@link #release}. */
+    private void holdRollupTable() throws Exception {
+        locker.setAutoCommit(false);
+        try (Statement s = locker.createStatement()) {
+            s.execute("LOCK TABLE tenant_minute_stats IN ACCESS EXCLUSIVE MODE");
+        }
+    }
+
+    private void release() throws Exception {
+        locker.rollback();
+        locker.setAutoCommit(true);
+    }
+
+    /** Sessions of the service waiting for a lock right now (its maintenance connection, held up). */
+    private long blockedSessions() {
+        return db.count("SELECT count(*) FROM pg_stat_activity WHERE application_name = ? AND wait_event_type = 'Lock'", NAME);
+    }
+
+    private Integer leaderPid() {
+        return dsl.resultQuery("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = 1717658993 "
+                + "AND objid = 1 AND granted").fetchOptional(0, Integer.class).orElse(null);
+    }
+
+    /** Runs jobs as a worker would until {@code total} have succeeded. */
+    private void runUntilSucceeded(long total) {
+        await().atMost(Duration.ofSeconds(60)).pollInSameThread().pollInterval(Duration.ofMillis(10)).until(() -> {
+            List<ClaimedJob> claimed = store.claim(dsl, "w", 8, Duration.ofMinutes(5));
+            if (!claimed.isEmpty()) {
+                store.finish(dsl, "w", claimed.stream().map(j -> new JobOutcome.Succeeded(j.id(), j.attempt())).toList());
+            }
+            return db.count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") >= total;
+        });
+    }
+
+    @Test
+    void aMaintenanceStatementHeldUpByALockDoesNotHoldUpAdmissions() throws Exception {
+        holdRollupTable();
+        start(Duration.ofMinutes(1)); // long enough that the rollup stays blocked for the whole flow
+        await().atMost(Duration.ofSeconds(20)).until(() -> blockedSessions() == 1);
+        Integer pid = leaderPid();
+
+        store.enqueueAll(dsl, jobs("m", 200));
+        runUntilSucceeded(200);
+
+        assertEquals(1, blockedSessions(), "the rollup was held up all along");
+        assertTrue(service.isLeader());
+        assertEquals(pid, leaderPid(), "the same session leads: nothing stepped down");
+
+        release();
+        await().atMost(Duration.ofSeconds(20)).until(() -> db.count("SELECT count(*) FROM tenant_minute_stats "
+                + "WHERE tenant_id = 'm' AND succeeded > 0") > 0);
+    }
+
+    @Test
+    void aFailedDutyIsRetriedAndNeverCostsTheLeadership() throws Exception {
+        holdRollupTable();
+        start(Duration.ofMillis(500)); // the blocked rollup is cut off after half a second: the duty fails
+        await().atMost(Duration.ofSeconds(20)).until(() -> blockedSessions() == 1);
+        Integer pid = leaderPid();
+        await().atMost(Duration.ofSeconds(20)).until(() -> blockedSessions() == 0); // timed out, failed
+
+        store.enqueueAll(dsl, jobs("m", 50));
+        runUntilSucceeded(50);
+        release();
+
+        // the rollup runs again at its next turn (every 10 s) and catches up
+        await().atMost(Duration.ofSeconds(30)).until(() -> db.count("SELECT coalesce(sum(succeeded), 0) "
+                + "FROM tenant_minute_stats WHERE tenant_id = 'm'") == 50);
+        assertTrue(service.isLeader());
+        assertEquals(pid, leaderPid(), "a failing duty never made the leader step down");
+    }
+}

@@ -1,0 +1,104 @@
+package dev.fairq.schema;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+
+/**
+ * A queue drains to zero, autovacuum analyses the empty table, then a flood arrives: every statement the queue
+ * runs while the statistics still say "empty" must keep a plan that does not walk the table. The statements
+ * are explained with the flood in place and the stale statistics, and none may read the jobs table
+ * sequentially (which, inside a nested loop, is the jobs x tenants plan that once ran retention for 11 minutes).
+ */
+class StaleStatisticsTest extends StoreTestSupport {
+    static final int FLOOD = 10_000, FINISHED = 10_000;
+
+    @BeforeEach
+    void analyseEmptyThenFlood() {
+        // autovacuum would soon analyse the flood and make the statistics right: keep it out for this test
+        dsl.execute("ALTER TABLE jobs SET (autovacuum_enabled = false)");
+        dsl.execute("ANALYZE jobs"); // the table is empty here: the statistics now say so
+        dsl.execute("""
+                INSERT INTO jobs (tenant_id, type, status, attempts, started_at, finished_at, created_at)
+                SELECT CASE WHEN g % 2 = 0 THEN ? ELSE ? END, 'noop', 'succeeded', 1,
+                       now() - interval '2 days', now() - interval '2 days', now() - interval '2 days'
+                FROM generate_series(1, ?) g""", T1, T2, FINISHED);
+        dsl.execute("""
+                INSERT INTO jobs (tenant_id, type) SELECT CASE WHEN g % 2 = 0 THEN ? ELSE ? END, 'noop'
+                FROM generate_series(1, ?) g""", T1, T2, FLOOD);
+    }
+
+    @AfterEach
+    void autovacuumBack() {
+        dsl.execute("ALTER TABLE jobs RESET (autovacuum_enabled)");
+    }
+
+    /** The plan of a statement with its values bound (what the queue runs), as text. */
+    private String plan(NamedSql.Binding statement, NamedSql sql) {
+        StringBuilder out = new StringBuilder();
+        for (var r : dsl.resultQuery("EXPLAIN " + sql.sql(), statement.args()).fetch()) out.append(r.get(0)).append('\n');
+        return out.toString();
+    }
+
+    private void assertNoTableWalk(String name, String plan) {
+        assertFalse(plan.contains("Seq Scan on jobs"), name + " walks the jobs table:\n" + plan);
+    }
+
+    @Test
+    void everyQueueStatementKeepsAnIndexPlan() {
+        List<Long> ids = new ArrayList<>();
+        for (long id = 1; id <= 500; id++) ids.add(id);
+        Long[] idArray = ids.toArray(Long[]::new);
+        Integer[] ones = new Integer[idArray.length];
+        java.util.Arrays.fill(ones, 1);
+        String[] tenants = {T1, T2};
+
+        assertNoTableWalk("retention", plan(Retention.DELETE_FINISHED.bind().clock(clock).set("tenant_ids", tenants)
+                .set("keep_ms", 86_400_000L).set("dead_keep_ms", 604_800_000L).set("batch", 5000), Retention.DELETE_FINISHED));
+        assertNoTableWalk("retention's tenants", plan(Retention.TENANTS_WITH_FINISHED.bind(), Retention.TENANTS_WITH_FINISHED));
+        assertNoTableWalk("claim", plan(Leases.CLAIM.bind().clock(clock).set("worker_id", "w").set("lease_ms", 30_000L)
+                .set("limit", 100), Leases.CLAIM));
+        assertNoTableWalk("heartbeat", plan(Leases.HEARTBEAT.bind().clock(clock).set("worker_id", "w").set("capacity", 8)
+                .set("lease_ms", 30_000L).set("ids", idArray), Leases.HEARTBEAT));
+        assertNoTableWalk("reaper", plan(Leases.REAP.bind().clock(clock).set("limit", 1000), Leases.REAP));
+        assertNoTableWalk("complete", plan(Completion.COMPLETE.bind().clock(clock).set("ids", idArray).set("attempts", ones)
+                .set("worker_id", "w"), Completion.COMPLETE));
+        Boolean[] dead = new Boolean[idArray.length];
+        java.util.Arrays.fill(dead, false);
+        Long[] delays = new Long[idArray.length];
+        java.util.Arrays.fill(delays, 1000L);
+        String[] errors = new String[idArray.length];
+        java.util.Arrays.fill(errors, "e");
+        assertNoTableWalk("fail", plan(Completion.FAIL.bind().clock(clock).set("dead", dead).set("delays_ms", delays)
+                .set("errors", errors).set("attempts", ones).set("ids", idArray).set("worker_id", "w"), Completion.FAIL));
+        assertNoTableWalk("admit", plan(Admission.ADMIT.bind().clock(clock).set("ranks", new Double[]{1.0, 2.0})
+                .set("ids", new Long[]{1L, 2L}), Admission.ADMIT));
+        assertNoTableWalk("candidates", plan(Admission.CANDIDATES.bind().clock(clock).set("tenant_ids", tenants)
+                .set("limits", new Integer[]{100, 100}), Admission.CANDIDATES));
+        assertNoTableWalk("load", plan(Admission.LOAD.bind().clock(clock).set("liveness_ms", 30_000L), Admission.LOAD));
+        assertNoTableWalk("tenants with work", plan(Admission.TENANTS_WITH_WORK.bind(), Admission.TENANTS_WITH_WORK));
+        assertNoTableWalk("next due", plan(Admission.NEXT_DUE.bind().clock(clock).set("tenant_ids", tenants), Admission.NEXT_DUE));
+        assertNoTableWalk("queue room", plan(Enqueue.QUEUED_COUNTS.bind().set("tenant_ids", tenants), Enqueue.QUEUED_COUNTS));
+        assertNoTableWalk("promote next", plan(KeyHandoff.PROMOTE_NEXT.bind().set("tenant_ids", tenants)
+                .set("ordering_keys", new String[]{"k", "k"}), KeyHandoff.PROMOTE_NEXT));
+    }
+
+    @Test
+    void retentionDeletesExactlyThePastJobsWhateverTheStatisticsSay() {
+        int deleted = 0;
+        for (int i = 0; i < 10; i++) {
+            int n = store.retention().deleteFinished(dsl, Duration.ofDays(1), Duration.ofDays(7), 5000);
+            deleted += n;
+            if (n < 5000) break;
+        }
+        assertEquals(FINISHED, deleted);
+        assertEquals(FLOOD, countJobs(), "the flood is untouched");
+    }
+}
