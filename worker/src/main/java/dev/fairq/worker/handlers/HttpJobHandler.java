@@ -2,6 +2,7 @@ package dev.fairq.worker.handlers;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.fairq.schema.AddressRanges;
 import dev.fairq.schema.Json;
 import dev.fairq.worker.JobContext;
 import dev.fairq.worker.JobHandler;

@@ -2,6 +2,7 @@ package dev.fairq.worker.handlers;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.fairq.scheduler.SchedulerConfig;
+import dev.fairq.schema.AddressRanges;
 import dev.fairq.schema.JobRequest;
 import dev.fairq.schema.Json;
 import dev.fairq.testing.TestDatabase;

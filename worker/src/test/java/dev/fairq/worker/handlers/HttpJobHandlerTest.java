@@ -1,5 +1,6 @@
 package dev.fairq.worker.handlers;
 
+import dev.fairq.schema.AddressRanges;
 import dev.fairq.worker.JobContext;
 import dev.fairq.worker.PermanentJobException;
 import dev.fairq.worker.RetryableJobException;

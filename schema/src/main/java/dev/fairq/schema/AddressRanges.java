@@ -1,4 +1,4 @@
-package dev.fairq.worker.handlers;
+package dev.fairq.schema;
 
 import java.net.Inet4Address;
 import java.net.Inet6Address;

@@ -1,4 +1,4 @@
-package dev.fairq.worker.handlers;
+package dev.fairq.schema;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
