@@ -3,6 +3,7 @@ package dev.fairq.api;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.fairq.scheduler.TenantsFile;
 import dev.fairq.schema.FieldError;
+import dev.fairq.schema.WebhookAllowList;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -59,17 +60,18 @@ final class TenantLimitsParser {
                 }
                 case "webhook_allow" -> {
                     if (!v.isArray()) {
-                        errors.add(new FieldError(f, "must be a list of host names"));
+                        errors.add(new FieldError(f, "must be a list of allow-list entries"));
                         return;
                     }
                     List<String> hosts = new ArrayList<>();
                     for (int i = 0; i < v.size(); i++) {
                         JsonNode h = v.get(i);
-                        String host = h.isTextual() ? h.asText() : "";
-                        if (host.isBlank() || host.contains("/") || host.contains(" ") || host.length() > 253) {
-                            errors.add(new FieldError(f + "[" + i + "]", "must be a host name"));
-                        } else {
-                            hosts.add(host.toLowerCase(Locale.ROOT));
+                        try {
+                            if (!h.isTextual()) throw new IllegalArgumentException("must be a string");
+                            WebhookAllowList.parseEntry(h.asText()); // the message names the entry
+                            hosts.add(h.asText().trim().toLowerCase(Locale.ROOT));
+                        } catch (IllegalArgumentException bad) {
+                            errors.add(new FieldError(f + "[" + i + "]", bad.getMessage()));
                         }
                     }
                     out.put(f, List.copyOf(hosts));

@@ -1,6 +1,7 @@
 package dev.fairq.scheduler;
 
 import dev.fairq.schema.TenantLimits;
+import dev.fairq.schema.WebhookAllowList;
 import org.jooq.DSLContext;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
@@ -197,14 +198,17 @@ public final class TenantsFile {
                     out.put(key, Boolean.parseBoolean(s));
                 }
                 case "webhook_allow" -> {
-                    if (!(v instanceof SequenceNode seq)) throw error(source, v, field, "must be a list of host names");
+                    if (!(v instanceof SequenceNode seq)) throw error(source, v, field, "must be a list of allow-list entries");
                     List<String> hosts = new ArrayList<>();
-                    for (Node h : seq.getValue()) {
-                        String host = scalar(h, source, field);
-                        if (host.isBlank() || host.contains("/") || host.contains(" ")) {
-                            throw error(source, h, field, "'" + host + "' is not a host name");
+                    for (int i = 0; i < seq.getValue().size(); i++) {
+                        Node h = seq.getValue().get(i);
+                        String host = scalar(h, source, field + "[" + i + "]");
+                        try {
+                            WebhookAllowList.parseEntry(host);
+                        } catch (IllegalArgumentException e) {
+                            throw error(source, h, field + "[" + i + "]", e.getMessage());
                         }
-                        hosts.add(host.toLowerCase(java.util.Locale.ROOT));
+                        hosts.add(host.trim().toLowerCase(java.util.Locale.ROOT));
                     }
                     out.put(key, List.copyOf(hosts));
                 }
