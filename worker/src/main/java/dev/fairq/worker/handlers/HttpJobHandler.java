@@ -492,12 +492,17 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
     record Exchange(int status, String location, String retryAfter, String body) {}
 
     private Exchange send(JobContext job, Call call, Vetted vetted, long deadlineNanos)
-            throws RetryableJobException, InterruptedException {
+            throws PermanentJobException, RetryableJobException, InterruptedException {
         String what = call.method() + " " + call.safeUrl();
         long leftMs = TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime());
         if (leftMs <= 0) throw timedOut(what, call);
-        Request request = client.newRequest(call.target())
-                .method(call.method())
+        Request request;
+        try {
+            request = client.newRequest(call.target());
+        } catch (IllegalArgumentException e) {
+            throw new PermanentJobException("url: not accepted by the HTTP client"); // its message would repeat the URL
+        }
+        request.method(call.method())
                 .tag(vetted)
                 .followRedirects(false)
                 .timeout(leftMs, TimeUnit.MILLISECONDS)
