@@ -82,6 +82,9 @@ final class FairqMetrics implements WorkerObserver {
     FairqMetrics(DSLContext db, int topTenants, Supplier<Scheduler> scheduler) {
         this.db = db;
         this.topTenants = topTenants;
+        // The depth gauges first: their one pass over the live jobs also picks the tracked set, and the
+        // registry collects in registration order, so this scrape's counters already follow that choice.
+        registry.register((MultiCollector) this::collectDepths);
         starts = counter("fairq_job_starts", "job attempts started by this process's workers");
         successes = counter("fairq_job_successes", "jobs that succeeded");
         retries = counter("fairq_job_retries", "failed attempts that will be retried after a backoff");
@@ -93,8 +96,6 @@ final class FairqMetrics implements WorkerObserver {
         duration = histogram("fairq_job_duration_seconds", "handler run time", true);
         perTenant = List.of(starts, successes, retries, deadLetters, leaseLost, admission, claim, duration);
         for (StatefulMetric<?, ?> m : perTenant) m.initLabelValues(OTHER);
-        // the depth gauges are collected together: one pass over the live jobs, which also picks the tracked set
-        registry.register((MultiCollector) this::collectDepths);
         GaugeWithCallback.builder().name("fairq_scheduler_tick_seconds")
                 .help("this process's active scheduler: tick duration over its recent ticks, by quantile")
                 .labelNames("quantile")

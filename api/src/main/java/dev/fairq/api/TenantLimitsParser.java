@@ -44,7 +44,7 @@ final class TenantLimitsParser {
                 // floats stay floats and integers integers, so "weight": 1.5 is refused rather than truncated
                 out.put(f, limit.accept(Json.MAPPER.convertValue(e.getValue(), Object.class)));
             } catch (TenantLimit.InvalidLimitException x) {
-                errors.add(new FieldError(x.field(), x.getMessage()));
+                errors.addAll(x.errors());
             }
         });
         if (!errors.isEmpty()) throw ApiException.invalid(errors);

@@ -75,6 +75,30 @@ class AdminApiTest {
     }
 
     @Test
+    void webhookAllowEntriesAreValidatedAndABadOneIs422NamingIt() {
+        String t = TestApp.uniqueTenant("hooks");
+        app.admin("PUT", "/v1/admin/tenants/" + t, "{}");
+        List<Object> before = app.snapshot();
+        TestApp.Res bad = app.admin("PATCH", "/v1/admin/tenants/" + t,
+                "{\"webhook_allow\": [\"hooks.acme.example\", \"127.0.0.1:99999\", \"localhost\", 5]}");
+        assertEquals(422, bad.status());
+        JsonNode errors = bad.body().get("errors");
+        assertEquals(3, errors.size());
+        assertEquals("webhook_allow[1]", errors.get(0).get("field").asText());
+        assertTrue(errors.get(0).get("message").asText().startsWith("'127.0.0.1:99999': the port must be"), errors.toString());
+        assertEquals("webhook_allow[2]", errors.get(1).get("field").asText());
+        assertTrue(errors.get(1).get("message").asText().startsWith("'localhost' names loopback"), errors.toString());
+        assertEquals("webhook_allow[3]", errors.get(2).get("field").asText());
+        assertEquals(before, app.snapshot(), "nothing changed");
+
+        TestApp.Res ok = app.admin("PATCH", "/v1/admin/tenants/" + t,
+                "{\"webhook_allow\": [\"*.Acme.example:8443\", \"127.0.0.1:8080\", \"[::1]:8080\", \"10.0.0.0/8\"]}");
+        assertEquals(200, ok.status());
+        assertEquals("[\"*.acme.example:8443\",\"127.0.0.1:8080\",\"[::1]:8080\",\"10.0.0.0/8\"]",
+                ok.body().get("webhook_allow").toString());
+    }
+
+    @Test
     void keysAreShownOnceAndRevocationTakesEffectAtOnce() {
         String t = TestApp.uniqueTenant("keys");
         app.admin("PUT", "/v1/admin/tenants/" + t, "{}");

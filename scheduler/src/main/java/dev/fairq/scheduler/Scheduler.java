@@ -170,12 +170,15 @@ public final class Scheduler {
         return tickStats;
     }
 
+    /** A tenant's state, and how many times its limits were re-read (a changed limit is published again). */
+    public record Snapshot(SchedulerStates.State state, long limitsVersion) {}
+
     /**
      * What explain needs from memory, per cached tenant: tokens, time to the next token, pass, and the
      * tenant's place in the weighted-fair order among the tenants that competed in the last admission round
      * (1 = next). Also remembers the positions for {@link #stateOf}.
      */
-    public synchronized List<SchedulerStates.State> snapshot() {
+    public synchronized List<Snapshot> snapshot() {
         List<TenantState> order = new ArrayList<>();
         for (TenantState t : tenants.values()) if (t.eligibleLastRound) order.add(t);
         order.sort(Comparator.comparingDouble(TenantState::pass).thenComparing(TenantState::id));
@@ -183,8 +186,8 @@ public final class Scheduler {
         for (int i = 0; i < order.size(); i++) pos.put(order.get(i).id(), i + 1);
         positions = pos;
         competing = order.size();
-        List<SchedulerStates.State> out = new ArrayList<>(tenants.size());
-        for (TenantState t : tenants.values()) out.add(state(t));
+        List<Snapshot> out = new ArrayList<>(tenants.size());
+        for (TenantState t : tenants.values()) out.add(new Snapshot(state(t), t.limitsVersion));
         return out;
     }
 

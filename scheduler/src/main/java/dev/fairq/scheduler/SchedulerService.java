@@ -47,6 +47,8 @@ public final class SchedulerService implements AutoCloseable {
     static final Duration ROLLUP_ACTIVE_WINDOW = Duration.ofMinutes(3);
     /** Explain reads the published state; once a second keeps its tokens and positions current enough. */
     static final Duration PUBLISH_EVERY = Duration.ofSeconds(1);
+    /** Unchanged states are written again this often, so updated_at shows the state is live (explain prints it). */
+    static final Duration PUBLISH_ALL_EVERY = Duration.ofSeconds(5);
     /** Retention deletes in batches of 5,000 (a few ms each), at most 20 a run: 100,000 jobs per 30 s. */
     static final int RETENTION_BATCH = 5000, RETENTION_BATCHES_PER_RUN = 20;
     /** Registry rows of worker processes silent this long are removed (they died without unregistering). */
@@ -67,8 +69,9 @@ public final class SchedulerService implements AutoCloseable {
     private volatile boolean stopped;
     private volatile boolean leader;
     private volatile Connection current;
-    /** What was published last per tenant: unchanged states are not written again. */
-    private Map<String, SchedulerStates.State> published = new HashMap<>();
+    /** What was published last per tenant (null: nothing yet this term): unchanged states are not written again. */
+    private Map<String, Scheduler.Snapshot> published;
+    private long publishedAllAt;
 
     public SchedulerService(Scheduler scheduler, JobStore store, SchedulerConfig config, ConnectionFactory connections) {
         this.scheduler = scheduler;
@@ -142,7 +145,7 @@ public final class SchedulerService implements AutoCloseable {
         PGConnection pg = c.unwrap(PGConnection.class);
         DSLContext ctx = Database.dsl(c);
         scheduler.reset();
-        published = new HashMap<>();
+        published = null;
         leader = true;
         log.info("this process is now the active scheduler");
         try (Maintenance maintenance = new Maintenance(connections, config.maintenanceStatementTimeout(), duties()).start()) {
@@ -180,16 +183,27 @@ public final class SchedulerService implements AutoCloseable {
 
     /**
      * The per-tenant state explain reads from any process: only what the scheduler holds in memory (the
-     * active tenants), and of that only what changed since the last publish, in one statement.
+     * active tenants), and of that only what changed since the last publish (its state, or its limits were
+     * re-read), all of it every {@link #PUBLISH_ALL_EVERY}, in one statement; the rows of tenants it forgot since are deleted (a tenant that turns up
+     * again starts afresh, and explain must not read an old state meanwhile).
      */
     private void publishState(DSLContext ctx) {
-        Map<String, SchedulerStates.State> now = new HashMap<>();
+        Map<String, Scheduler.Snapshot> now = new HashMap<>();
         List<SchedulerStates.State> changed = new ArrayList<>();
-        for (SchedulerStates.State s : scheduler.snapshot()) {
-            now.put(s.tenantId(), s);
-            if (!s.equals(published.get(s.tenantId()))) changed.add(s);
+        boolean all = published == null || System.nanoTime() - publishedAllAt >= PUBLISH_ALL_EVERY.toNanos();
+        if (all) publishedAllAt = System.nanoTime();
+        for (Scheduler.Snapshot s : scheduler.snapshot()) {
+            now.put(s.state().tenantId(), s);
+            if (all || !s.equals(published.get(s.state().tenantId()))) changed.add(s.state());
         }
         store.schedulerStates().publish(ctx, changed);
+        if (published == null) {
+            store.schedulerStates().keepOnly(ctx, new ArrayList<>(now.keySet())); // a new term: earlier rows go
+        } else {
+            List<String> forgotten = new ArrayList<>();
+            for (String id : published.keySet()) if (!now.containsKey(id)) forgotten.add(id);
+            store.schedulerStates().forget(ctx, forgotten);
+        }
         published = now;
     }
 

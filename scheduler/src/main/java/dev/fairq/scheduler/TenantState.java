@@ -24,7 +24,11 @@ public final class TenantState {
         this.bucket = new TokenBucket(limits.ratePerSecond(), limits.burst(), nanoTime);
     }
 
+    /** Bumped at every re-read of changed limits: a changed tenant's state is published again. */
+    long limitsVersion;
+
     void update(TenantLimits newLimits) {
+        limitsVersion++;
         if (newLimits.ratePerSecond() != limits.ratePerSecond() || newLimits.burst() != limits.burst()) {
             bucket.reconfigure(newLimits.ratePerSecond(), newLimits.burst());
         }

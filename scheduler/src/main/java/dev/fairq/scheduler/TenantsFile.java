@@ -165,10 +165,18 @@ public final class TenantsFile {
             try {
                 out.put(key, limit.accept(yamlValue(limit, v, source, field)));
             } catch (TenantLimit.InvalidLimitException e) {
-                throw error(source, v, where + "." + e.field(), e.getMessage());
+                throw error(source, at(v, e.field()), where + "." + e.field(), e.getMessage());
             }
         }
         return out;
+    }
+
+    /** The node a field error points at: a list's entry for {@code webhook_allow[2]}, else the value. */
+    private static Node at(Node v, String field) {
+        int open = field.indexOf('[');
+        if (open < 0 || !(v instanceof SequenceNode seq)) return v;
+        int i = Integer.parseInt(field.substring(open + 1, field.length() - 1));
+        return i < seq.getValue().size() ? seq.getValue().get(i) : v;
     }
 
     /**

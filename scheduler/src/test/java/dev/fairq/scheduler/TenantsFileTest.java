@@ -23,12 +23,13 @@ class TenantsFileTest {
                   - id: acme
                     weight: 3
                     rate_per_second: 12.5
-                    webhook_allow: [Hooks.Acme.Example]
+                    webhook_allow: [Hooks.Acme.Example, "127.0.0.1:8080", "[::1]:8080", 10.0.0.0/8, "*.acme.example:8443"]
                   - id: globex
                     paused: true
                 """);
         assertEquals(List.of(
-                new TenantLimits("acme", 3, 12.5, 200, 7, 100_000, false, List.of("hooks.acme.example")),
+                new TenantLimits("acme", 3, 12.5, 200, 7, 100_000, false, List.of("hooks.acme.example", "127.0.0.1:8080",
+                        "[::1]:8080", "10.0.0.0/8", "*.acme.example:8443")),
                 new TenantLimits("globex", 2, 100.0, 200, 7, 100_000, true, List.of())), file.tenants());
     }
 
@@ -44,6 +45,12 @@ class TenantsFileTest {
         assertError("tenants:\n  - id: a\n    max_running: [1]\n", "tenants.yml:3: tenants[0].max_running: must be a single value");
         assertError("tenant:\n  - id: a\n", "tenants.yml:1: tenant: unknown key");
         assertError("tenants: acme\n", "tenants.yml:1: tenants: must be a list of tenants");
+        assertError("tenants:\n  - id: a\n    webhook_allow: [ok.example, '127.0.0.1:99999']\n",
+                "tenants.yml:3: tenants[0].webhook_allow[1]: '127.0.0.1:99999': the port must be a number from 1 to 65535");
+        assertError("tenants:\n  - id: a\n    webhook_allow:\n      - localhost\n",
+                "tenants.yml:4: tenants[0].webhook_allow[0]: 'localhost' names loopback");
+        assertError("defaults:\n  webhook_allow: [hooks.acme.example/path]\n",
+                "tenants.yml:2: defaults.webhook_allow[0]: 'hooks.acme.example/path': only a CIDR range");
         assertThrows(IllegalArgumentException.class, () -> TenantsFile.parse("tenants: [\n"));
     }
 

@@ -63,6 +63,21 @@ public final class SchedulerStates {
                 .set("passes", pass).set("positions", position).set("competing", competing).execute(ctx);
     }
 
+    static final NamedSql FORGET = NamedSql.of("DELETE FROM scheduler_tenant_state WHERE tenant_id = ANY(:tenant_ids::text[])");
+
+    static final NamedSql KEEP_ONLY = NamedSql.of("DELETE FROM scheduler_tenant_state WHERE NOT (tenant_id = ANY(:tenant_ids::text[]))");
+
+    /** Deletes every row but the given tenants' (a new leader: rows of an earlier term describe nobody's memory). */
+    public void keepOnly(DSLContext ctx, List<String> tenants) {
+        KEEP_ONLY.bind().set("tenant_ids", tenants.toArray(String[]::new)).execute(ctx);
+    }
+
+    /** Deletes the rows of tenants the scheduler no longer holds. */
+    public void forget(DSLContext ctx, List<String> tenants) {
+        if (tenants.isEmpty()) return;
+        FORGET.bind().set("tenant_ids", tenants.toArray(String[]::new)).execute(ctx);
+    }
+
     public Optional<State> read(DSLContext ctx, String tenantId) {
         return READ.bind().clock(clock).set("tenant_id", tenantId).fetch(ctx).stream().findFirst()
                 .map(r -> {

@@ -26,7 +26,7 @@ public enum TenantLimit {
     MAX_QUEUED("max_queued", Kind.WHOLE, 1, Integer.MAX_VALUE, 100_000),
     /** Jobs are accepted but none starts. */
     PAUSED("paused", Kind.BOOLEAN, 0, 0, false),
-    /** Where the http handler may deliver (see HttpJobHandler). */
+    /** Where the http handler may deliver: host names, *.domains, IPs or CIDR ranges, each with an optional :port (see WebhookAllowList). */
     WEBHOOK_ALLOW("webhook_allow", Kind.HOST_LIST, 0, 253, List.of());
 
     /** What a limit's values are. */
@@ -51,7 +51,7 @@ public enum TenantLimit {
     public Kind kind() { return kind; }
     /** Smallest allowed value (WHOLE), or the exclusive lower bound (POSITIVE_NUMBER). */
     public long min() { return min; }
-    /** Largest allowed value (WHOLE, POSITIVE_NUMBER), or the longest host name (HOST_LIST). */
+    /** Largest allowed value (WHOLE, POSITIVE_NUMBER); unused for HOST_LIST (WebhookAllowList checks entries). */
     public long max() { return max; }
     public Object defaultValue() { return defaultValue; }
 
@@ -77,16 +77,25 @@ public enum TenantLimit {
 
     /** A limit value that is not allowed; the message says what is (e.g. "must be a whole number between 1 and 1000"). */
     public static final class InvalidLimitException extends IllegalArgumentException {
-        private final String field;
+        private final List<FieldError> errors;
 
         InvalidLimitException(String field, String message) {
-            super(message);
-            this.field = field;
+            this(List.of(new FieldError(field, message)));
         }
 
-        /** The field at fault: the limit's name, or {@code webhook_allow[2]} for a list entry. */
+        InvalidLimitException(List<FieldError> errors) {
+            super(errors.get(0).message());
+            this.errors = List.copyOf(errors);
+        }
+
+        /** The (first) field at fault: the limit's name, or {@code webhook_allow[2]} for a list entry. */
         public String field() {
-            return field;
+            return errors.get(0).field();
+        }
+
+        /** Every problem: a list limit names each bad entry. */
+        public List<FieldError> errors() {
+            return errors;
         }
     }
 
@@ -114,17 +123,23 @@ public enum TenantLimit {
                 return b;
             }
             case HOST_LIST -> {
-                if (!(value instanceof List<?> list)) throw invalid("must be a list of host names");
-                List<String> hosts = new ArrayList<>();
+                if (!(value instanceof List<?> list)) throw invalid("must be a list of allow-list entries");
+                List<String> entries = new ArrayList<>();
+                List<FieldError> problems = new ArrayList<>();
                 for (int i = 0; i < list.size(); i++) {
-                    Object h = list.get(i);
-                    String host = h instanceof String s ? s : "";
-                    if (host.isBlank() || host.contains("/") || host.contains(" ") || host.length() > max) {
-                        throw new InvalidLimitException(field + "[" + i + "]", "must be a host name");
+                    if (!(list.get(i) instanceof String entry)) {
+                        problems.add(new FieldError(field + "[" + i + "]", "must be a string"));
+                        continue;
                     }
-                    hosts.add(host.toLowerCase(Locale.ROOT));
+                    try {
+                        WebhookAllowList.parseEntry(entry); // its message names the entry and what is wrong
+                        entries.add(entry.trim().toLowerCase(Locale.ROOT));
+                    } catch (IllegalArgumentException e) {
+                        problems.add(new FieldError(field + "[" + i + "]", e.getMessage()));
+                    }
                 }
-                return Collections.unmodifiableList(hosts);
+                if (!problems.isEmpty()) throw new InvalidLimitException(problems);
+                return Collections.unmodifiableList(entries);
             }
             default -> throw new IllegalStateException(kind.toString());
         }

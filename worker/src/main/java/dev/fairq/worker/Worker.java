@@ -282,7 +282,7 @@ public final class Worker implements AutoCloseable {
     private JobOutcome execute(ClaimedJob job) {
         var registration = handlers.find(job.type());
         if (registration.isEmpty()) {
-            String error = "no handler for type '" + job.type() + "' on worker " + config.workerId();
+            String error = "no handler for type '" + job.type() + "' on this worker"; // last_error: no host or pid
             log.warn(error);
             return retryOrDead(job, RetryPolicy.DEFAULT, error, null);
         }

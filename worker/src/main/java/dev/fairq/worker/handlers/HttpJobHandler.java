@@ -2,27 +2,42 @@ package dev.fairq.worker.handlers;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.fairq.schema.AddressRanges;
 import dev.fairq.schema.Json;
+import dev.fairq.schema.WebhookAllowList;
 import dev.fairq.worker.JobContext;
 import dev.fairq.worker.JobHandler;
 import dev.fairq.worker.PermanentJobException;
 import dev.fairq.worker.RetryableJobException;
+import org.eclipse.jetty.client.Destination;
+import org.eclipse.jetty.client.HttpClient;
+import org.eclipse.jetty.client.ProxyAuthenticationProtocolHandler;
+import org.eclipse.jetty.client.RedirectProtocolHandler;
+import org.eclipse.jetty.client.Request;
+import org.eclipse.jetty.client.Response;
+import org.eclipse.jetty.client.Result;
+import org.eclipse.jetty.client.StringRequestContent;
+import org.eclipse.jetty.client.WWWAuthenticationProtocolHandler;
+import org.eclipse.jetty.http.HttpCookieStore;
+import org.eclipse.jetty.http.HttpField;
+import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.util.Promise;
+import org.eclipse.jetty.util.SocketAddressResolver;
+import org.eclipse.jetty.util.ssl.SslContextFactory;
+import org.eclipse.jetty.util.thread.QueuedThreadPool;
+import org.eclipse.jetty.util.thread.ScheduledExecutorScheduler;
 import org.jooq.DSLContext;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
+import javax.net.ssl.SSLException;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.SocketTimeoutException;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.net.UnknownHostException;
-import java.net.http.HttpClient;
-import java.net.http.HttpConnectTimeoutException;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.net.http.HttpTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -30,22 +45,26 @@ import java.time.Instant;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Flow;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The built-in {@code http} job type: send a request to a URL the job's tenant may reach.
@@ -54,50 +73,45 @@ import java.util.function.Supplier;
  * "timeout_ms": 10000}}. Only {@code url} is required. {@code method} is one of GET, POST (the default), PUT,
  * PATCH, DELETE. {@code body} may be any JSON value, sent as JSON text (Content-Type application/json unless
  * the headers say otherwise), or a string, sent as-is (text/plain; charset=utf-8 unless the headers say
- * otherwise). {@code timeout_ms} (1..300000, default 10000) bounds the whole exchange: connect, response
- * headers and the part of the body that is read. Every request carries {@code Idempotency-Key} (the same on
- * every attempt of the job), {@code Fairq-Job-Id} and {@code Fairq-Attempt}; payload headers of those names
- * are dropped, so a payload cannot forge them.
+ * otherwise). {@code timeout_ms} (1..300000, default 10000) bounds the whole exchange: DNS lookup, connect,
+ * response headers and the part of the body that is read. Every request carries {@code Idempotency-Key} (the
+ * same on every attempt of the job), {@code Fairq-Job-Id} and {@code Fairq-Attempt}; payload headers of those
+ * names are dropped, so a payload cannot forge them. Headers the client owns (Host, Content-Length,
+ * Connection, Expect, Upgrade, Transfer-Encoding, ...) may not be given.
  *
  * <p>Outcome: 2xx succeeds. 408, 429, 5xx, timeouts, connection failures and DNS failures are transient
  * (retried with the type's backoff; on 429 and 503 a {@code Retry-After} in seconds or as an HTTP date sets
  * the delay instead, capped at {@value #MAX_RETRY_AFTER_SECONDS} s). 3xx is permanent: redirects are never
- * followed, because the target was not checked against the allow list. Any other 4xx, an invalid payload and
- * a refused destination are permanent (dead at once); the error names the status or the payload field.
+ * followed (the error names the target, redacted; send the job to the final URL). Any other 4xx, an invalid
+ * payload and a refused destination are permanent (dead at once); the error names the status or the payload
+ * field.
  *
- * <p>SSRF protection. The URL's host must be on the tenant's {@code webhook_allow} list, either exactly
- * (case-insensitive; IP literals compare as addresses) or through an entry {@code *.example.com}, which
- * matches any subdomain of example.com but not example.com itself and never an IP literal. The host is then
- * resolved and the request is refused if ANY of its addresses is not public unicast (loopback, private,
- * link-local, CGNAT, unique-local, multicast, any-local, reserved, and IPv6 forms embedding those, see
- * {@link AddressRanges}) — unless the allow list names the host itself exactly, or names that address as an
- * IP literal. A wildcard never opens a private address: an attacker who controls DNS under an allowed
- * {@code *.example.com} cannot point a name at the internal network.
- *
- * <p>DNS rebinding: what remains. The JDK HTTP client has no hook to connect to a given address, so it
- * resolves the host again when it connects, and in principle that second answer could differ from the one
- * checked here. The window is narrowed, not closed:
+ * <p>SSRF protection: the tenant's {@code webhook_allow} list ({@link WebhookAllowList} has the syntax and the
+ * rule). In short, a host name entry allows only public addresses on ports 80/443 (or the port it names);
+ * loopback, private, link-local, metadata and every other non-public address (see {@link AddressRanges}) is
+ * reachable only through an IP address or CIDR entry that contains it. The check is on the addresses the
+ * connection really goes to:
  * <ul>
- *   <li>the check resolves immediately before the send, through the same {@link InetAddress} API the client
- *       uses, so the client's lookup is normally served from the JVM's positive address cache (default 30 s
- *       when no security manager is installed, whatever TTL the DNS answer carried). A rebinding server
- *       answering with TTL 0 therefore cannot switch addresses between check and connect; only an entry
- *       that expires in the milliseconds between the two, or a JVM run with {@code networkaddress.cache.ttl=0}
- *       (a warning is logged at startup then), leaves the gap open;</li>
- *   <li>every address of the answer is checked, not only the first the client will use;</li>
- *   <li>the default client uses no proxy (a proxy would resolve the name itself, unchecked) and follows no
- *       redirect. A client passed in must not follow redirects either (the constructor refuses one that
- *       does).</li>
+ *   <li>the host is resolved exactly once per attempt, by this handler, within the job's time budget; every
+ *       address of the answer is vetted and only the vetted ones are kept;</li>
+ *   <li>the request carries them as its Jetty origin tag, and the client's {@link SocketAddressResolver} is
+ *       {@link VettedAddresses}, which hands Jetty exactly those addresses and never looks the name up again:
+ *       there is no second resolution for a DNS-rebinding answer to slip into. It refuses to connect at all for
+ *       a request without vetted addresses;</li>
+ *   <li>Host header, TLS SNI and certificate check keep the host name (the addresses carry it);</li>
+ *   <li>pooled connections are per origin, and the origin includes the tag (tenant and vetted addresses), so
+ *       a connection opened for one tenant or one answer is never reused for another;</li>
+ *   <li>no proxy, no cookies (they would cross tenants), no redirects, no automatic authentication, no
+ *       content decoding.</li>
  * </ul>
- * Closing the gap entirely needs an egress proxy that enforces the same rule on the address it connects to,
- * or network policy that keeps workers off private ranges; deployments that care should have both.
  *
- * <p>Responses are read only up to {@value #EXCERPT_BYTES} bytes (for the error message); the rest is dropped
- * unread. Query strings are left out of error messages, since they often carry tokens.
+ * <p>Error messages ({@code last_error}, logs) never carry a payload header's value: an invalid value is named
+ * by its header only, and any value that shows up in a message anyway (a receiver echoing it) is replaced.
+ * URLs in messages lose their user info, fragment and the values of query parameters named like secrets
+ * ({@link #redactUrl}). Responses are read only up to {@value #EXCERPT_BYTES} bytes (for the error message);
+ * the rest is dropped unread.
  */
-public final class HttpJobHandler implements JobHandler {
-    private static final Logger log = LoggerFactory.getLogger(HttpJobHandler.class);
-
+public final class HttpJobHandler implements JobHandler, AutoCloseable {
     public static final String TYPE = "http";
     public static final Set<String> METHODS = Set.of("GET", "POST", "PUT", "PATCH", "DELETE");
     public static final long DEFAULT_TIMEOUT_MS = 10_000;
@@ -105,11 +119,22 @@ public final class HttpJobHandler implements JobHandler {
     public static final long MAX_RETRY_AFTER_SECONDS = 3600;
     static final int EXCERPT_BYTES = 2048;
     static final int EXCERPT_CHARS = 300;
+    static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(10);
+    static final String REDACTED = "REDACTED";
 
     static final String IDEMPOTENCY_KEY = "Idempotency-Key";
     static final String JOB_ID = "Fairq-Job-Id";
     static final String ATTEMPT = "Fairq-Attempt";
     private static final Set<String> RESERVED = Set.of("idempotency-key", "fairq-job-id", "fairq-attempt");
+    /** Set by the client from the request itself; a payload giving them could smuggle or confuse. */
+    static final Set<String> CLIENT_HEADERS = Set.of("host", "content-length", "connection", "expect", "upgrade",
+            "transfer-encoding", "te", "trailer", "keep-alive", "proxy-connection");
+    private static final Pattern TOKEN = Pattern.compile("[!#$%&'*+\\-.^_`|~0-9A-Za-z]+");
+    /** Query parameters whose values are left out of messages. */
+    private static final Pattern SECRET_PARAM = Pattern.compile(
+            "token|key|secret|sig|password|passwd|pwd|pass|auth|credential|session|jwt|code|hmac", Pattern.CASE_INSENSITIVE);
+    /** An absolute URL in free text, without trailing punctuation. */
+    private static final Pattern URL_IN_TEXT = Pattern.compile("(?i)\\b[a-z][a-z0-9+.-]*://[^\\s'\"<>]*[^\\s'\"<>.,;:!?)\\]]");
 
     /** Host name to addresses; {@link InetAddress#getAllByName} in production. */
     @FunctionalInterface
@@ -117,46 +142,83 @@ public final class HttpJobHandler implements JobHandler {
         InetAddress[] resolve(String host) throws UnknownHostException;
     }
 
-    private final Function<String, List<String>> allowedHostsForTenant;
-    private final HttpClient client;
+    private final Function<String, List<String>> allowListForTenant;
     private final Resolver resolver;
     private final Supplier<Instant> clock;
+    private final HttpClient client;
+    /** Runs the blocking lookups, so that a job waits for one no longer than its time budget. */
+    private final ExecutorService lookups = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "fairq-http-dns");
+        t.setDaemon(true);
+        return t;
+    });
 
     /**
-     * @param allowedHostsForTenant tenant id to its allow list (see the class comment for the entry syntax);
-     *                              called on every job, so it should be cheap (cache)
-     * @param client                must not follow redirects; {@link #defaultClient()} is the intended one
+     * @param allowListForTenant tenant id to its {@code webhook_allow} entries ({@link WebhookAllowList});
+     *                           called on every job, so it should be cheap (cache)
      */
-    public HttpJobHandler(Function<String, List<String>> allowedHostsForTenant, HttpClient client) {
-        this(allowedHostsForTenant, client, InetAddress::getAllByName, Instant::now);
+    public HttpJobHandler(Function<String, List<String>> allowListForTenant) {
+        this(allowListForTenant, InetAddress::getAllByName, Instant::now);
     }
 
-    HttpJobHandler(Function<String, List<String>> allowedHostsForTenant, HttpClient client, Resolver resolver,
-                   Supplier<Instant> clock) {
-        if (client.followRedirects() != HttpClient.Redirect.NEVER) {
-            throw new IllegalArgumentException("the HTTP client must not follow redirects: a redirect could lead "
-                    + "to a host the tenant may not reach");
-        }
-        this.allowedHostsForTenant = allowedHostsForTenant;
-        this.client = client;
+    HttpJobHandler(Function<String, List<String>> allowListForTenant, Resolver resolver, Supplier<Instant> clock) {
+        this.allowListForTenant = allowListForTenant;
         this.resolver = resolver;
         this.clock = clock;
-        warnIfAddressCacheDisabled();
+        this.client = startClient();
     }
 
     /** The handler for production: allow lists from {@code tenants.webhook_allow}, re-read at most once a second per tenant. */
     public static HttpJobHandler forDatabase(DSLContext db) {
-        return new HttpJobHandler(TenantAllowLists.fromDatabase(db), defaultClient());
+        return new HttpJobHandler(TenantAllowLists.fromDatabase(db));
     }
 
-    /** HTTP/1.1, no redirects, no proxy, 10 s connect timeout. */
-    public static HttpClient defaultClient() {
-        return HttpClient.newBuilder()
-                .version(HttpClient.Version.HTTP_1_1)
-                .followRedirects(HttpClient.Redirect.NEVER)
-                .proxy(HttpClient.Builder.NO_PROXY)
-                .connectTimeout(Duration.ofSeconds(10))
-                .build();
+    /**
+     * HTTP/1.1, connect timeout 10 s, connecting only to vetted addresses; daemon threads, so a process that
+     * never calls {@link #close} still exits.
+     */
+    private static HttpClient startClient() {
+        HttpClient c = new HttpClient();
+        QueuedThreadPool threads = new QueuedThreadPool(200, 2);
+        threads.setName("fairq-http");
+        threads.setDaemon(true);
+        c.setExecutor(threads);
+        c.setScheduler(new ScheduledExecutorScheduler("fairq-http-scheduler", true));
+        c.setSslContextFactory(new SslContextFactory.Client()); // verifies the certificate against the host name
+        c.setSocketAddressResolver(new VettedAddresses());
+        c.setConnectTimeout(CONNECT_TIMEOUT.toMillis());
+        c.setFollowRedirects(false);
+        c.setHttpCookieStore(new HttpCookieStore.Empty());
+        c.setUserAgentField(new HttpField(HttpHeader.USER_AGENT, "fairq"));
+        c.setIdleTimeout(30_000);
+        c.setDestinationIdleTimeout(60_000); // one destination per (tenant, host, vetted answer): let idle ones go
+        try {
+            c.start();
+        } catch (Exception e) {
+            throw new IllegalStateException("cannot start the HTTP client", e);
+        }
+        // started installs these; none may act on a tenant's response by itself
+        c.getProtocolHandlers().remove(RedirectProtocolHandler.NAME);
+        c.getProtocolHandlers().remove(WWWAuthenticationProtocolHandler.NAME);
+        c.getProtocolHandlers().remove(ProxyAuthenticationProtocolHandler.NAME);
+        c.getContentDecoderFactories().clear(); // no Accept-Encoding: the excerpt is read as sent
+        return c;
+    }
+
+    /** The client, for tests that look at its destinations (one per tenant, host and vetted answer). */
+    HttpClient client() {
+        return client;
+    }
+
+    @Override
+    public void close() {
+        try {
+            client.stop();
+        } catch (Exception e) {
+            throw new IllegalStateException("cannot stop the HTTP client", e);
+        } finally {
+            lookups.shutdownNow();
+        }
     }
 
     // -------------------------------------------------------------------------------------------- handling
@@ -164,10 +226,20 @@ public final class HttpJobHandler implements JobHandler {
     @Override
     public void handle(JobContext job) throws Exception {
         Call call = Call.parse(job.payloadJson());
-        checkDestination(job.tenantId(), call.url());
-        HttpRequest request = call.toRequest(job);
-        HttpResponse<String> response = send(call, request);
-        judge(call, response);
+        long deadline = System.nanoTime() + call.timeout().toNanos();
+        try {
+            Vetted vetted = checkDestination(job.tenantId(), call.url(), deadline);
+            Exchange response = send(job, call, vetted, deadline);
+            judge(call, response);
+        } catch (PermanentJobException e) {
+            String clean = call.scrub(e.getMessage());
+            if (clean.equals(e.getMessage())) throw e;
+            throw new PermanentJobException(clean);
+        } catch (RetryableJobException e) {
+            String clean = call.scrub(e.getMessage());
+            if (clean.equals(e.getMessage())) throw e;
+            throw new RetryableJobException(clean, e.retryAfter());
+        }
     }
 
     /** The parsed payload. */
@@ -190,12 +262,13 @@ public final class HttpJobHandler implements JobHandler {
             try {
                 url = new URI(u.asText());
             } catch (URISyntaxException e) {
+                // the reason only: the input (which may carry a token) is not repeated
                 throw new PermanentJobException("url: not a valid URL (" + e.getReason() + ")");
             }
             String scheme = url.getScheme() == null ? null : url.getScheme().toLowerCase(Locale.ROOT);
             if (!"http".equals(scheme) && !"https".equals(scheme)) {
                 throw new PermanentJobException("url: scheme must be http or https, got "
-                        + (scheme == null ? "none" : "'" + url.getScheme() + "'"));
+                        + (scheme == null ? "none" : "'" + excerpt(url.getScheme()) + "'"));
             }
             if (url.getHost() == null || url.getHost().isEmpty()) {
                 throw new PermanentJobException("url: no host (a server-based http(s) URL is required)");
@@ -205,7 +278,7 @@ public final class HttpJobHandler implements JobHandler {
             JsonNode m = p.path("method");
             if (!m.isMissingNode() && !m.isNull()) {
                 if (!m.isTextual() || !METHODS.contains(m.asText().toUpperCase(Locale.ROOT))) {
-                    throw new PermanentJobException("method: must be one of GET, POST, PUT, PATCH, DELETE, got " + m);
+                    throw new PermanentJobException("method: must be one of GET, POST, PUT, PATCH, DELETE");
                 }
                 method = m.asText().toUpperCase(Locale.ROOT);
             }
@@ -214,14 +287,27 @@ public final class HttpJobHandler implements JobHandler {
             JsonNode h = p.path("headers");
             if (!h.isMissingNode() && !h.isNull()) {
                 if (!h.isObject()) throw new PermanentJobException("headers: must be an object of strings");
-                for (Iterator<Map.Entry<String, JsonNode>> it = h.fields(); it.hasNext(); ) {
+                int index = 0;
+                for (Iterator<Map.Entry<String, JsonNode>> it = h.fields(); it.hasNext(); index++) {
                     Map.Entry<String, JsonNode> e = it.next();
-                    if (!e.getValue().isTextual()) {
-                        throw new PermanentJobException("headers." + e.getKey() + ": must be a string");
+                    String name = e.getKey();
+                    if (name.isBlank()) throw new PermanentJobException("headers: a header name is empty");
+                    if (!TOKEN.matcher(name).matches()) {
+                        // not echoed: a malformed name may be a whole "Name: secret" line
+                        throw new PermanentJobException("headers: header name #" + (index + 1)
+                                + " is not a valid name (letters, digits and !#$%&'*+-.^_`|~ only)");
                     }
-                    if (e.getKey().isBlank()) throw new PermanentJobException("headers: a header name is empty");
-                    if (RESERVED.contains(e.getKey().toLowerCase(Locale.ROOT))) continue; // ours win
-                    headers.put(e.getKey(), e.getValue().asText());
+                    if (!e.getValue().isTextual()) throw new PermanentJobException("headers." + name + ": must be a string");
+                    String lower = name.toLowerCase(Locale.ROOT);
+                    if (CLIENT_HEADERS.contains(lower)) {
+                        throw new PermanentJobException("headers." + name + ": is set by the HTTP client and may not be given");
+                    }
+                    if (!validHeaderValue(e.getValue().asText())) {
+                        throw new PermanentJobException("headers." + name + ": has an invalid value (line breaks and "
+                                + "other control characters are not allowed)");
+                    }
+                    if (RESERVED.contains(lower)) continue; // ours win
+                    headers.put(name, e.getValue().asText());
                 }
             }
 
@@ -246,186 +332,308 @@ public final class HttpJobHandler implements JobHandler {
             if (!t.isMissingNode() && !t.isNull()) {
                 if (!t.isIntegralNumber() || !t.canConvertToLong() || t.asLong() < 1 || t.asLong() > MAX_TIMEOUT_MS) {
                     throw new PermanentJobException("timeout_ms: must be an integer from 1 to " + MAX_TIMEOUT_MS
-                            + ", got " + t);
+                            + ", got " + excerpt(t.toString()));
                 }
                 timeoutMs = t.asLong();
             }
             return new Call(url, method, Collections.unmodifiableMap(headers), body, json, Duration.ofMillis(timeoutMs));
         }
 
-        HttpRequest toRequest(JobContext job) throws PermanentJobException {
-            HttpRequest.Builder r;
-            try {
-                r = HttpRequest.newBuilder(url).timeout(timeout);
-            } catch (IllegalArgumentException e) {
-                throw new PermanentJobException("url: " + e.getMessage());
-            }
-            boolean contentType = false;
-            boolean userAgent = false;
-            for (Map.Entry<String, String> e : headers.entrySet()) {
-                try {
-                    r.header(e.getKey(), e.getValue());
-                } catch (IllegalArgumentException ex) {
-                    throw new PermanentJobException("headers." + e.getKey() + ": " + ex.getMessage());
-                }
-                contentType |= e.getKey().equalsIgnoreCase("Content-Type");
-                userAgent |= e.getKey().equalsIgnoreCase("User-Agent");
-            }
-            if (body != null && !contentType) {
-                r.header("Content-Type", jsonBody ? "application/json" : "text/plain; charset=utf-8");
-            }
-            if (!userAgent) r.header("User-Agent", "fairq");
-            r.header(IDEMPOTENCY_KEY, job.idempotencyKey());
-            r.header(JOB_ID, Long.toString(job.jobId()));
-            r.header(ATTEMPT, Integer.toString(job.attempt()));
-            r.method(method, body == null ? HttpRequest.BodyPublishers.noBody()
-                    : HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8));
-            return r.build();
+        /** The port the URL names, or its scheme's. */
+        int port() {
+            return port(url);
         }
 
-        /** The URL for messages: no user info, no query, no fragment. */
-        String safeUrl() {
-            String port = url.getPort() < 0 ? "" : ":" + url.getPort();
-            String path = url.getRawPath() == null ? "" : url.getRawPath();
-            return url.getScheme() + "://" + url.getHost() + port + path;
+        static int port(URI url) {
+            if (url.getPort() >= 0) return url.getPort();
+            return "https".equalsIgnoreCase(url.getScheme()) ? 443 : 80;
         }
+
+        /** What is requested: the URL without user info (Jetty would send it in the Host header) or fragment. */
+        URI target() {
+            String query = url.getRawQuery() == null ? "" : "?" + url.getRawQuery();
+            String path = url.getRawPath() == null || url.getRawPath().isEmpty() ? "/" : url.getRawPath();
+            String port = url.getPort() < 0 ? "" : ":" + url.getPort();
+            return URI.create(url.getScheme().toLowerCase(Locale.ROOT) + "://" + url.getHost() + port + path + query);
+        }
+
+        /** The URL for messages ({@link #redactUrl}). */
+        String safeUrl() {
+            return redactUrl(url.toString());
+        }
+
+        /**
+         * {@code message} with every payload header value replaced (a receiver may echo one back) and URLs in it
+         * redacted. Values shorter than 4 characters are left: they cannot be secrets, and would mangle the text.
+         */
+        String scrub(String message) {
+            if (message == null) return "";
+            String out = redactUrlsIn(message);
+            for (String value : headers.values()) {
+                String v = value.trim();
+                if (v.length() >= 4) out = out.replace(v, REDACTED);
+            }
+            return out;
+        }
+    }
+
+    /** Field values: visible ASCII, Latin-1 text, spaces and tabs; no CR, LF, NUL or other controls. */
+    static boolean validHeaderValue(String v) {
+        for (int i = 0; i < v.length(); i++) {
+            char c = v.charAt(i);
+            if (c == '\t') continue;
+            if (c < 0x20 || c == 0x7f || c > 0xff) return false;
+        }
+        return true;
     }
 
     // -------------------------------------------------------------------------------------------- destination
 
-    enum Match { NONE, WILDCARD, EXACT }
+    /**
+     * Where the request may go: resolves the host once (an IP literal is not looked up) within the time left
+     * before {@code deadlineNanos}, and keeps the addresses the tenant's allow list permits. Refuses
+     * (permanently) a destination no entry allows, without a lookup when no entry could; a DNS failure or
+     * timeout is transient.
+     */
+    Vetted checkDestination(String tenantId, URI url, long deadlineNanos)
+            throws PermanentJobException, RetryableJobException, InterruptedException {
+        String host = WebhookAllowList.normalizeHost(url.getHost());
+        int port = Call.port(url);
+        WebhookAllowList allow = WebhookAllowList.of(allowListForTenant.apply(tenantId));
+        String shown = host.contains(":") ? "[" + host + "]:" + port : host + ":" + port;
+        if (!allow.mayAllow(host, port)) {
+            String hint = port == 80 || port == 443 || AddressRanges.literal(host) != null ? ""
+                    : " (an entry without a port allows 80 and 443 only)";
+            throw new PermanentJobException("refused: " + shown + " is not on the webhook_allow list of tenant '"
+                    + tenantId + "'" + hint);
+        }
+        InetAddress literal = AddressRanges.literal(host);
+        InetAddress[] answer = literal != null ? new InetAddress[]{literal} : lookup(host, deadlineNanos);
+        Set<InetAddress> vetted = new LinkedHashSet<>();
+        String firstRefusal = null;
+        for (InetAddress a : answer) {
+            String refusal = allow.refusal(host, port, a);
+            if (refusal == null) vetted.add(a);
+            else if (firstRefusal == null) firstRefusal = refusal;
+        }
+        if (vetted.isEmpty()) {
+            throw new PermanentJobException("refused: " + shown + ": " + firstRefusal);
+        }
+        return new Vetted(tenantId, vetted);
+    }
+
+    private InetAddress[] lookup(String host, long deadlineNanos) throws RetryableJobException, InterruptedException {
+        long left = deadlineNanos - System.nanoTime();
+        if (left <= 0) throw new RetryableJobException("timed out before the DNS lookup of '" + host + "'", null);
+        Future<InetAddress[]> f = lookups.submit(() -> resolver.resolve(host));
+        try {
+            InetAddress[] a = f.get(left, TimeUnit.NANOSECONDS);
+            if (a == null || a.length == 0) throw new RetryableJobException("host '" + host + "' resolved to no address", null);
+            return a;
+        } catch (TimeoutException e) {
+            f.cancel(true);
+            throw new RetryableJobException("DNS lookup of '" + host + "' timed out (the job's timeout_ms ran out)", null);
+        } catch (InterruptedException e) {
+            f.cancel(true);
+            throw e;
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            String why = cause instanceof UnknownHostException ? "" : " (" + cause.getClass().getSimpleName() + ")";
+            throw new RetryableJobException("cannot resolve host '" + host + "'" + why, null);
+        }
+    }
 
     /**
-     * Refuses (permanently) a host the tenant may not reach; a DNS failure is transient. Returns the checked
-     * addresses.
+     * A request's vetted addresses, carried as its Jetty origin tag: equal tags share pooled connections, so a
+     * connection is reused only by the same tenant for the same vetted answer. Set equality, so the order in
+     * which DNS lists the same addresses does not split the pool.
      */
-    InetAddress[] checkDestination(String tenantId, URI url) throws PermanentJobException, RetryableJobException {
-        String host = normalizeHost(url.getHost());
-        List<String> allow = allowedHostsForTenant.apply(tenantId);
-        if (allow == null) allow = List.of();
-        Match match = match(host, allow);
-        if (match == Match.NONE) {
-            throw new PermanentJobException("refused: host '" + host + "' is not on the webhook_allow list of tenant '"
-                    + tenantId + "'");
+    record Vetted(String tenant, Set<InetAddress> addresses) {
+        Vetted {
+            addresses = Collections.unmodifiableSet(new LinkedHashSet<>(addresses));
         }
-        InetAddress[] addresses;
-        try {
-            addresses = resolver.resolve(host);
-        } catch (UnknownHostException e) {
-            throw new RetryableJobException("cannot resolve host '" + host + "': " + e.getMessage(), null);
-        }
-        if (addresses == null || addresses.length == 0) {
-            throw new RetryableJobException("host '" + host + "' resolved to no address", null);
-        }
-        if (match == Match.EXACT) return addresses; // the tenant's list names this very host
-        for (InetAddress a : addresses) {
-            String reason = AddressRanges.nonPublicReason(a);
-            if (reason != null && !namesAddress(allow, a)) {
-                throw new PermanentJobException("refused: host '" + host + "' resolves to " + a.getHostAddress()
-                        + " (" + reason + "), which is not a public address; only an allow-list entry naming the "
-                        + "host or the address exactly (not a wildcard) permits it");
-            }
-        }
-        return addresses;
-    }
 
-    static String normalizeHost(String host) {
-        String h = host.trim().toLowerCase(Locale.ROOT);
-        if (h.startsWith("[") && h.endsWith("]")) h = h.substring(1, h.length() - 1);
-        return h;
-    }
-
-    /** How {@code host} (normalized) is allowed by the list: exactly, only through a wildcard, or not. */
-    static Match match(String host, List<String> allow) {
-        InetAddress hostLiteral = AddressRanges.literal(host);
-        Match best = Match.NONE;
-        for (String raw : allow) {
-            if (raw == null) continue;
-            String entry = normalizeHost(raw);
-            if (entry.isEmpty()) continue;
-            if (entry.startsWith("*.")) {
-                String suffix = entry.substring(1); // ".example.com"
-                if (hostLiteral == null && suffix.length() > 1 && host.endsWith(suffix) && host.length() > suffix.length()) {
-                    best = Match.WILDCARD;
+        List<InetSocketAddress> socketAddresses(String host, int port) {
+            String name = WebhookAllowList.normalizeHost(host);
+            boolean literal = AddressRanges.literal(name) != null;
+            List<InetSocketAddress> out = new ArrayList<>();
+            for (InetAddress a : addresses) {
+                try {
+                    // carrying the host name keeps TLS SNI and the certificate check on the name; no lookup happens
+                    out.add(new InetSocketAddress(literal ? a : InetAddress.getByAddress(name, a.getAddress()), port));
+                } catch (UnknownHostException e) {
+                    throw new IllegalStateException(e); // only for a malformed address length
                 }
-                continue;
             }
-            InetAddress entryLiteral = AddressRanges.literal(entry);
-            boolean same = hostLiteral != null && entryLiteral != null ? hostLiteral.equals(entryLiteral) : entry.equals(host);
-            if (same) return Match.EXACT;
+            return out;
         }
-        return best;
     }
 
-    private static boolean namesAddress(List<String> allow, InetAddress address) {
-        for (String raw : allow) {
-            if (raw == null) continue;
-            InetAddress literal = AddressRanges.literal(normalizeHost(raw));
-            if (address.equals(literal)) return true;
+    /**
+     * The client's only way from a host name to an address: the request's {@link Vetted} addresses. A request
+     * without them fails instead of being resolved here, so nothing unvetted is ever connected to.
+     */
+    static final class VettedAddresses implements SocketAddressResolver {
+        @Override
+        public void resolve(String host, int port, Map<String, Object> context, Promise<List<InetSocketAddress>> promise) {
+            Object destination = context.get(Destination.CONTEXT_KEY);
+            Object tag = destination instanceof Destination d ? d.getOrigin().getTag() : null;
+            if (tag instanceof Vetted vetted) {
+                promise.succeeded(vetted.socketAddresses(host, port));
+            } else {
+                promise.failed(new UnknownHostException("no vetted address for this request; not resolving it"));
+            }
         }
-        return false;
     }
 
     // -------------------------------------------------------------------------------------------- sending
 
-    private HttpResponse<String> send(Call call, HttpRequest request) throws RetryableJobException, InterruptedException {
-        CompletableFuture<HttpResponse<String>> future = client.sendAsync(request, info -> new Excerpt(EXCERPT_BYTES));
+    /** What came back: the status, the two headers that matter, and the start of the body. */
+    record Exchange(int status, String location, String retryAfter, String body) {}
+
+    private Exchange send(JobContext job, Call call, Vetted vetted, long deadlineNanos)
+            throws PermanentJobException, RetryableJobException, InterruptedException {
         String what = call.method() + " " + call.safeUrl();
+        long leftMs = TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime());
+        if (leftMs <= 0) throw timedOut(what, call);
+        Request request;
         try {
-            // the request timeout covers connect and response headers; this bounds the body as well
-            return future.get(call.timeout().toMillis(), TimeUnit.MILLISECONDS);
+            request = client.newRequest(call.target());
+        } catch (IllegalArgumentException e) {
+            throw new PermanentJobException("url: not accepted by the HTTP client"); // its message would repeat the URL
+        }
+        request.method(call.method())
+                .tag(vetted)
+                .followRedirects(false)
+                .timeout(leftMs, TimeUnit.MILLISECONDS)
+                .headers(h -> {
+                    call.headers().forEach(h::put);
+                    h.put(IDEMPOTENCY_KEY, job.idempotencyKey());
+                    h.put(JOB_ID, Long.toString(job.jobId()));
+                    h.put(ATTEMPT, Integer.toString(job.attempt()));
+                });
+        if (call.body() != null) {
+            // a payload Content-Type header wins over this one
+            request.body(new StringRequestContent(call.jsonBody() ? "application/json" : "text/plain; charset=utf-8",
+                    call.body(), StandardCharsets.UTF_8));
+        }
+        Excerpt excerpt = new Excerpt(EXCERPT_BYTES);
+        request.onResponseContent(excerpt::onContent).send(excerpt::onComplete);
+        try {
+            // the request's own timeout fires first; this only guards against a listener that never completes
+            return excerpt.result.get(leftMs + 1_000, TimeUnit.MILLISECONDS);
         } catch (TimeoutException e) {
-            future.cancel(true);
-            throw new RetryableJobException(what + ": timed out after " + call.timeout().toMillis() + " ms", null);
+            request.abort(e);
+            throw timedOut(what, call);
         } catch (InterruptedException e) {
-            future.cancel(true);
+            request.abort(e);
             throw e;
-        } catch (CancellationException e) {
-            throw new RetryableJobException(what + ": cancelled", null);
         } catch (ExecutionException e) {
-            Throwable cause = e.getCause();
-            if (cause instanceof HttpConnectTimeoutException) {
-                throw new RetryableJobException(what + ": connect timed out", null);
-            }
-            if (cause instanceof HttpTimeoutException) {
-                throw new RetryableJobException(what + ": timed out after " + call.timeout().toMillis() + " ms", null);
-            }
-            if (cause instanceof ConnectException) {
-                throw new RetryableJobException(what + ": connection failed: " + describe(cause), null);
-            }
-            if (cause instanceof IOException) {
-                throw new RetryableJobException(what + ": " + describe(cause), null);
-            }
-            if (cause instanceof RuntimeException re) throw re;
-            throw new IllegalStateException(what + ": " + describe(cause), cause);
+            throw failed(what, call, e.getCause());
         }
     }
 
-    private static String describe(Throwable t) {
-        String m = t.getMessage();
-        return t.getClass().getSimpleName() + (m == null || m.isBlank() ? "" : " " + m);
+    private static RetryableJobException timedOut(String what, Call call) {
+        return new RetryableJobException(what + ": timed out after " + call.timeout().toMillis() + " ms", null);
     }
 
-    private void judge(Call call, HttpResponse<String> response) throws PermanentJobException, RetryableJobException {
-        int status = response.statusCode();
+    /** A transport failure in words: the kind of failure, never the client's internals (addresses, pids, object dumps). */
+    private static RetryableJobException failed(String what, Call call, Throwable cause) {
+        if (cause instanceof TimeoutException) return timedOut(what, call);
+        if (cause instanceof SocketTimeoutException) return new RetryableJobException(what + ": connect timed out", null);
+        if (cause instanceof ConnectException) {
+            return new RetryableJobException(what + ": connection failed" + clean(cause.getMessage()), null);
+        }
+        if (cause instanceof SSLException) {
+            return new RetryableJobException(what + ": TLS failed" + clean(cause.getMessage()), null);
+        }
+        return new RetryableJobException(what + ": " + cause.getClass().getSimpleName() + clean(cause.getMessage()), null);
+    }
+
+    /** " (message)" when the message is short plain text; "" for none, or for one that dumps client internals. */
+    private static String clean(String message) {
+        if (message == null || message.isBlank()) return "";
+        if (message.contains("{") || message.contains("@")) return "";
+        return " (" + excerpt(redactUrlsIn(message)) + ")";
+    }
+
+    private void judge(Call call, Exchange response) throws PermanentJobException, RetryableJobException {
+        int status = response.status();
         if (status >= 200 && status < 300) return;
         String what = "HTTP " + status + " from " + call.method() + " " + call.safeUrl();
         if (status >= 300 && status < 400) {
-            String location = response.headers().firstValue("Location").orElse("(none)");
-            throw new PermanentJobException(what + ": redirect to " + excerpt(location)
-                    + " not followed (a redirect could lead to a host the tenant may not reach; use the final URL)");
+            String location = response.location() == null ? "(none)" : excerpt(redactUrl(response.location()));
+            throw new PermanentJobException(what + ": redirect to " + location
+                    + " not followed (redirects are never followed; send the job to the final URL)");
         }
         String body = excerpt(response.body());
         String withBody = body.isEmpty() ? what : what + ": " + body;
         if (status == 429 || status == 503) {
-            Duration retryAfter = response.headers().firstValue("Retry-After")
-                    .map(v -> parseRetryAfter(v, clock.get())).orElse(null);
+            Duration retryAfter = response.retryAfter() == null ? null : parseRetryAfter(response.retryAfter(), clock.get());
             throw new RetryableJobException(retryAfter == null ? withBody
                     : withBody + " (Retry-After " + retryAfter.toSeconds() + " s)", retryAfter);
         }
         if (status == 408 || status >= 500 || status < 200) throw new RetryableJobException(withBody, null);
         throw new PermanentJobException(withBody);
     }
+
+    // -------------------------------------------------------------------------------------------- redaction
+
+    /**
+     * A URL fit for an error message: user info replaced, fragment dropped, and the value of every query
+     * parameter whose name looks like a secret (token, key, secret, sig, password, auth, credential, session,
+     * code, ...) replaced by {@value #REDACTED}. Works on relative URLs (a Location header) too.
+     */
+    static String redactUrl(String raw) {
+        URI u;
+        try {
+            u = new URI(raw.trim());
+        } catch (URISyntaxException e) {
+            return "(a URL that does not parse)";
+        }
+        StringBuilder sb = new StringBuilder();
+        if (u.getScheme() != null) sb.append(u.getScheme()).append(':');
+        if (u.isOpaque()) return sb.append("(opaque)").toString();
+        String authority = u.getRawAuthority();
+        if (authority != null) {
+            sb.append("//");
+            int at = authority.lastIndexOf('@');
+            if (at >= 0) sb.append(REDACTED).append('@');
+            sb.append(authority.substring(at + 1));
+        }
+        if (u.getRawPath() != null) sb.append(u.getRawPath());
+        if (u.getRawQuery() != null) sb.append('?').append(redactQuery(u.getRawQuery()));
+        return sb.toString();
+    }
+
+    private static String redactQuery(String rawQuery) {
+        StringBuilder sb = new StringBuilder();
+        for (String pair : rawQuery.split("&", -1)) {
+            if (!sb.isEmpty()) sb.append('&');
+            int eq = pair.indexOf('=');
+            String name = eq < 0 ? pair : pair.substring(0, eq);
+            String decoded;
+            try {
+                decoded = java.net.URLDecoder.decode(name, StandardCharsets.UTF_8);
+            } catch (IllegalArgumentException e) {
+                decoded = name;
+            }
+            if (eq >= 0 && SECRET_PARAM.matcher(decoded).find()) sb.append(name).append('=').append(REDACTED);
+            else sb.append(pair);
+        }
+        return sb.toString();
+    }
+
+    /** Every absolute URL inside free text, redacted. */
+    static String redactUrlsIn(String text) {
+        Matcher m = URL_IN_TEXT.matcher(text);
+        StringBuilder sb = new StringBuilder();
+        while (m.find()) m.appendReplacement(sb, Matcher.quoteReplacement(redactUrl(m.group())));
+        m.appendTail(sb);
+        return sb.toString();
+    }
+
+    // -------------------------------------------------------------------------------------------- response
 
     /**
      * Retry-After as delta-seconds or an HTTP date, capped at {@value #MAX_RETRY_AFTER_SECONDS} s; a date in
@@ -457,67 +665,36 @@ public final class HttpJobHandler implements JobHandler {
         return oneLine.length() <= EXCERPT_CHARS ? oneLine : oneLine.substring(0, EXCERPT_CHARS) + "...";
     }
 
-    /** Reads at most {@code limit} bytes of a body, then cancels the rest of the stream. */
-    static final class Excerpt implements HttpResponse.BodySubscriber<String> {
+    /** Collects at most {@code limit} bytes of a body, then completes and drops the rest of the response. */
+    static final class Excerpt {
         private final int limit;
         private final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        private final CompletableFuture<String> result = new CompletableFuture<>();
-        private Flow.Subscription subscription;
+        final CompletableFuture<Exchange> result = new CompletableFuture<>();
 
         Excerpt(int limit) {
             this.limit = limit;
         }
 
-        @Override
-        public CompletionStage<String> getBody() {
-            return result;
-        }
-
-        @Override
-        public void onSubscribe(Flow.Subscription s) {
-            subscription = s;
-            s.request(Long.MAX_VALUE);
-        }
-
-        @Override
-        public void onNext(List<ByteBuffer> items) {
+        synchronized void onContent(Response response, ByteBuffer content) {
             if (result.isDone()) return;
-            for (ByteBuffer b : items) {
-                int n = Math.min(b.remaining(), limit - bytes.size());
-                byte[] chunk = new byte[n];
-                b.get(chunk);
-                bytes.write(chunk, 0, n);
-                if (bytes.size() >= limit) {
-                    subscription.cancel();
-                    complete();
-                    return;
-                }
+            int n = Math.min(content.remaining(), limit - bytes.size());
+            byte[] chunk = new byte[n];
+            content.get(chunk);
+            bytes.write(chunk, 0, n);
+            if (bytes.size() >= limit) {
+                complete(response);
+                response.abort(new IOException("excerpt read; the rest of the body is not needed"));
             }
         }
 
-        @Override
-        public void onError(Throwable t) {
-            result.completeExceptionally(t);
+        synchronized void onComplete(Result r) {
+            if (r.isFailed()) result.completeExceptionally(r.getFailure());
+            else complete(r.getResponse());
         }
 
-        @Override
-        public void onComplete() {
-            complete();
-        }
-
-        private void complete() {
-            result.complete(bytes.toString(StandardCharsets.UTF_8));
-        }
-    }
-
-    // -------------------------------------------------------------------------------------------- startup
-
-    private static void warnIfAddressCacheDisabled() {
-        String ttl = java.security.Security.getProperty("networkaddress.cache.ttl");
-        if (ttl == null) ttl = System.getProperty("sun.net.inetaddr.ttl");
-        if (ttl != null && ttl.trim().equals("0")) {
-            log.warn("networkaddress.cache.ttl is 0: the http handler's address check and the HTTP client resolve "
-                    + "host names separately, which widens the DNS-rebinding window (see HttpJobHandler)");
+        private void complete(Response response) {
+            result.complete(new Exchange(response.getStatus(), response.getHeaders().get(HttpHeader.LOCATION),
+                    response.getHeaders().get(HttpHeader.RETRY_AFTER), bytes.toString(StandardCharsets.UTF_8)));
         }
     }
 }

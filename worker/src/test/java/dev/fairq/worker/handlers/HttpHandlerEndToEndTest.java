@@ -2,11 +2,11 @@ package dev.fairq.worker.handlers;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.fairq.scheduler.SchedulerConfig;
+import dev.fairq.schema.AddressRanges;
 import dev.fairq.schema.JobRequest;
 import dev.fairq.schema.Json;
 import dev.fairq.testing.TestDatabase;
 import dev.fairq.worker.HandlerRegistry;
-import dev.fairq.worker.JobHandler;
 import dev.fairq.worker.RetryPolicy;
 import dev.fairq.worker.TestPlatform;
 import org.junit.jupiter.api.AfterEach;
@@ -42,6 +42,7 @@ class HttpHandlerEndToEndTest {
     private final TestDatabase db = TestDatabase.get();
     private TestPlatform platform;
     private Receiver receiver;
+    private HttpJobHandler http;
 
     @BeforeEach
     void setUp() throws Exception {
@@ -56,15 +57,17 @@ class HttpHandlerEndToEndTest {
     void tearDown() throws Exception {
         platform.close();
         receiver.close();
+        if (http != null) http.close();
     }
 
     private void allow(String tenant, String... hosts) {
         db.dsl().execute("UPDATE tenants SET webhook_allow = ?::text[] WHERE id = ?", hosts, tenant);
     }
 
-    private void start(JobHandler http, int threads) {
+    private void start(HttpJobHandler handler, int threads) {
+        http = handler;
         platform.startScheduler(SchedulerConfig.defaults());
-        platform.startWorker(TestPlatform.fastConfig("w1", threads), new HandlerRegistry().register("http", http, FAST));
+        platform.startWorker(TestPlatform.fastConfig("w1", threads), new HandlerRegistry().register("http", handler, FAST));
     }
 
     private void start() {
@@ -222,36 +225,68 @@ class HttpHandlerEndToEndTest {
     // ------------------------------------------------------------------------------------------ SSRF
 
     @Test
-    void aPrivateAddressIsRefusedWhenTheAllowListDoesNotNameIt() {
-        allow("acme", "example.invalid", "*.example.test");
-        // hooks.example.test is allowed through the wildcard, but resolves to loopback
-        HttpJobHandler.Resolver fakeDns = host -> host.equals("hooks.example.test")
+    void aNameTheTenantControlsCannotReachLoopbackThroughAnyHostEntry() {
+        int port = receiver.port();
+        allow("acme", "hooks.example.test:" + port, "*.example.test:" + port);
+        // the tenant's DNS points its names at loopback, where the receiver listens
+        HttpJobHandler.Resolver tenantDns = host -> host.endsWith(".example.test")
                 ? new InetAddress[]{AddressRanges.literal("127.0.0.1")} : InetAddress.getAllByName(host);
-        start(new HttpJobHandler(TenantAllowLists.fromDatabase(db.dsl()), HttpJobHandler.defaultClient(), fakeDns,
-                Instant::now), 2);
+        start(new HttpJobHandler(TenantAllowLists.fromDatabase(db.dsl()), tenantDns, Instant::now), 2);
         long literal = enqueue(post(receiver.url("/hook")), 5);
-        long viaWildcard = enqueue(post("http://hooks.example.test:" + receiver.port() + "/hook"), 5);
+        long exact = enqueue(post("http://hooks.example.test:" + port + "/hook"), 5);
+        long viaWildcard = enqueue(post("http://api.example.test:" + port + "/hook"), 5);
 
-        awaitStatus(literal, "dead");
-        awaitStatus(viaWildcard, "dead");
-        assertEquals(1, attempts(literal));
-        assertEquals(1, attempts(viaWildcard));
-        assertTrue(lastError(literal).contains("refused: host '127.0.0.1' is not on the webhook_allow list of tenant 'acme'"),
+        for (long id : new long[]{literal, exact, viaWildcard}) {
+            awaitStatus(id, "dead");
+            assertEquals(1, attempts(id));
+        }
+        assertTrue(lastError(literal).contains("refused: 127.0.0.1:" + port + " is not on the webhook_allow list of tenant 'acme'"),
                 lastError(literal));
-        assertTrue(lastError(viaWildcard).contains("refused: host 'hooks.example.test' resolves to 127.0.0.1 (loopback"),
+        assertTrue(lastError(exact).contains("refused: hooks.example.test:" + port + ": address 127.0.0.1 (loopback"),
+                lastError(exact));
+        assertTrue(lastError(viaWildcard).contains("refused: api.example.test:" + port + ": address 127.0.0.1 (loopback"),
                 lastError(viaWildcard));
         assertEquals(0, receiver.requests.size(), "the receiver got nothing");
     }
 
     @Test
     void aHostNotOnTheAllowListIsRefused() {
-        allow("acme", "127.0.0.1", "hooks.example.com");
+        allow("acme", "hooks.example.com");
         start();
         long id = enqueue(post("http://localhost:" + receiver.port() + "/hook"), 5);
 
         awaitStatus(id, "dead");
         assertEquals(1, attempts(id));
-        assertTrue(lastError(id).contains("refused: host 'localhost' is not on the webhook_allow list"), lastError(id));
+        assertTrue(lastError(id).contains("refused: localhost:" + receiver.port() + " is not on the webhook_allow list"),
+                lastError(id));
         assertEquals(0, receiver.requests.size());
+    }
+
+    // ------------------------------------------------------------------------------------------ what last_error shows
+
+    @Test
+    void lastErrorNeverShowsAHeaderValueOrAUrlSecret() {
+        receiver.answer(r -> Receiver.Reply.of(403, "signature " + r.header("X-Sig") + " rejected"));
+        start();
+        String url = "http://ops:hunter2@127.0.0.1:" + receiver.port() + "/hook?token=t0k3n";
+        long invalid = enqueue("{\"url\": \"" + url + "\", \"headers\": {\"X-Sig\": \"sk_live_1\\r\\nX-B: 2\"}}", 5);
+        long echoed = enqueue("{\"url\": \"" + url + "\", \"headers\": {\"X-Sig\": \"sk_live_2\"}}", 5);
+
+        awaitStatus(invalid, "dead");
+        awaitStatus(echoed, "dead");
+        assertEquals("dev.fairq.worker.PermanentJobException: headers.X-Sig: has an invalid value (line breaks and other "
+                + "control characters are not allowed)", lastError(invalid));
+        assertEquals("dev.fairq.worker.PermanentJobException: HTTP 403 from POST http://REDACTED@127.0.0.1:"
+                + receiver.port() + "/hook?token=REDACTED: signature REDACTED rejected", lastError(echoed));
+        assertEquals(1, receiver.requests.size(), "only the valid one was sent");
+    }
+
+    @Test
+    void lastErrorNamesNoWorkerHostOrPid() {
+        start();
+        long id = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "no-such-type").maxAttempts(1).build())
+                .job().getId();
+        awaitStatus(id, "dead");
+        assertEquals("no handler for type 'no-such-type' on this worker", lastError(id));
     }
 }

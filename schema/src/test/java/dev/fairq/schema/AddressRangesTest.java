@@ -1,4 +1,4 @@
-package dev.fairq.worker.handlers;
+package dev.fairq.schema;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -40,7 +40,10 @@ class AddressRangesTest {
             "198.18.0.1", "224.0.0.1", "239.255.255.250", "240.0.0.1", "255.255.255.255",
             "::", "::1", "fe80::1", "febf::1", "fec0::1", "fc00::1", "fd12:3456::1", "ff02::1",
             "::ffff:127.0.0.1", "::ffff:10.1.2.3", "::ffff:169.254.169.254", "::127.0.0.1",
-            "64:ff9b::a9fe:a9fe", "2002:7f00:1::", "2002:c0a8:101::1", "2001:0:4136:e378:8000:63bf:80ff:fffe"})
+            "64:ff9b::a9fe:a9fe", "2002:7f00:1::", "2002:c0a8:101::1", "2001:0:4136:e378:8000:63bf:80ff:fffe",
+            "192.0.2.1", "198.51.100.7", "203.0.113.255", "192.88.99.1", "198.19.255.255", "::8.8.8.8",
+            "64:ff9b:1::a00:1", "64:ff9b::a00:1", "64:ff9b::6440:1", "100::1", "2001:db8::1", "3fff::1",
+            "2001:2::1", "2001:10::1", "2001:0:5ef5:79fd::1", "fbff::1", "fe7f::1", "5f00::1", "4000::1", "1::1"})
     void nonPublic(String literal) {
         assertNotNull(AddressRanges.nonPublicReason(ip(literal)), literal);
     }
@@ -51,7 +54,8 @@ class AddressRangesTest {
             "128.0.0.1", "169.253.1.1", "172.15.255.255", "172.32.0.1", "192.167.1.1", "192.169.0.1",
             "198.17.0.1", "198.20.0.1", "223.255.255.255", "93.184.216.34",
             "2606:4700:4700::1111", "2001:4860:4860::8888", "::ffff:8.8.8.8", "64:ff9b::808:808",
-            "2002:808:808::1", "fbff::1", "fe7f::1"})
+            "2002:808:808::1", "2001:200::1", "2001:db7:ffff::1", "2001:db9::1", "3fff:1000::1", "2c0f:f248::1",
+            "3ffe:ffff::1", "192.0.1.255", "192.0.3.0", "198.51.99.1", "203.0.112.1", "192.88.98.1"})
     void publicUnicast(String literal) {
         assertNull(AddressRanges.nonPublicReason(ip(literal)), literal);
     }
@@ -64,14 +68,26 @@ class AddressRangesTest {
         assertTrue(AddressRanges.nonPublicReason(ip("192.168.0.1")).startsWith("private"));
         assertTrue(AddressRanges.nonPublicReason(ip("169.254.169.254")).startsWith("link-local"));
         assertTrue(AddressRanges.nonPublicReason(ip("100.100.100.100")).startsWith("carrier-grade NAT"));
-        assertTrue(AddressRanges.nonPublicReason(ip("0.0.0.0")).startsWith("any-local"));
+        assertTrue(AddressRanges.nonPublicReason(ip("0.0.0.0")).startsWith("unspecified"));
         assertTrue(AddressRanges.nonPublicReason(ip("224.0.0.251")).startsWith("multicast"));
         assertTrue(AddressRanges.nonPublicReason(ip("::1")).startsWith("loopback"));
-        assertTrue(AddressRanges.nonPublicReason(ip("::")).startsWith("any-local"));
+        assertTrue(AddressRanges.nonPublicReason(ip("::")).startsWith("unspecified"));
         assertTrue(AddressRanges.nonPublicReason(ip("fe80::1")).startsWith("link-local"));
         assertTrue(AddressRanges.nonPublicReason(ip("fd00::1")).startsWith("unique-local"));
         assertTrue(AddressRanges.nonPublicReason(ip("ff05::2")).startsWith("multicast"));
         assertTrue(AddressRanges.nonPublicReason(ip("2002:a00:1::")).contains("private 10.0.0.0/8"));
+        assertTrue(AddressRanges.nonPublicReason(ip("198.18.0.1")).startsWith("benchmarking"));
+        assertTrue(AddressRanges.nonPublicReason(ip("192.0.2.1")).startsWith("documentation"));
+        assertTrue(AddressRanges.nonPublicReason(ip("198.51.100.1")).startsWith("documentation"));
+        assertTrue(AddressRanges.nonPublicReason(ip("203.0.113.1")).startsWith("documentation"));
+        assertTrue(AddressRanges.nonPublicReason(ip("2001:db8::1")).startsWith("documentation"));
+        assertTrue(AddressRanges.nonPublicReason(ip("240.0.0.1")).startsWith("reserved"));
+        assertTrue(AddressRanges.nonPublicReason(ip("fc00::1")).startsWith("unique-local"));
+        assertTrue(AddressRanges.nonPublicReason(ip("4000::1")).startsWith("reserved"));
+        assertEquals("NAT64 loopback 127.0.0.0/8", AddressRanges.nonPublicReason(ip("64:ff9b::7f00:1")));
+        assertEquals("NAT64 link-local 169.254.0.0/16", AddressRanges.nonPublicReason(ip("64:ff9b::a9fe:a9fe")));
+        assertEquals("NAT64 carrier-grade NAT 100.64.0.0/10", AddressRanges.nonPublicReason(ip("64:ff9b::6440:1")));
+        assertNull(AddressRanges.nonPublicReason(ip("64:ff9b::808:808")), "NAT64 to a public IPv4 address is public");
     }
 
     @Test

@@ -1,0 +1,72 @@
+package dev.fairq.api;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.fairq.schema.DashboardStore;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The admin overview pages, sorts and searches instead of shipping every tenant: totals over the active
+ * tenants, a page sorted by (over its share, then backlog), a search by id prefix that also finds idle
+ * tenants, and 422 for a bad page or search. Over real HTTP.
+ */
+class AdminOverviewTest {
+    final TestApp app = TestApp.get();
+
+    AdminOverviewTest() throws Exception {
+    }
+
+    @Test
+    void aPageIsSortedByBacklogAndASearchFindsIdleTenantsToo() {
+        String run = "ov-" + UUID.randomUUID().toString().substring(0, 8);
+        int[] backlog = {2, 5, 3};
+        List<String> ids = new ArrayList<>();
+        for (int i = 0; i < backlog.length; i++) {
+            String id = run + "-" + i;
+            ids.add(id);
+            String key = app.newTenantKey(id);
+            for (int j = 0; j < backlog[i]; j++) {
+                // due in an hour: they wait, and are the tenant's backlog
+                assertEquals(201, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000}").status());
+            }
+        }
+        String idle = run + "-idle";
+        assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + idle, "{}").status());
+        new DashboardStore().rollupMinutes(app.db.dsl(), 2); // the scheduler's rollup, now rather than within 10 s
+
+        JsonNode first = app.admin("GET", "/v1/admin/overview?search=" + run + "&limit=2", null).body();
+        assertEquals(4, first.get("page").get("total").asInt(), "three with work, one idle");
+        assertEquals(2, first.get("tenants").size());
+        assertEquals(ids.get(1), first.get("tenants").get(0).get("tenant").asText(), "largest backlog first");
+        assertEquals(ids.get(2), first.get("tenants").get(1).get("tenant").asText());
+        assertEquals(5, first.get("tenants").get(0).get("counts").get("pending").asInt());
+        assertEquals(2, first.get("page").get("next_offset").asInt());
+
+        JsonNode second = app.admin("GET", "/v1/admin/overview?search=" + run + "&limit=2&offset=2", null).body();
+        assertEquals(List.of(ids.get(0), idle), List.of(second.get("tenants").get(0).get("tenant").asText(),
+                second.get("tenants").get(1).get("tenant").asText()), "then the smaller backlog, then the idle one");
+        assertTrue(second.get("page").get("next_offset").isNull());
+        assertTrue(second.get("totals").get("registered_tenants").asLong() >= 4);
+        assertTrue(second.get("totals").get("active_tenants").asLong() >= 3);
+
+        // without a search: the active tenants only, the idle one is not shipped
+        JsonNode all = app.admin("GET", "/v1/admin/overview?limit=500", null).body();
+        for (JsonNode t : all.get("tenants")) assertTrue(!t.get("tenant").asText().equals(idle), "idle tenant listed");
+    }
+
+    @Test
+    void aBadPageOrSearchIsA422NamingTheField() {
+        for (String[] bad : new String[][]{{"limit=0", "limit"}, {"limit=501", "limit"}, {"offset=-1", "offset"},
+                {"limit=x", "limit"}, {"search=Not%20An%20Id", "search"}}) {
+            TestApp.Res r = app.admin("GET", "/v1/admin/overview?" + bad[0], null);
+            assertEquals(422, r.status(), bad[0]);
+            assertEquals(bad[1], r.body().get("errors").get(0).get("field").asText(), bad[0]);
+        }
+    }
+}

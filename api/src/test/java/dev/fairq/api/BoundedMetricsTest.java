@@ -1,0 +1,106 @@
+package dev.fairq.api;
+
+import dev.fairq.schema.ClaimedJob;
+import dev.fairq.schema.JobOutcome;
+import dev.fairq.testing.TestDatabase;
+import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import org.jooq.DSLContext;
+import org.junit.jupiter.api.Test;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.time.OffsetDateTime;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.UUID;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * /metrics stays small however many tenants exist: only the K tenants with the most work (then the most recent
+ * activity) have series of their own, the rest are summed into tenant="_other", sums over tenants stay totals,
+ * and a tenant's counters start at 0 when its series appear. Against the test database, scraped as Prometheus
+ * text.
+ */
+class BoundedMetricsTest {
+    private static final Pattern TENANT = Pattern.compile("tenant=\"([^\"]+)\"");
+
+    final TestDatabase db = TestDatabase.get();
+    final DSLContext dsl = db.dsl();
+
+    private String scrape(FairqMetrics metrics) throws IOException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        PrometheusTextFormatWriter.create().write(out, metrics.registry.scrape());
+        return out.toString(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    private static Set<String> tenants(String text) {
+        Set<String> out = new HashSet<>();
+        Matcher m = TENANT.matcher(text);
+        while (m.find()) out.add(m.group(1));
+        return out;
+    }
+
+    /** Jobs waiting an hour (no worker starts them), inserted directly: a backlog of n. */
+    private void backlog(String tenant, int n) {
+        db.createTenant(tenant);
+        dsl.execute("INSERT INTO jobs (tenant_id, type, run_at) SELECT ?, 'noop', now() + interval '1 hour' "
+                + "FROM generate_series(1, ?)", tenant, n);
+    }
+
+    private static double value(String text, String series) {
+        for (String line : text.split("\n")) {
+            if (line.startsWith(series + " ")) return Double.parseDouble(line.substring(series.length() + 1).trim());
+        }
+        throw new AssertionError("no series " + series + " in\n" + text);
+    }
+
+    @Test
+    void onlyTheTopTenantsHaveSeriesTheRestAreSummedAndNewSeriesStartAtZero() throws IOException {
+        String run = UUID.randomUUID().toString().substring(0, 6);
+        String big = "mb-" + run + "-big", mid = "mb-" + run + "-mid", small = "mb-" + run + "-small";
+        backlog(big, 900);
+        backlog(mid, 800);
+        for (int i = 0; i < 30; i++) backlog("mb-" + run + "-tail-" + i, 1);
+        backlog(small, 700);
+        FairqMetrics metrics = new FairqMetrics(dsl, 3, () -> null);
+
+        String text = scrape(metrics);
+        Set<String> labelled = tenants(text);
+        assertEquals(Set.of(big, mid, small, FairqMetrics.OTHER), labelled, "K = 3 tenants of their own, the rest summed");
+        long pendingAll = db.count("SELECT count(*) FROM jobs WHERE status = 'pending'");
+        double sum = 0;
+        for (String t : labelled) sum += value(text, "fairq_jobs{status=\"pending\",tenant=\"" + t + "\"}");
+        assertEquals(pendingAll, sum, 0.5, "summed over tenants, the gauge is the total");
+        assertEquals(900, value(text, "fairq_jobs{status=\"pending\",tenant=\"" + big + "\"}"), 0.5);
+        // series of a tracked tenant exist from the start, at 0: rate() sees its first dead letter
+        assertEquals(0, value(text, "fairq_job_dead_letters_total{tenant=\"" + big + "\"}"), 0);
+
+        ClaimedJob job = new ClaimedJob(1, big, "default", "noop", "{}", 1, 1, null, null,
+                OffsetDateTime.now(), OffsetDateTime.now(), 0);
+        metrics.started(job);
+        metrics.finished(job, new JobOutcome.Failed(1, 1, true, 0, "x"), 1_000_000);
+        ClaimedJob other = new ClaimedJob(2, "mb-" + run + "-tail-0", "default", "noop", "{}", 1, 1, null, null,
+                OffsetDateTime.now(), OffsetDateTime.now(), 0);
+        metrics.started(other);
+        text = scrape(metrics);
+        assertEquals(1, value(text, "fairq_job_dead_letters_total{tenant=\"" + big + "\"}"), 0);
+        assertTrue(value(text, "fairq_job_starts_total{tenant=\"" + FairqMetrics.OTHER + "\"}") >= 1,
+                "an untracked tenant's start is counted in _other");
+
+        // the biggest backlog drains: that tenant loses its series, the next one in line gets them, from 0
+        dsl.execute("DELETE FROM jobs WHERE tenant_id = ?", big);
+        backlog("mb-" + run + "-new", 600);
+        text = scrape(metrics);
+        labelled = tenants(text);
+        assertFalse(labelled.contains("mb-" + run + "-tail-1"));
+        assertTrue(labelled.contains("mb-" + run + "-new"));
+        assertEquals(0, value(text, "fairq_job_dead_letters_total{tenant=\"mb-" + run + "-new\"}"), 0);
+        assertTrue(labelled.size() <= 4, "never more than K + _other: " + labelled);
+        dsl.execute("DELETE FROM jobs WHERE tenant_id LIKE ?", "mb-" + run + "-%");
+    }
+}
