@@ -103,6 +103,12 @@ public final class HttpJobHandler implements JobHandler {
     public static final long DEFAULT_TIMEOUT_MS = 10_000;
     public static final long MAX_TIMEOUT_MS = 300_000;
     public static final long MAX_RETRY_AFTER_SECONDS = 3600;
+    /**
+     * The type's time limit per attempt (a job's own {@code timeout_ms} wins): the longest exchange a payload
+     * may ask for plus 10 s for the allow-list check and DNS, so the limit never cuts a request short that
+     * its own {@code timeout_ms} allows.
+     */
+    public static final Duration TIME_LIMIT = Duration.ofMillis(MAX_TIMEOUT_MS).plusSeconds(10);
     static final int EXCERPT_BYTES = 2048;
     static final int EXCERPT_CHARS = 300;
 
@@ -166,6 +172,7 @@ public final class HttpJobHandler implements JobHandler {
         Call call = Call.parse(job.payloadJson());
         checkDestination(job.tenantId(), call.url());
         HttpRequest request = call.toRequest(job);
+        job.throwIfCancelled(); // the last moment before the request leaves; after it, the interrupt aborts it
         HttpResponse<String> response = send(call, request);
         judge(call, response);
     }
@@ -378,6 +385,8 @@ public final class HttpJobHandler implements JobHandler {
             future.cancel(true);
             throw new RetryableJobException(what + ": timed out after " + call.timeout().toMillis() + " ms", null);
         } catch (InterruptedException e) {
+            // the worker stopped the attempt (cancel, time limit, lost lease): abort the exchange, which
+            // closes its connection, so the receiver sees the request end rather than a silent client
             future.cancel(true);
             throw e;
         } catch (CancellationException e) {
