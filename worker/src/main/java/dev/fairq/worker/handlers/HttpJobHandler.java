@@ -92,6 +92,11 @@ import java.util.function.Supplier;
  * Closing the gap entirely needs an egress proxy that enforces the same rule on the address it connects to,
  * or network policy that keeps workers off private ranges; deployments that care should have both.
  *
+ * <p>Stopping: when the worker stops an attempt (someone cancelled the job, it ran past its time limit, or the
+ * worker lost its lease) it interrupts the handler, which cancels the pending exchange; that closes the
+ * exchange's connection (JDK 16 and later), so the receiver sees the request end instead of a client that
+ * went quiet. The type's time limit is {@link #TIME_LIMIT}.
+ *
  * <p>Responses are read only up to {@value #EXCERPT_BYTES} bytes (for the error message); the rest is dropped
  * unread. Query strings are left out of error messages, since they often carry tokens.
  */
