@@ -28,7 +28,8 @@ class FreezeSafetyTest {
     private static final int THREADS = 8;
     /** Short, so the test waits seconds; its heartbeat (a quarter) survives a 4.5 s stall of a loaded machine. */
     private static final long LEASE_MS = 6_000;
-    private static final long JOB_MS = 3_000;
+    /** Long enough that the 8 first deliveries, however unevenly a loaded machine starts them, overlap. */
+    private static final long JOB_MS = 5_000;
 
     private final TestDatabase db = TestDatabase.get();
     private TestPlatform platform;
@@ -63,12 +64,12 @@ class FreezeSafetyTest {
         platform.startScheduler(SchedulerConfig.defaults()); // re-admits what the reaper takes back
 
         child = ChildWorker.start(db, "frozen", THREADS, THREADS, LEASE_MS, 5_000);
-        // freeze while every thread is inside a delivery that began under 2 s ago (none is about to end, so
+        // freeze while every thread is inside a delivery that began under 4 s ago (none is about to end, so
         // no thread is between two jobs) and some claimed jobs wait for a thread
         await("8 deliveries in flight, more claimed").atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(20))
                 .until(() -> db.count("""
                         SELECT count(*) FROM test_runs WHERE worker = 'frozen' AND ended_at IS NULL
-                          AND started_at > clock_timestamp() - interval '2 seconds'""") == THREADS
+                          AND started_at > clock_timestamp() - interval '4 seconds'""") == THREADS
                         && db.count("SELECT count(*) FROM jobs WHERE status = 'running' AND locked_by = 'frozen'") >= THREADS + 4);
         child.freeze();
 
@@ -78,12 +79,14 @@ class FreezeSafetyTest {
         waiting.removeAll(inFlight);
         assertEquals(THREADS, inFlight.size());
         assertTrue(waiting.size() >= 4, "claimed but not started at the freeze: " + waiting);
+        // every claim is the job's first attempt: all were ready, none had run
+        assertEquals(claimed.size(), db.count("SELECT count(*) FROM jobs WHERE locked_by = 'frozen' AND attempts = 1"));
 
         // another worker reaps the lapsed leases and delivers those jobs while the first is frozen
         platform.startWorker(TestPlatform.fastConfig("rescuer", THREADS), RecordingHandlers.registry(db.dataSource()));
-        await("the rescuer delivered every job the frozen worker had claimed").atMost(Duration.ofMinutes(2))
+        await("every lease of the frozen worker was taken back").atMost(Duration.ofMinutes(2))
                 .pollInterval(Duration.ofMillis(100))
-                .until(() -> ids("SELECT DISTINCT job_id FROM test_runs WHERE worker = 'rescuer'").containsAll(claimed));
+                .until(() -> db.count("SELECT count(*) FROM jobs WHERE locked_by = 'frozen'") == 0);
         child.resume();
 
         await("every job succeeded").atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(200))
@@ -92,7 +95,9 @@ class FreezeSafetyTest {
         await("the frozen worker exits").atMost(Duration.ofMinutes(1)).until(() -> !child.process.isAlive());
 
         Set<Long> twice = ids("SELECT job_id FROM test_runs GROUP BY job_id HAVING count(*) > 1");
-        long startedAfterResume = db.count("SELECT count(*) FROM test_runs WHERE worker = 'frozen' AND job_id = ANY(?)",
+        // the attempts it had claimed (attempt 1); a later claim of its own, after the reaper, is a new attempt
+        long startedAfterResume = db.count("""
+                SELECT count(*) FROM test_runs WHERE worker = 'frozen' AND attempt = 1 AND job_id = ANY(?)""",
                 (Object) waiting.toArray(Long[]::new));
         String output = child.output();
         System.out.printf("FREEZE-TEST in_flight=%d claimed_waiting=%d redelivered=%d waiting_started_by_frozen=%d%n",
