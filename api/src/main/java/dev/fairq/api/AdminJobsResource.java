@@ -46,6 +46,14 @@ public final class AdminJobsResource {
         return JobView.of(store.find(db, jobId).orElseThrow(() -> ApiException.notFound("no job " + jobId)));
     }
 
+    /** Any tenant's job, as {@code POST /v1/jobs/{id}/cancel}: 200 when cancelled or ended, 202 while stopping. */
+    @POST
+    @Path("/jobs/{id}/cancel")
+    public jakarta.ws.rs.core.Response cancel(@PathParam("id") String id) {
+        long jobId = JobsResource.parseId(id);
+        return JobActions.cancelAnswer(jobId, store.cancel(db, null, jobId));
+    }
+
     /** dead or cancelled -> pending, attempts reset (unblocks its ordering key when it was the dead head). */
     @POST
     @Path("/jobs/{id}/retry")

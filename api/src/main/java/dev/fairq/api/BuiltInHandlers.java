@@ -16,7 +16,7 @@ public final class BuiltInHandlers {
 
     /** @param db where the http handler reads each tenant's webhook allow-list (cached for a second) */
     public static void register(HandlerRegistry registry, FairqConfiguration config, DSLContext db) {
-        registry.register(HttpJobHandler.TYPE, HttpJobHandler.forDatabase(db));
+        registry.register(HttpJobHandler.TYPE, HttpJobHandler.forDatabase(db), HttpJobHandler.TIME_LIMIT);
         if (config.demoHandlers) DemoHandlers.register(registry);
     }
 }

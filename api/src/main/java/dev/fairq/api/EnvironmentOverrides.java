@@ -36,6 +36,13 @@ final class EnvironmentOverrides {
         }
         if ((v = get(env, "FAIRQ_WORKER_THREADS")) != null) c.workerThreads = intIn("FAIRQ_WORKER_THREADS", v, 1, 1000);
         if ((v = get(env, "FAIRQ_DEMO_HANDLERS")) != null) c.demoHandlers = bool("FAIRQ_DEMO_HANDLERS", v);
+        if ((v = get(env, "FAIRQ_LEASE_MS")) != null) c.leaseMs = intIn("FAIRQ_LEASE_MS", v, 1000, 3_600_000);
+        if ((v = get(env, "FAIRQ_HEARTBEAT_MS")) != null) c.heartbeatMs = (long) intIn("FAIRQ_HEARTBEAT_MS", v, 100, 1_800_000);
+        if ((v = get(env, "FAIRQ_SHUTDOWN_GRACE_MS")) != null) {
+            c.shutdownGraceMs = intIn("FAIRQ_SHUTDOWN_GRACE_MS", v, 0, 3_600_000);
+        }
+        if ((v = get(env, "FAIRQ_JOB_TIMEOUT_MS")) != null) c.jobTimeoutMs = intIn("FAIRQ_JOB_TIMEOUT_MS", v, 1, 86_400_000);
+        checkLease(c);
         if ((v = get(env, "FAIRQ_RETENTION_HOURS")) != null) c.retentionHours = intIn("FAIRQ_RETENTION_HOURS", v, 1, 24 * 3650);
         if ((v = get(env, "FAIRQ_DEAD_RETENTION_HOURS")) != null) {
             c.deadRetentionHours = intIn("FAIRQ_DEAD_RETENTION_HOURS", v, 1, 24 * 3650);
@@ -64,6 +71,15 @@ final class EnvironmentOverrides {
             }
         }
         return c;
+    }
+
+    /** The heartbeat must leave room for the start margin (one heartbeat): under half the lease. */
+    private static void checkLease(FairqConfiguration c) {
+        long heartbeat = c.heartbeatMs != null ? c.heartbeatMs : c.leaseMs / 3;
+        if (2 * heartbeat >= c.leaseMs) {
+            throw new IllegalArgumentException("FAIRQ_HEARTBEAT_MS (" + heartbeat + ") must be under half of FAIRQ_LEASE_MS ("
+                    + c.leaseMs + "): a job starts only while its lease has a heartbeat interval left");
+        }
     }
 
     @SuppressWarnings({"unchecked", "rawtypes"})

@@ -122,7 +122,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         env.jersey().register(new AdminOverviewResource(dashboards));
         env.jersey().register(new DashboardPages());
 
-        env.admin().addServlet("prometheus", new PrometheusServlet(metrics.registry)).addMapping("/metrics");
+        env.admin().addServlet("prometheus", new PrometheusServlet(metrics)).addMapping("/metrics");
         env.healthChecks().register("database", new HealthChecks.DatabaseCheck(db));
         env.healthChecks().register("scheduler", new LazyCheck(() -> new HealthChecks.SchedulerCheck(db, scheduler.get())));
 

@@ -20,6 +20,14 @@ public class FairqConfiguration extends Configuration {
     /** True when the tenants file was named explicitly (then it must exist; the default may be missing). */
     @JsonProperty public boolean tenantsFileRequired;
     @JsonProperty public int workerThreads = 8;
+    /** A claim's lease (FAIRQ_LEASE_MS); see {@link dev.fairq.worker.WorkerConfig#lease()}. */
+    @JsonProperty public long leaseMs = dev.fairq.worker.WorkerConfig.DEFAULT_LEASE.toMillis();
+    /** How often leases are renewed (FAIRQ_HEARTBEAT_MS); null: a third of the lease. Under half the lease. */
+    @JsonProperty public Long heartbeatMs;
+    /** The whole stop's bound on SIGTERM (FAIRQ_SHUTDOWN_GRACE_MS); see WorkerConfig#shutdownGrace(). */
+    @JsonProperty public long shutdownGraceMs = dev.fairq.worker.WorkerConfig.DEFAULT_SHUTDOWN_GRACE.toMillis();
+    /** The time limit of a job whose type declares none (FAIRQ_JOB_TIMEOUT_MS). */
+    @JsonProperty public long jobTimeoutMs = dev.fairq.worker.WorkerConfig.DEFAULT_TIMEOUT.toMillis();
     /** Finished (succeeded, cancelled) jobs are kept this long; it is also how long a job_key deduplicates. */
     @JsonProperty public int retentionHours = 24;
     /** Dead jobs (the dead-letter queue) are kept this long. */

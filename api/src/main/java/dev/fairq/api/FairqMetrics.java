@@ -82,9 +82,8 @@ final class FairqMetrics implements WorkerObserver {
     FairqMetrics(DSLContext db, int topTenants, Supplier<Scheduler> scheduler) {
         this.db = db;
         this.topTenants = topTenants;
-        // The depth gauges first: their one pass over the live jobs also picks the tracked set, and the
-        // registry collects in registration order, so this scrape's counters already follow that choice.
-        registry.register((MultiCollector) this::collectDepths);
+        // the depth gauges, read by scrape() before the registry collects (it also picks the tracked set)
+        registry.register((MultiCollector) () -> depthSnapshots);
         starts = counter("fairq_job_starts", "job attempts started by this process's workers");
         successes = counter("fairq_job_successes", "jobs that succeeded");
         retries = counter("fairq_job_retries", "failed attempts that will be retried after a backoff");
@@ -146,6 +145,18 @@ final class FairqMetrics implements WorkerObserver {
      * tenants or the retention), the dead letters of the tracked tenants and in total, and one probe per tracked
      * tenant for its oldest pending job. The scrape also re-chooses the tracked set.
      */
+    /** What the depth collector answers: read at each {@link #scrape()}, before the counters are collected. */
+    private volatile MetricSnapshots depthSnapshots = new MetricSnapshots();
+
+    /**
+     * One scrape: the depths are read first, which re-chooses the tracked tenants, so this scrape's counters
+     * and histograms already follow that choice (a new tenant's series appear at 0 in the same scrape).
+     */
+    synchronized MetricSnapshots scrape() {
+        depthSnapshots = collectDepths();
+        return registry.scrape();
+    }
+
     private MetricSnapshots collectDepths() {
         try {
             JobQueries.Depths depths = queries.liveDepths(db);

@@ -63,7 +63,12 @@ final class HealthChecks {
             // two missed heartbeats (10 s apart) and a slow third: the worker is not heart-beating any more
             Integer capacity = new JobStore().leases().liveCapacity(db, worker.id(), Duration.ofSeconds(60)).orElse(null);
             if (capacity == null) return Result.unhealthy("worker " + worker.id() + " is not registered (stopped, or heartbeats fail)");
-            return Result.healthy("worker " + worker.id() + ": " + capacity + " threads, " + worker.heldCount() + " jobs held");
+            if (worker.abandonedCapReached()) {
+                return Result.unhealthy("worker " + worker.id() + ": " + worker.abandonedThreads() + " handler threads ignored "
+                        + "an interruption and are abandoned; the pool runs short (restart to recover)");
+            }
+            return Result.healthy("worker " + worker.id() + ": " + capacity + " threads, " + worker.heldCount() + " jobs held, "
+                    + worker.abandonedThreads() + " abandoned threads");
         }
     }
 }

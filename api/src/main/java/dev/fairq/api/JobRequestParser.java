@@ -27,7 +27,7 @@ import java.util.Set;
  */
 final class JobRequestParser {
     static final Set<String> FIELDS = Set.of("type", "queue", "payload", "priority", "run_at", "delay_ms", "job_key",
-            "ordering_key", "max_attempts");
+            "ordering_key", "max_attempts", "timeout_ms");
     private static final ObjectMapper CANONICAL = new ObjectMapper().configure(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS, true);
     private static final ObjectMapper MAPPER = new ObjectMapper();
 
@@ -105,6 +105,12 @@ final class JobRequestParser {
             if (d.isIntegralNumber() && d.canConvertToLong()) delayMs = d.asLong();
             else errors.add(new FieldError(prefix + "delay_ms", "must be a whole number of milliseconds"));
         }
+        Long timeoutMs = null;
+        JsonNode t = n.get("timeout_ms");
+        if (t != null && !t.isNull()) {
+            if (t.isIntegralNumber() && t.canConvertToLong()) timeoutMs = t.asLong(); // the range: JobRequest.validate
+            else errors.add(new FieldError(prefix + "timeout_ms", "must be a whole number of milliseconds"));
+        }
         OffsetDateTime runAt = null;
         String runAtText = text(n, "run_at", prefix, errors);
         if (runAtText != null) {
@@ -136,7 +142,8 @@ final class JobRequestParser {
                 .delay(delayMs == null ? null : Duration.ofMillis(delayMs))
                 .jobKey(jobKey)
                 .orderingKey(orderingKey)
-                .maxAttempts(maxAttempts);
+                .maxAttempts(maxAttempts)
+                .timeout(timeoutMs == null ? null : Duration.ofMillis(timeoutMs));
         JobRequest unchecked = b.buildUnchecked();
         Set<String> reported = new java.util.HashSet<>();
         for (int i = before; i < errors.size(); i++) reported.add(errors.get(i).field());
@@ -161,6 +168,8 @@ final class JobRequestParser {
             o.put("job_key", r.jobKey());
             o.put("ordering_key", r.orderingKey());
             o.put("max_attempts", r.effectiveMaxAttempts());
+            // only when given: the hashes of requests stored before timeout_ms existed stay the same
+            if (r.timeout() != null) o.put("timeout_ms", r.timeout().toMillis());
             return Tokens.sha256(CANONICAL.writeValueAsString(CANONICAL.treeToValue(o, Object.class)));
         } catch (JsonProcessingException e) {
             throw new IllegalStateException(e);

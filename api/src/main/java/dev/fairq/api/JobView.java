@@ -6,16 +6,22 @@ import dev.fairq.schema.generated.tables.records.JobsRecord;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 
-/** A job as the API shows it: snake_case, times in UTC, the payload as the JSON that was submitted. */
+/**
+ * A job as the API shows it: snake_case, times in UTC, the payload as the JSON that was submitted.
+ * {@code timeout_ms} null means the type's default; {@code cancel_requested_at} is set once someone cancelled
+ * the job while it ran (it stays on a job that succeeded before it could stop).
+ */
 public record JobView(long id, String tenant, String queue, String type, @JsonRawValue String payload, int priority,
                       String status, int attempts, int maxAttempts, Instant runAt, String jobKey, String orderingKey,
-                      Instant createdAt, Instant startedAt, Instant finishedAt, String lastError) {
+                      Instant createdAt, Instant startedAt, Instant finishedAt, String lastError, Integer timeoutMs,
+                      Instant cancelRequestedAt) {
 
     static JobView of(JobsRecord r) {
         return new JobView(r.getId(), r.getTenantId(), r.getQueue(), r.getType(),
                 r.getPayload() == null ? "null" : r.getPayload().data(), r.getPriority(), r.getStatus().getLiteral(),
                 r.getAttempts(), r.getMaxAttempts(), utc(r.getRunAt()), r.getJobKey(), r.getOrderingKey(),
-                utc(r.getCreatedAt()), utc(r.getStartedAt()), utc(r.getFinishedAt()), r.getLastError());
+                utc(r.getCreatedAt()), utc(r.getStartedAt()), utc(r.getFinishedAt()), r.getLastError(),
+                r.getTimeoutMs(), utc(r.getCancelRequestedAt()));
     }
 
     static Instant utc(OffsetDateTime t) {

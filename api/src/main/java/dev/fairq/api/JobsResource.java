@@ -111,13 +111,13 @@ public final class JobsResource {
         return JobPage.fetch(queries, db, BearerAuthFilter.tenant(sc), status, queue, type, orderingKey, limit, after);
     }
 
+    /** pending/ready: cancelled at once (200); running: stopping (202); ended: unchanged (200). */
     @POST
     @Path("/{id}/cancel")
-    public JobView cancel(@Context SecurityContext sc, @PathParam("id") String id) {
+    public Response cancel(@Context SecurityContext sc, @PathParam("id") String id) {
         String tenant = BearerAuthFilter.tenant(sc);
         long jobId = parseId(id);
-        return JobActions.answer(jobId, store.cancel(db, tenant, jobId),
-                "only a pending or ready job can be cancelled");
+        return JobActions.cancelAnswer(jobId, store.cancel(db, tenant, jobId));
     }
 
     @POST

@@ -1,7 +1,6 @@
 package dev.fairq.api;
 
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
-import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
@@ -10,17 +9,17 @@ import java.io.IOException;
 
 /** Prometheus text format at /metrics on the admin port. */
 final class PrometheusServlet extends HttpServlet {
-    private final transient PrometheusRegistry registry;
+    private final transient FairqMetrics metrics;
     private final transient PrometheusTextFormatWriter writer = PrometheusTextFormatWriter.create();
 
-    PrometheusServlet(PrometheusRegistry registry) {
-        this.registry = registry;
+    PrometheusServlet(FairqMetrics metrics) {
+        this.metrics = metrics;
     }
 
     @Override
     protected void doGet(HttpServletRequest req, HttpServletResponse resp) throws IOException {
         resp.setStatus(200);
         resp.setContentType(writer.getContentType());
-        writer.write(resp.getOutputStream(), registry.scrape());
+        writer.write(resp.getOutputStream(), metrics.scrape());
     }
 }

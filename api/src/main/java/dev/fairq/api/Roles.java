@@ -44,11 +44,20 @@ final class Roles {
     /** A worker with its own small pool (claim, completion, heartbeat), as its engine expects. */
     static Worker startWorker(FairqConfiguration config, HandlerRegistry handlers, JobStore store, DatabaseTarget db,
                               HikariDataSource workerPool, WorkerObserver observer) {
-        WorkerConfig wc = WorkerConfig.builder().threads(config.workerThreads).build();
+        WorkerConfig wc = workerConfig(config);
         Worker worker = new Worker(wc, handlers, store, Database.dsl(workerPool), () -> db.dedicated("fairq-listen"),
                 observer, () -> java.util.concurrent.ThreadLocalRandom.current().nextDouble());
         log.info("worker job types: {}", handlers.types().isEmpty() ? "(none registered)" : handlers.types());
         return worker.start();
+    }
+
+    /** The worker's settings from the configuration (FAIRQ_WORKER_THREADS, _LEASE_MS, _HEARTBEAT_MS, ...). */
+    static WorkerConfig workerConfig(FairqConfiguration config) {
+        java.time.Duration lease = java.time.Duration.ofMillis(config.leaseMs);
+        return WorkerConfig.builder().threads(config.workerThreads)
+                .lease(lease, config.heartbeatMs != null ? java.time.Duration.ofMillis(config.heartbeatMs) : lease.dividedBy(3))
+                .shutdownGrace(java.time.Duration.ofMillis(config.shutdownGraceMs))
+                .defaultTimeout(java.time.Duration.ofMillis(config.jobTimeoutMs)).build();
     }
 
     /**

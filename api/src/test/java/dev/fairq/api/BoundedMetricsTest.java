@@ -34,7 +34,7 @@ class BoundedMetricsTest {
 
     private String scrape(FairqMetrics metrics) throws IOException {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
-        PrometheusTextFormatWriter.create().write(out, metrics.registry.scrape());
+        PrometheusTextFormatWriter.create().write(out, metrics.scrape());
         return out.toString(java.nio.charset.StandardCharsets.UTF_8);
     }
 
@@ -81,11 +81,11 @@ class BoundedMetricsTest {
         assertEquals(0, value(text, "fairq_job_dead_letters_total{tenant=\"" + big + "\"}"), 0);
 
         ClaimedJob job = new ClaimedJob(1, big, "default", "noop", "{}", 1, 1, null, null,
-                OffsetDateTime.now(), OffsetDateTime.now(), 0);
+                OffsetDateTime.now(), OffsetDateTime.now(), 0, null);
         metrics.started(job);
         metrics.finished(job, new JobOutcome.Failed(1, 1, true, 0, "x"), 1_000_000);
         ClaimedJob other = new ClaimedJob(2, "mb-" + run + "-tail-0", "default", "noop", "{}", 1, 1, null, null,
-                OffsetDateTime.now(), OffsetDateTime.now(), 0);
+                OffsetDateTime.now(), OffsetDateTime.now(), 0, null);
         metrics.started(other);
         text = scrape(metrics);
         assertEquals(1, value(text, "fairq_job_dead_letters_total{tenant=\"" + big + "\"}"), 0);

@@ -173,7 +173,9 @@ class JobsApiTest {
         TestApp.Res cancelled = app.call("POST", "/v1/jobs/" + ids.get(0) + "/cancel", key, null);
         assertEquals(200, cancelled.status());
         assertEquals("cancelled", cancelled.body().get("status").asText());
-        assertEquals(409, app.call("POST", "/v1/jobs/" + ids.get(0) + "/cancel", key, null).status());
+        TestApp.Res again = app.call("POST", "/v1/jobs/" + ids.get(0) + "/cancel", key, null);
+        assertEquals(200, again.status(), "a job that already ended answers 200, unchanged");
+        assertEquals(cancelled.body().get("finished_at"), again.body().get("finished_at"));
         TestApp.Res retried = app.call("POST", "/v1/jobs/" + ids.get(0) + "/retry", key, null);
         assertEquals(200, retried.status());
         assertEquals("pending", retried.body().get("status").asText());
@@ -253,5 +255,64 @@ class JobsApiTest {
         assertTrue(health.body().get("database").get("healthy").asBoolean());
         assertTrue(health.body().get("scheduler").get("healthy").asBoolean());
         assertTrue(health.body().get("worker-pool").get("healthy").asBoolean());
+    }
+    @Test
+    void timeoutMsIsAJobFieldFromOneMillisecondToADay() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("limit"));
+        TestApp.Res r = app.call("POST", "/v1/jobs", key,
+                "{\"type\": \"record\", \"payload\": {}, \"timeout_ms\": 1500, \"job_key\": \"t-1\"}");
+        assertEquals(201, r.status(), r.toString());
+        assertEquals(1500, r.body().get("timeout_ms").asInt());
+        assertTrue(r.body().get("cancel_requested_at").isNull());
+        long id = r.body().get("id").asLong();
+        assertEquals(1500, app.call("GET", "/v1/jobs/" + id, key, null).body().get("timeout_ms").asInt());
+        assertTrue(app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}").body().get("timeout_ms").isNull(),
+                "no limit of its own: the type's default applies");
+        // a replay must ask for the same limit
+        assertEquals(200, app.call("POST", "/v1/jobs", key,
+                "{\"type\": \"record\", \"payload\": {}, \"timeout_ms\": 1500, \"job_key\": \"t-1\"}").status());
+        assertEquals(409, app.call("POST", "/v1/jobs", key,
+                "{\"type\": \"record\", \"payload\": {}, \"timeout_ms\": 1501, \"job_key\": \"t-1\"}").status());
+
+        List<Object> before = app.snapshot();
+        for (String bad : List.of("0", "86400001", "-5", "1.5", "\"100\"", "true")) {
+            TestApp.Res e = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"timeout_ms\": " + bad + "}");
+            assertEquals(422, e.status(), bad + ": " + e);
+            assertEquals("timeout_ms", e.body().get("errors").get(0).get("field").asText(), bad + ": " + e);
+        }
+        TestApp.Res batch = app.call("POST", "/v1/jobs/batch", key,
+                "{\"jobs\": [{\"type\": \"record\", \"payload\": {}}, {\"type\": \"record\", \"payload\": {}, \"timeout_ms\": 0}]}");
+        assertEquals(422, batch.status());
+        assertEquals("jobs[1].timeout_ms", batch.body().get("errors").get(0).get("field").asText());
+        assertEquals(before, app.snapshot(), "bad input changes nothing");
+        assertEquals(201, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"timeout_ms\": 86400000}").status());
+    }
+
+    @Test
+    void cancellingARunningJobAnswers202WhileItStopsThen200() {
+        String tenant = TestApp.uniqueTenant("stop");
+        String key = app.newTenantKey(tenant);
+        long id = app.call("POST", "/v1/jobs", key, "{\"type\": \"sleep\", \"payload\": {\"ms\": 120000}}").body().get("id").asLong();
+        long viaAdmin = app.call("POST", "/v1/jobs", key, "{\"type\": \"sleep\", \"payload\": {\"ms\": 120000}}").body().get("id").asLong();
+        await().atMost(Duration.ofSeconds(30)).until(() -> "running".equals(status(key, id)) && "running".equals(status(key, viaAdmin)));
+
+        TestApp.Res stopping = app.call("POST", "/v1/jobs/" + id + "/cancel", key, null);
+        assertEquals(202, stopping.status(), stopping.toString());
+        assertEquals("running", stopping.body().get("status").asText());
+        assertTrue(stopping.body().get("cancel_requested_at").asText().endsWith("Z"));
+        await().atMost(Duration.ofSeconds(30)).until(() -> "cancelled".equals(status(key, id)));
+        TestApp.Res ended = app.call("POST", "/v1/jobs/" + id + "/cancel", key, null);
+        assertEquals(200, ended.status());
+        assertEquals("cancelled", ended.body().get("status").asText());
+        assertTrue(ended.body().get("last_error").asText().startsWith("cancelled while running"), ended.toString());
+
+        TestApp.Res admin = app.admin("POST", "/v1/admin/jobs/" + viaAdmin + "/cancel", null);
+        assertEquals(202, admin.status(), admin.toString());
+        await().atMost(Duration.ofSeconds(30)).until(() -> "cancelled".equals(status(key, viaAdmin)));
+        assertEquals(404, app.admin("POST", "/v1/admin/jobs/999999999/cancel", null).status());
+    }
+
+    private static String status(String key, long id) {
+        return app.call("GET", "/v1/jobs/" + id, key, null).body().get("status").asText();
     }
 }

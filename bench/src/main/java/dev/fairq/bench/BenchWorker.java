@@ -10,13 +10,15 @@ import dev.fairq.worker.ShutdownSignals;
 import dev.fairq.worker.Worker;
 import dev.fairq.worker.WorkerConfig;
 import dev.fairq.worker.handlers.DemoHandlers;
+import dev.fairq.worker.handlers.HttpJobHandler;
 import org.jooq.DSLContext;
 
 import java.time.Duration;
 
 /**
  * A worker process for the benchmarks. Arguments: jdbcUrl user password workerId threads. Stops gracefully on
- * SIGTERM. Handlers: the demo ones (noop, sleep) and two bench-only ones that record every run in the
+ * SIGTERM. Handlers: the demo ones (noop, sleep), the built-in {@code http} one (allow lists from the tenants
+ * table) and two bench-only ones that record every run in the
  * {@code bench_runs} table (start and end on the database clock, clock_timestamp()), through a pool of
  * their own so that recording does not compete with the worker's claim and completion connections:
  * <ul>
@@ -47,6 +49,7 @@ public final class BenchWorker {
         HikariDataSource recordPool = Database.queuePool(url, user, password, threads, id + "-record");
         DSLContext rec = Database.dsl(recordPool);
         HandlerRegistry registry = DemoHandlers.register(new HandlerRegistry());
+        registry.register(HttpJobHandler.TYPE, HttpJobHandler.forDatabase(Database.dsl(pool)), HttpJobHandler.TIME_LIMIT);
         registry.register("record", job -> recorded(rec, job, false));
         registry.register("flaky", job -> recorded(rec, job, job.attempt() == 1 && job.payload().path("fail").asBoolean(false)));
         Worker worker = new Worker(WorkerConfig.builder().workerId(id).threads(threads).build(),

@@ -1,13 +1,20 @@
 package dev.fairq.bench;
 
+import com.sun.net.httpserver.HttpServer;
 import dev.fairq.scheduler.SchedulerConfig;
 import dev.fairq.schema.JobRequest;
 import dev.fairq.schema.JobStore;
 
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 
 import static dev.fairq.bench.OrderingBench.count;
 
@@ -18,9 +25,18 @@ import static dev.fairq.bench.OrderingBench.count;
  * restarted (a new process, a new worker id, as a supervisor would). Checks at the end: every job succeeded,
  * none dead, none lost; reruns (recorded runs minus jobs) at most what was in flight at the kill.
  * Baseline in the same run: the time to drain the same jobs with no kill.
+ *
+ * <p>Then the freeze phase (issue 10's report, reproduced): 40 {@code http} jobs to a local receiver that
+ * takes 3 s per request; a worker process of 8 threads (default lease 30 s) is frozen with SIGSTOP for 45 s
+ * while 8 deliveries are in flight; a second worker process reaps the lapsed leases and delivers those jobs;
+ * then the first resumes. Only the deliveries in flight at the freeze may be delivered twice:
+ * {@code freeze_redeliveries <= freeze_in_flight}, checked.
  */
 final class CrashBench implements Bench.Benchmark {
     static final int JOBS = 10_000;
+    static final int FREEZE_JOBS = 40;
+    static final long FREEZE_MS = 45_000;
+    static final long RECEIVER_MS = 3_000;
 
     @Override
     public Map<String, Object> run(BenchDatabase db) throws Exception {
@@ -33,7 +49,127 @@ final class CrashBench implements Bench.Benchmark {
         out.put("baseline_no_kill_ms", baselineMs);
         out.put("time_to_all_succeeded_ms", crashMs);
         out.put("time_ratio_vs_no_kill", Stats.ratio(crashMs, baselineMs));
+        freeze(db, out);
         return out;
+    }
+
+    /** The freeze phase: see the class comment. */
+    private void freeze(BenchDatabase db, Map<String, Object> out) throws Exception {
+        db.truncate();
+        db.createTenant("f", 1, 1_000_000, 1_000_000, 100_000);
+        db.dsl().execute("UPDATE tenants SET webhook_allow = '{127.0.0.1}' WHERE id = 'f'");
+        try (SlowReceiver receiver = new SlowReceiver(RECEIVER_MS); BenchPlatform platform = new BenchPlatform(db)) {
+            List<JobRequest> jobs = new ArrayList<>();
+            for (int i = 0; i < FREEZE_JOBS; i++) {
+                jobs.add(JobRequest.builder("f", "http").payload("{\"url\": \"" + receiver.url() + "\", \"body\": {\"n\": " + i + "}}").build());
+            }
+            new JobStore().enqueueAll(db.dsl(), jobs);
+            platform.startScheduler(SchedulerConfig.defaults());
+            Process frozen = platform.startWorkerProcess("freeze-w0", 8);
+            long deadline = System.nanoTime() + 120_000_000_000L;
+            while (receiver.open() < 8) {
+                if (System.nanoTime() > deadline) throw new IllegalStateException("8 deliveries never were in flight");
+                Thread.sleep(5);
+            }
+            // a moment for the claimer to take more than its threads, as a busy worker does (a delivery takes
+            // 3 s, so none of the 8 ends meanwhile)
+            Thread.sleep(1_000);
+            signal(frozen, "STOP");
+            Set<Long> inFlight = receiver.openJobs();
+            long claimed = count(db, "SELECT count(*) FROM jobs WHERE status = 'running' AND locked_by = 'freeze-w0'");
+            platform.startWorkerProcess("freeze-w1", 8);
+            Thread.sleep(FREEZE_MS);
+            signal(frozen, "CONT");
+            while (count(db, "SELECT count(*) FROM jobs WHERE status <> 'succeeded'") > 0 || receiver.open() > 0) {
+                if (System.nanoTime() > deadline + FREEZE_MS * 1_000_000) throw new IllegalStateException("not all delivered");
+                Thread.sleep(50);
+            }
+            platform.stopWorkers(); // SIGTERM: whatever the workers still do happens before the counting
+            Map<Long, Integer> deliveries = receiver.deliveriesByJob();
+            long redeliveries = deliveries.values().stream().mapToLong(n -> n - 1).sum();
+            long outside = deliveries.entrySet().stream().filter(e -> e.getValue() > 1 && !inFlight.contains(e.getKey())).count();
+            out.put("freeze", FREEZE_JOBS + " http jobs, receiver " + RECEIVER_MS + " ms each, 8 threads, lease 30 s; worker 0 "
+                    + "frozen (SIGSTOP) " + FREEZE_MS + " ms with deliveries in flight, worker 1 takes over, worker 0 resumes");
+            out.put("freeze_in_flight", inFlight.size());
+            out.put("freeze_claimed_at_freeze", claimed);
+            out.put("freeze_deliveries", deliveries.values().stream().mapToLong(Integer::longValue).sum());
+            out.put("freeze_redeliveries", redeliveries);
+            out.put("freeze_redelivered_outside_in_flight", outside);
+            if (deliveries.size() != FREEZE_JOBS) throw new IllegalStateException(deliveries.size() + " of " + FREEZE_JOBS + " delivered");
+            if (redeliveries > inFlight.size() || outside > 0) {
+                throw new IllegalStateException("freeze: " + redeliveries + " re-deliveries (" + outside
+                        + " of jobs not in flight) against " + inFlight.size() + " in flight at the freeze");
+            }
+        }
+    }
+
+    private static void signal(Process p, String name) throws Exception {
+        if (new ProcessBuilder("kill", "-" + name, Long.toString(p.pid())).inheritIO().start().waitFor() != 0) {
+            throw new IllegalStateException("kill -" + name + " " + p.pid() + " failed");
+        }
+    }
+
+    /**
+     * A webhook receiver on 127.0.0.1 that takes {@code holdMs} per request and counts deliveries by the
+     * Fairq-Job-Id header; {@link #open()} is the requests it is holding now (deliveries in flight).
+     */
+    static final class SlowReceiver implements AutoCloseable {
+        private final HttpServer server;
+        private final ExecutorService pool = Executors.newCachedThreadPool(r -> {
+            Thread t = new Thread(r, "bench-receiver");
+            t.setDaemon(true);
+            return t;
+        });
+        private final Map<Long, Integer> byJob = new ConcurrentHashMap<>();
+        private final Set<Long> open = ConcurrentHashMap.newKeySet();
+        private final java.util.concurrent.atomic.AtomicInteger openCount = new java.util.concurrent.atomic.AtomicInteger();
+
+        SlowReceiver(long holdMs) throws java.io.IOException {
+            server = HttpServer.create(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0), 100);
+            server.setExecutor(pool);
+            server.createContext("/", exchange -> {
+                try (exchange) {
+                    exchange.getRequestBody().readAllBytes();
+                    long job = Long.parseLong(exchange.getRequestHeaders().getFirst("Fairq-Job-Id"));
+                    byJob.merge(job, 1, Integer::sum);
+                    open.add(job);
+                    openCount.incrementAndGet();
+                    try {
+                        Thread.sleep(holdMs);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    } finally {
+                        openCount.decrementAndGet();
+                        open.remove(job);
+                    }
+                    exchange.sendResponseHeaders(200, -1);
+                }
+            });
+            server.start();
+        }
+
+        String url() {
+            return "http://127.0.0.1:" + server.getAddress().getPort() + "/hook";
+        }
+
+        int open() {
+            return openCount.get();
+        }
+
+        /** The jobs being delivered now (read while only one worker delivers: no job twice at once). */
+        Set<Long> openJobs() {
+            return Set.copyOf(open);
+        }
+
+        Map<Long, Integer> deliveriesByJob() {
+            return Map.copyOf(byJob);
+        }
+
+        @Override
+        public void close() {
+            server.stop(0);
+            pool.shutdownNow();
+        }
     }
 
     private long scenario(BenchDatabase db, boolean kill, Map<String, Object> out) throws Exception {

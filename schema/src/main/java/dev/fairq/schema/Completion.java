@@ -68,7 +68,8 @@ public final class Completion {
      * Failures, fenced like COMPLETE. A retry goes back to pending with run_at on the queue's clock and
      * failed_at stamped (the dashboard rollup counts retried failures per minute by it), and wakes the
      * scheduler with its tenant, which then sets a timer for the retry's due time. A dead head keeps its key
-     * blocked unless its queue says 'continue'.
+     * blocked unless its queue says 'continue'. A job someone asked to cancel while it ran ends cancelled
+     * instead, whatever the worker knew: a cancel that races a failure never becomes a retry.
      */
     static final NamedSql FAIL = NamedSql.of("""
             WITH input AS MATERIALIZED (
@@ -81,18 +82,38 @@ public final class Completion {
                 WHERE j.id = ANY(i.ids) AND j.locked_by = :worker_id
             )
             UPDATE jobs j
-            SET status = CASE WHEN f.dead THEN 'dead'::job_status ELSE 'pending'::job_status END,
-                run_at = CASE WHEN f.dead THEN j.run_at ELSE :now + f.delay_ms * interval '1 millisecond' END,
-                finished_at = CASE WHEN f.dead THEN :now END,
-                failed_at = CASE WHEN f.dead THEN j.failed_at ELSE :now END,
+            SET status = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'::job_status
+                              WHEN f.dead THEN 'dead'::job_status ELSE 'pending'::job_status END,
+                run_at = CASE WHEN f.dead OR j.cancel_requested_at IS NOT NULL THEN j.run_at
+                              ELSE :now + f.delay_ms * interval '1 millisecond' END,
+                finished_at = CASE WHEN f.dead OR j.cancel_requested_at IS NOT NULL THEN :now END,
+                failed_at = CASE WHEN f.dead OR j.cancel_requested_at IS NOT NULL THEN j.failed_at ELSE :now END,
                 last_error = f.error, locked_by = NULL, locked_until = NULL,
                 ready_rank = NULL, admitted_at = NULL,
-                key_head = CASE WHEN f.dead AND (SELECT q.ordering_on_dead FROM queues q WHERE q.name = j.queue) = 'continue'
+                key_head = CASE WHEN j.cancel_requested_at IS NOT NULL THEN false
+                                WHEN f.dead AND (SELECT q.ordering_on_dead FROM queues q WHERE q.name = j.queue) = 'continue'
                                 THEN false ELSE j.key_head END
             FROM f
             WHERE j.id = f.id AND j.attempts = f.attempt AND j.locked_by = :worker_id
             RETURNING j.id, j.tenant_id, j.ordering_key, j.key_head,
-                      CASE WHEN NOT f.dead THEN pg_notify('fairq_jobs', 't:' || j.tenant_id) END
+                      CASE WHEN j.status = 'pending' THEN pg_notify('fairq_jobs', 't:' || j.tenant_id) END
+            """);
+
+    /**
+     * Attempts stopped by a cancel request, fenced like COMPLETE: the job ends cancelled (never retried) and
+     * its ordering key goes to the next job (a running job with a key is its key's head).
+     */
+    static final NamedSql CANCEL = NamedSql.of("""
+            WITH input AS MATERIALIZED (
+                SELECT :ids::bigint[] AS ids, :attempts::integer[] AS attempts, :errors::text[] AS errors
+            )
+            UPDATE jobs j
+            SET status = 'cancelled', finished_at = :now, locked_by = NULL, locked_until = NULL, key_head = false,
+                ready_rank = NULL, last_error = coalesce(i.errors[array_position(i.ids, j.id)], j.last_error)
+            FROM input i
+            WHERE j.id = ANY(i.ids) AND j.locked_by = :worker_id
+              AND j.attempts = i.attempts[array_position(i.ids, j.id)]
+            RETURNING j.id, j.tenant_id, j.ordering_key
             """);
 
     private final QueueClock clock;
@@ -103,21 +124,38 @@ public final class Completion {
 
     /**
      * Records a batch of outcomes in one transaction (a statement for the successes, one for the failures,
-     * one to hand ordering keys on). Returns the ids that were recorded; an id missing from the result had
-     * lost its lease and was left alone.
+     * one for the cancelled attempts, one to hand ordering keys on). Returns the ids that were recorded; an
+     * id missing from the result had lost its lease and was left alone.
      */
     public Set<Long> finish(DSLContext ctx, String workerId, List<? extends JobOutcome> outcomes) {
         if (outcomes.isEmpty()) return Set.of();
         List<JobOutcome.Succeeded> ok = new ArrayList<>();
         List<JobOutcome.Failed> failed = new ArrayList<>();
+        List<JobOutcome.Cancelled> cancelled = new ArrayList<>();
         for (JobOutcome o : outcomes) {
             if (o instanceof JobOutcome.Succeeded s) ok.add(s);
-            else failed.add((JobOutcome.Failed) o);
+            else if (o instanceof JobOutcome.Failed f) failed.add(f);
+            else cancelled.add((JobOutcome.Cancelled) o);
         }
-        if (failed.isEmpty()) return complete(ctx, workerId, ok); // the hot path: one statement
+        if (failed.isEmpty() && cancelled.isEmpty()) return complete(ctx, workerId, ok); // the hot path: one statement
         return ctx.transactionResult(c -> {
             DSLContext tx = c.dsl();
             Set<Long> recorded = complete(tx, workerId, ok);
+            Set<OrderingKey> released = new LinkedHashSet<>();
+            if (!cancelled.isEmpty()) {
+                Long[] ids = cancelled.stream().map(JobOutcome::jobId).toArray(Long[]::new);
+                Integer[] attempts = cancelled.stream().map(JobOutcome::attempt).toArray(Integer[]::new);
+                String[] errors = cancelled.stream().map(x -> truncate(x.error(), MAX_ERROR_CHARS)).toArray(String[]::new);
+                for (Record r : CANCEL.bind().clock(clock).set("ids", ids).set("attempts", attempts).set("errors", errors)
+                        .set("worker_id", workerId).fetch(tx)) {
+                    recorded.add(r.get(0, Long.class));
+                    if (r.get(2) != null) released.add(new OrderingKey(r.get(1, String.class), r.get(2, String.class)));
+                }
+            }
+            if (failed.isEmpty()) {
+                KeyHandoff.promoteNext(tx, released);
+                return recorded;
+            }
             int n = failed.size();
             Long[] ids = new Long[n];
             Integer[] attempts = new Integer[n];
@@ -132,7 +170,6 @@ public final class Completion {
                 delays[i] = Math.max(0, f.retryDelayMs());
                 errors[i] = truncate(f.error(), MAX_ERROR_CHARS);
             }
-            Set<OrderingKey> released = new LinkedHashSet<>();
             for (Record r : FAIL.bind().clock(clock).set("dead", dead).set("delays_ms", delays).set("errors", errors)
                     .set("attempts", attempts).set("ids", ids).set("worker_id", workerId).fetch(tx)) {
                 recorded.add(r.get(0, Long.class));

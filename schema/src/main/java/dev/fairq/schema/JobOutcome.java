@@ -13,4 +13,12 @@ public sealed interface JobOutcome {
      * @param retryDelayMs when not dead: the job becomes pending again this long after now (database clock)
      */
     record Failed(long jobId, int attempt, boolean dead, long retryDelayMs, String error) implements JobOutcome {}
+
+    /**
+     * The attempt stopped because someone cancelled the job while it ran: the job ends 'cancelled', never
+     * retried, and its ordering key goes to the next job.
+     *
+     * @param error what the attempt ended with (kept in last_error), or why it never started
+     */
+    record Cancelled(long jobId, int attempt, String error) implements JobOutcome {}
 }

@@ -17,10 +17,13 @@ import java.util.regex.Pattern;
  * @param maxAttempts null means the default (25)
  * @param requestHash optional fingerprint of the original request, so a replay of a {@code job_key} can be
  *                    told apart from a different request reusing the key
+ * @param timeout     the time limit of each attempt, whole milliseconds from {@link #MIN_TIMEOUT} to
+ *                    {@link #MAX_TIMEOUT}; null means the default of the job's type (see the worker's
+ *                    HandlerRegistry)
  */
 public record JobRequest(String tenantId, String queue, String type, String payloadJson, int priority,
                          OffsetDateTime runAt, Duration delay, String jobKey, String orderingKey,
-                         Integer maxAttempts, String requestHash) {
+                         Integer maxAttempts, String requestHash, Duration timeout) {
 
     public static final String DEFAULT_QUEUE = "default";
     public static final int DEFAULT_MAX_ATTEMPTS = 25;
@@ -38,6 +41,9 @@ public record JobRequest(String tenantId, String queue, String type, String payl
     public static final int MAX_NAME_LENGTH = 100;
     /** delay_ms: at most a year ahead. */
     public static final Duration MAX_DELAY = Duration.ofDays(366);
+    /** timeout_ms: 1 ms to 24 h; a job that needs longer holds a thread (and its ordering key) too long: split it. */
+    public static final Duration MIN_TIMEOUT = Duration.ofMillis(1);
+    public static final Duration MAX_TIMEOUT = Duration.ofHours(24);
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.:-]{0," + (MAX_NAME_LENGTH - 1) + "}");
     private static final String NAME_RULE = "must be 1-" + MAX_NAME_LENGTH + " letters, digits, '_', '.', ':' or '-'";
 
@@ -82,6 +88,11 @@ public record JobRequest(String tenantId, String queue, String type, String payl
         if (maxAttempts != null && (maxAttempts < MIN_MAX_ATTEMPTS || maxAttempts > MAX_MAX_ATTEMPTS)) {
             errors.add(new FieldError("max_attempts", "must be between " + MIN_MAX_ATTEMPTS + " and " + MAX_MAX_ATTEMPTS));
         }
+        if (timeout != null && (timeout.compareTo(MIN_TIMEOUT) < 0 || timeout.compareTo(MAX_TIMEOUT) > 0
+                || timeout.toNanosPart() % 1_000_000 != 0)) {
+            errors.add(new FieldError("timeout_ms", "must be a whole number of milliseconds between "
+                    + MIN_TIMEOUT.toMillis() + " and " + MAX_TIMEOUT.toMillis() + " (24 h)"));
+        }
         return errors;
     }
 
@@ -106,6 +117,7 @@ public record JobRequest(String tenantId, String queue, String type, String payl
         private String orderingKey;
         private Integer maxAttempts;
         private String requestHash;
+        private Duration timeout;
 
         private Builder(String tenantId, String type) {
             this.tenantId = tenantId;
@@ -121,11 +133,13 @@ public record JobRequest(String tenantId, String queue, String type, String payl
         public Builder orderingKey(String orderingKey) { this.orderingKey = orderingKey; return this; }
         public Builder maxAttempts(Integer maxAttempts) { this.maxAttempts = maxAttempts; return this; }
         public Builder requestHash(String requestHash) { this.requestHash = requestHash; return this; }
+        /** The time limit of each attempt (null: the type's default). */
+        public Builder timeout(Duration timeout) { this.timeout = timeout; return this; }
 
         /** Builds without validating; {@link JobStore} validates again before it writes anything. */
         public JobRequest buildUnchecked() {
             return new JobRequest(tenantId, queue, type, payloadJson, priority, runAt, delay, jobKey, orderingKey,
-                    maxAttempts, requestHash);
+                    maxAttempts, requestHash, timeout);
         }
 
         public JobRequest build() {

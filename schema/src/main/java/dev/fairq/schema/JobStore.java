@@ -110,16 +110,18 @@ public final class JobStore {
         return leases.claim(ctx, workerId, limit, lease);
     }
 
-    public Set<Long> heartbeat(DSLContext ctx, String workerId, int capacity, Set<Long> jobIds, Duration lease) {
-        return leases.heartbeat(ctx, workerId, capacity, jobIds, lease);
+    /** Extends the leases of the given attempts (job id to attempt); returns the ids still held. */
+    public Set<Long> heartbeat(DSLContext ctx, String workerId, int capacity, Map<Long, Integer> attempts, Duration lease) {
+        return leases.heartbeat(ctx, workerId, capacity, attempts, lease);
     }
 
     public int reapExpired(DSLContext ctx, int limit) {
         return leases.reapExpired(ctx, limit);
     }
 
-    public int release(DSLContext ctx, String workerId, List<Long> jobIds) {
-        return leases.release(ctx, workerId, jobIds);
+    /** Hands back claimed attempts (job id to attempt) that never started. */
+    public int release(DSLContext ctx, String workerId, Map<Long, Integer> attempts) {
+        return leases.release(ctx, workerId, attempts);
     }
 
     // ---------------------------------------------------------------------------------------- completion
@@ -139,7 +141,10 @@ public final class JobStore {
         return actions.find(ctx, tenantId, id);
     }
 
-    /** pending or ready -> cancelled; {@code tenantId} null means any tenant (admin). */
+    /**
+     * pending or ready -> cancelled; running -> cancel requested (the worker stops it); an ended job is left
+     * as it is. {@code tenantId} null means any tenant (admin). See {@link OperatorActions#cancel}.
+     */
     public OperatorActions.ActionOutcome cancel(DSLContext ctx, String tenantId, long id) {
         return actions.cancel(ctx, tenantId, id);
     }

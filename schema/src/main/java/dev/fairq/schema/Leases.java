@@ -15,6 +15,7 @@ import java.util.Comparator;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -40,22 +41,42 @@ public final class Leases {
                   ORDER BY ready_rank, id LIMIT :limit FOR UPDATE SKIP LOCKED) c
             WHERE j.id = c.id
             RETURNING j.id, j.tenant_id, j.queue, j.type, j.payload::text, j.attempts, j.max_attempts, j.job_key,
-                      j.ordering_key, j.created_at, j.admitted_at, j.ready_rank
+                      j.ordering_key, j.created_at, j.admitted_at, j.ready_rank, j.timeout_ms
             """);
 
     /**
      * Extends the leases of all of a worker's jobs in one statement, and proves the worker alive in the
-     * registry. Only rows still locked by this worker are touched: a job the reaper took back stays taken.
+     * registry. Fenced like a completion: only rows still locked by this worker for the same attempt are
+     * touched, so a job the reaper took back stays taken, even when this very worker has claimed it again
+     * since (a new attempt). A job missing from the answer is one the worker must stop.
      */
     static final NamedSql HEARTBEAT = NamedSql.of("""
             WITH alive AS (
                 INSERT INTO workers (id, capacity, started_at, heartbeat_at) VALUES (:worker_id, :capacity, :now, :now)
                 ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at
                 RETURNING id
+            ), input AS MATERIALIZED (
+                SELECT :ids::bigint[] AS ids, :attempts::integer[] AS attempts
             )
-            UPDATE jobs SET locked_until = :now + :lease_ms * interval '1 millisecond'
-            WHERE id = ANY(:ids::bigint[]) AND locked_by = (SELECT id FROM alive)
-            RETURNING id
+            UPDATE jobs j SET locked_until = :now + :lease_ms * interval '1 millisecond'
+            FROM input i
+            WHERE j.id = ANY(i.ids) AND j.locked_by = (SELECT id FROM alive)
+              AND j.attempts = i.attempts[array_position(i.ids, j.id)]
+            RETURNING j.id
+            """);
+
+    /**
+     * The fallback to NOTIFY fairq_cancel: which of the worker's running attempts someone asked to cancel.
+     * Primary-key probes of the jobs the worker holds, fenced like the heartbeat.
+     */
+    static final NamedSql CANCEL_REQUESTS = NamedSql.of("""
+            WITH input AS MATERIALIZED (
+                SELECT :ids::bigint[] AS ids, :attempts::integer[] AS attempts
+            )
+            SELECT j.id FROM jobs j, input i
+            WHERE j.id = ANY(i.ids) AND j.locked_by = :worker_id
+              AND j.attempts = i.attempts[array_position(i.ids, j.id)]
+              AND j.cancel_requested_at IS NOT NULL
             """);
 
     static final NamedSql REGISTER = NamedSql.of("""
@@ -78,17 +99,21 @@ public final class Leases {
     /**
      * Takes back jobs whose lease ran out (the worker died or stalled). The attempt already counted at the
      * claim; a job that has used all its attempts this way is dead, so a job that kills its workers cannot
-     * loop forever. SKIP LOCKED lets several reapers run without waiting on each other. A job back in pending
-     * is admissible work again: its tenant is named to the scheduler.
+     * loop forever. A job someone asked to cancel ends cancelled instead. SKIP LOCKED lets several reapers
+     * run without waiting on each other. A job back in pending is admissible work again: its tenant is named
+     * to the scheduler.
      */
     static final NamedSql REAP = NamedSql.of("""
             UPDATE jobs j
-            SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead'::job_status ELSE 'pending'::job_status END,
-                finished_at = CASE WHEN j.attempts >= j.max_attempts THEN :now END,
-                failed_at = CASE WHEN j.attempts >= j.max_attempts THEN j.failed_at ELSE :now END,
+            SET status = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'::job_status
+                              WHEN j.attempts >= j.max_attempts THEN 'dead'::job_status ELSE 'pending'::job_status END,
+                finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts THEN :now END,
+                failed_at = CASE WHEN j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts THEN j.failed_at
+                                 ELSE :now END,
                 last_error = 'lease expired: worker ' || j.locked_by || ' stopped renewing it during attempt ' || j.attempts,
                 locked_by = NULL, locked_until = NULL, ready_rank = NULL, admitted_at = NULL,
-                key_head = CASE WHEN j.attempts >= j.max_attempts
+                key_head = CASE WHEN j.cancel_requested_at IS NOT NULL THEN false
+                                WHEN j.attempts >= j.max_attempts
                                  AND (SELECT q.ordering_on_dead FROM queues q WHERE q.name = j.queue) = 'continue'
                                 THEN false ELSE j.key_head END
             FROM (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now
@@ -98,11 +123,25 @@ public final class Leases {
                       CASE WHEN j.status = 'pending' THEN pg_notify('fairq_jobs', 't:' || j.tenant_id) END
             """);
 
-    /** Claimed but never started (graceful shutdown): back to the front of ready, the attempt not counted. */
+    /**
+     * Claimed but never started (a graceful stop, or a lease that may have lapsed while the worker was
+     * paused): back to the front of ready, the attempt not counted. Fenced on the attempt, so a job the
+     * reaper took back meanwhile is left alone. A job someone asked to cancel meanwhile ends cancelled.
+     */
     static final NamedSql RELEASE = NamedSql.of("""
-            UPDATE jobs SET status = 'ready', locked_by = NULL, locked_until = NULL, started_at = NULL,
-                            attempts = attempts - 1
-            WHERE id = ANY(:ids::bigint[]) AND locked_by = :worker_id
+            WITH input AS MATERIALIZED (
+                SELECT :ids::bigint[] AS ids, :attempts::integer[] AS attempts
+            )
+            UPDATE jobs j
+            SET status = CASE WHEN j.cancel_requested_at IS NULL THEN 'ready' ELSE 'cancelled' END::job_status,
+                locked_by = NULL, locked_until = NULL, started_at = NULL, attempts = j.attempts - 1,
+                finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN :now END,
+                ready_rank = CASE WHEN j.cancel_requested_at IS NULL THEN j.ready_rank END,
+                key_head = j.key_head AND j.cancel_requested_at IS NULL
+            FROM input i
+            WHERE j.id = ANY(i.ids) AND j.locked_by = :worker_id
+              AND j.attempts = i.attempts[array_position(i.ids, j.id)]
+            RETURNING j.id, j.tenant_id, j.ordering_key, j.status = 'cancelled' AS cancelled
             """);
 
     /**
@@ -131,7 +170,7 @@ public final class Leases {
                         out.add(new ClaimedJob(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getString(4),
                                 rs.getString(5), rs.getInt(6), rs.getInt(7), rs.getString(8), rs.getString(9),
                                 rs.getObject(10, OffsetDateTime.class), rs.getObject(11, OffsetDateTime.class),
-                                rs.getDouble(12)));
+                                rs.getDouble(12), rs.getObject(13, Integer.class)));
                     }
                 }
                 return out;
@@ -141,11 +180,29 @@ public final class Leases {
         return jobs;
     }
 
-    /** Extends the leases of the given jobs still held by the worker; returns the ids still held. */
-    public Set<Long> heartbeat(DSLContext ctx, String workerId, int capacity, Set<Long> jobIds, Duration lease) {
+    /**
+     * Extends the leases of the given attempts (job id to attempt) still held by the worker; returns the ids
+     * still held. An id missing from the answer lost its lease: the worker must stop that attempt.
+     */
+    public Set<Long> heartbeat(DSLContext ctx, String workerId, int capacity, Map<Long, Integer> attempts, Duration lease) {
+        Long[] ids = attempts.keySet().toArray(Long[]::new);
         return new HashSet<>(HEARTBEAT.bind().clock(clock).set("worker_id", workerId).set("capacity", capacity)
-                .set("lease_ms", lease.toMillis()).set("ids", jobIds.toArray(Long[]::new))
+                .set("lease_ms", lease.toMillis()).set("ids", ids).set("attempts", attemptsOf(ids, attempts))
                 .fetch(ctx).getValues(0, Long.class));
+    }
+
+    /** Which of the given attempts (job id to attempt), still held by the worker, someone asked to cancel. */
+    public Set<Long> cancelRequested(DSLContext ctx, String workerId, Map<Long, Integer> attempts) {
+        if (attempts.isEmpty()) return Set.of();
+        Long[] ids = attempts.keySet().toArray(Long[]::new);
+        return new HashSet<>(CANCEL_REQUESTS.bind().set("worker_id", workerId).set("ids", ids)
+                .set("attempts", attemptsOf(ids, attempts)).fetch(ctx).getValues(0, Long.class));
+    }
+
+    private static Integer[] attemptsOf(Long[] ids, Map<Long, Integer> attempts) {
+        Integer[] out = new Integer[ids.length];
+        for (int i = 0; i < ids.length; i++) out[i] = attempts.get(ids[i]);
+        return out;
     }
 
     public void registerWorker(DSLContext ctx, String workerId, int capacity) {
@@ -184,9 +241,26 @@ public final class Leases {
         });
     }
 
-    public int release(DSLContext ctx, String workerId, List<Long> jobIds) {
-        if (jobIds.isEmpty()) return 0;
-        return RELEASE.bind().set("ids", jobIds.toArray(Long[]::new)).set("worker_id", workerId).execute(ctx);
+    /**
+     * Hands back claimed attempts (job id to attempt) that never started; returns how many were still the
+     * worker's. A job someone asked to cancel meanwhile ends cancelled and hands its ordering key on.
+     */
+    public int release(DSLContext ctx, String workerId, Map<Long, Integer> attempts) {
+        if (attempts.isEmpty()) return 0;
+        Long[] ids = attempts.keySet().toArray(Long[]::new);
+        return ctx.transactionResult(c -> {
+            DSLContext tx = c.dsl();
+            Result<Record> rows = RELEASE.bind().clock(clock).set("ids", ids).set("attempts", attemptsOf(ids, attempts))
+                    .set("worker_id", workerId).fetch(tx);
+            Set<OrderingKey> released = new LinkedHashSet<>();
+            for (Record r : rows) {
+                if (r.get(2) != null && r.get(3, Boolean.class)) {
+                    released.add(new OrderingKey(r.get(1, String.class), r.get(2, String.class)));
+                }
+            }
+            KeyHandoff.promoteNext(tx, released);
+            return rows.size();
+        });
     }
 
     public void wakeScheduler(DSLContext ctx) {

@@ -32,6 +32,20 @@ public final class OperatorActions {
             WHERE id = :id RETURNING *
             """);
 
+    /**
+     * running: the cancel is requested (a second request keeps the first time) and the workers are told at
+     * commit on fairq_cancel, with the job id as the payload; the one running it stops it and records it
+     * cancelled (Completion.CANCEL). A worker that misses the notification finds the request with its
+     * periodic check (Leases.CANCEL_REQUESTS), and every other way out of running honours it (V8).
+     */
+    static final NamedSql REQUEST_CANCEL = NamedSql.of("""
+            WITH requested AS (
+                UPDATE jobs SET cancel_requested_at = coalesce(cancel_requested_at, :now)
+                WHERE id = :id RETURNING *
+            )
+            SELECT requested.*, pg_notify('fairq_cancel', requested.id::text) FROM requested
+            """);
+
     /** Whether the key has a head (another job whose turn it is). */
     static final NamedSql KEY_HAS_HEAD = NamedSql.of("""
             SELECT EXISTS (SELECT 1 FROM jobs WHERE tenant_id = :tenant_id AND ordering_key = :ordering_key AND key_head)
@@ -44,7 +58,8 @@ public final class OperatorActions {
      */
     static final NamedSql REPLAY = NamedSql.of("""
             WITH replayed AS (
-                UPDATE jobs SET status = 'pending', attempts = 0, run_at = :now, finished_at = NULL, key_head = :head
+                UPDATE jobs SET status = 'pending', attempts = 0, run_at = :now, finished_at = NULL, key_head = :head,
+                                cancel_requested_at = NULL
                 WHERE id = :id RETURNING *
             )
             SELECT replayed.*, pg_notify('fairq_jobs', 't:' || replayed.tenant_id) FROM replayed
@@ -55,8 +70,12 @@ public final class OperatorActions {
             UPDATE jobs SET status = 'cancelled', key_head = false WHERE id = :id RETURNING *
             """);
 
-    /** What an operator action did. */
-    public enum ActionResult { DONE, NOT_FOUND, WRONG_STATUS }
+    /**
+     * What an operator action did: DONE (changed as asked), STOPPING (a cancel of a running job: requested,
+     * the worker stops it within about a second), ALREADY_ENDED (a cancel of a job that had already ended:
+     * nothing changed), NOT_FOUND, WRONG_STATUS (the action does not apply to the job's status).
+     */
+    public enum ActionResult { DONE, STOPPING, ALREADY_ENDED, NOT_FOUND, WRONG_STATUS }
 
     /**
      * An operator action's result and the job as that action's transaction left it (null when not found).
@@ -76,12 +95,32 @@ public final class OperatorActions {
         return FIND.bind().set("id", id).set("tenant_id", tenantId).fetch(ctx).stream().findFirst().map(r -> r.into(JOBS));
     }
 
-    /** pending or ready -> cancelled. A cancelled head hands its key on. */
+    /**
+     * pending or ready -> cancelled at once (DONE; a cancelled head hands its key on). running -> the cancel
+     * is requested and the worker running it is told (STOPPING; see REQUEST_CANCEL). A job that already
+     * ended (succeeded, dead, cancelled) is left as it is (ALREADY_ENDED), so a repeated cancel is harmless.
+     */
     public ActionOutcome cancel(DSLContext ctx, String tenantId, long id) {
-        return act(ctx, tenantId, id, Set.of(JobStatus.pending, JobStatus.ready), (tx, j) -> {
-            JobsRecord after = one(CANCEL.bind().clock(clock).set("id", id).fetch(tx).get(0));
-            if (j.getKeyHead()) KeyHandoff.promoteNext(tx, Set.of(new OrderingKey(j.getTenantId(), j.getOrderingKey())));
-            return after;
+        return ctx.transactionResult(c -> {
+            DSLContext tx = c.dsl();
+            Optional<JobsRecord> found = LOCK.bind().set("id", id).set("tenant_id", tenantId).fetch(tx).stream()
+                    .findFirst().map(OperatorActions::one);
+            if (found.isEmpty()) return new ActionOutcome(ActionResult.NOT_FOUND, null);
+            JobsRecord j = found.get();
+            switch (j.getStatus()) {
+                case pending, ready -> {
+                    JobsRecord after = one(CANCEL.bind().clock(clock).set("id", id).fetch(tx).get(0));
+                    if (j.getKeyHead()) KeyHandoff.promoteNext(tx, Set.of(new OrderingKey(j.getTenantId(), j.getOrderingKey())));
+                    return new ActionOutcome(ActionResult.DONE, after);
+                }
+                case running -> {
+                    return new ActionOutcome(ActionResult.STOPPING,
+                            one(REQUEST_CANCEL.bind().clock(clock).set("id", id).fetch(tx).get(0)));
+                }
+                default -> {
+                    return new ActionOutcome(ActionResult.ALREADY_ENDED, j);
+                }
+            }
         });
     }
 

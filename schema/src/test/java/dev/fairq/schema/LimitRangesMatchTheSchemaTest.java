@@ -51,6 +51,10 @@ class LimitRangesMatchTheSchemaTest extends StoreTestSupport {
         assertJob("max_attempts", JobRequest.MAX_MAX_ATTEMPTS, true);
         assertJob("max_attempts", JobRequest.MIN_MAX_ATTEMPTS - 1, false);
         assertJob("max_attempts", JobRequest.MAX_MAX_ATTEMPTS + 1, false);
+        assertJob("timeout_ms", (int) JobRequest.MIN_TIMEOUT.toMillis(), true);
+        assertJob("timeout_ms", (int) JobRequest.MAX_TIMEOUT.toMillis(), true);
+        assertJob("timeout_ms", (int) JobRequest.MIN_TIMEOUT.toMillis() - 1, false);
+        assertJob("timeout_ms", (int) JobRequest.MAX_TIMEOUT.toMillis() + 1, false);
         for (String key : List.of("job_key", "ordering_key")) {
             assertJob(key, "k".repeat(JobRequest.MAX_KEY_LENGTH), true);
             assertJob(key, "k".repeat(JobRequest.MAX_KEY_LENGTH + 1), false);
@@ -65,6 +69,11 @@ class LimitRangesMatchTheSchemaTest extends StoreTestSupport {
         assertTrue(job(T1).maxAttempts(JobRequest.MAX_MAX_ATTEMPTS).buildUnchecked().validate().isEmpty());
         assertTrue(job(T1).jobKey("k".repeat(JobRequest.MAX_KEY_LENGTH + 1)).buildUnchecked().validate().size() == 1);
         assertTrue(JobRequest.builder(T1, "t".repeat(JobRequest.MAX_NAME_LENGTH)).buildUnchecked().validate().isEmpty());
+        assertTrue(job(T1).timeout(JobRequest.MAX_TIMEOUT).buildUnchecked().validate().isEmpty());
+        assertEquals("timeout_ms", job(T1).timeout(JobRequest.MAX_TIMEOUT.plusMillis(1)).buildUnchecked().validate().get(0).field());
+        assertEquals(1, job(T1).timeout(java.time.Duration.ZERO).buildUnchecked().validate().size());
+        assertEquals(1, job(T1).timeout(java.time.Duration.ofNanos(1_500_000)).buildUnchecked().validate().size(),
+                "whole milliseconds only");
     }
 
     private void assertTenantAccepts(TenantLimit limit, Object value) {

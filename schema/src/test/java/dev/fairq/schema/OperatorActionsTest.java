@@ -46,8 +46,11 @@ class OperatorActionsTest extends StoreTestSupport {
         assertEquals(JobStatus.cancelled, r.getStatus());
         assertNotNull(r.getFinishedAt());
         assertEquals(List.of(), candidates(T1));
-        // cancelling again is a wrong status, not a second change
-        assertEquals(ActionResult.WRONG_STATUS, store.cancel(dsl, T1, id).result());
+        // cancelling again changes nothing: the job had already ended
+        clock.advance(java.time.Duration.ofSeconds(1));
+        OperatorActions.ActionOutcome again = store.cancel(dsl, T1, id);
+        assertEquals(ActionResult.ALREADY_ENDED, again.result());
+        assertEquals(r.getFinishedAt(), again.job().getFinishedAt());
     }
 
     @Test
@@ -61,12 +64,24 @@ class OperatorActionsTest extends StoreTestSupport {
     }
 
     @Test
-    void cancelRunningJobIsAWrongStatus() {
+    void cancelRunningJobRequestsItAndLeavesTheLeaseToTheWorker() {
         long id = enqueue(job(T1));
         admitAndClaim("w1", id);
-        assertEquals(ActionResult.WRONG_STATUS, store.cancel(dsl, T1, id).result());
+        OperatorActions.ActionOutcome outcome = store.cancel(dsl, T1, id);
+        assertEquals(ActionResult.STOPPING, outcome.result());
+        assertEquals(JobStatus.running, outcome.job().getStatus());
+        assertEquals(dbNow().toInstant(), outcome.job().getCancelRequestedAt().toInstant());
         assertEquals(JobStatus.running, status(id));
         assertEquals("w1", row(id).getLockedBy());
+    }
+
+    @Test
+    void cancelOfASucceededJobLeavesItAsItIs() {
+        long id = succeededJob(T1);
+        OperatorActions.ActionOutcome outcome = store.cancel(dsl, T1, id);
+        assertEquals(ActionResult.ALREADY_ENDED, outcome.result());
+        assertEquals(JobStatus.succeeded, outcome.job().getStatus());
+        assertNull(row(id).getCancelRequestedAt());
     }
 
     @Test

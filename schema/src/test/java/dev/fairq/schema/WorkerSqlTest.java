@@ -255,7 +255,7 @@ class WorkerSqlTest extends StoreTestSupport {
         assertEquals(Set.copyOf(ids), union(w1Jobs, Set.of(w2Job)));
         OffsetDateTime w2Until = row(w2Job).getLockedUntil();
 
-        Set<Long> asked = union(w1Jobs, Set.of(w2Job));
+        Map<Long, Integer> asked = firstAttempts(union(w1Jobs, Set.of(w2Job)));
         Set<Long> held = store.heartbeat(dsl, "w1", 4, asked, Duration.ofMinutes(10));
 
         assertEquals(w1Jobs, held);
@@ -273,10 +273,48 @@ class WorkerSqlTest extends StoreTestSupport {
         store.claim(dsl, "w1", 1, SHORT_LEASE);
         expireAndReap(id);
 
-        assertEquals(Set.of(), store.heartbeat(dsl, "w1", 1, Set.of(id), LEASE));
+        assertEquals(Set.of(), store.heartbeat(dsl, "w1", 1, Map.of(id, 1), LEASE));
         JobsRecord r = row(id);
         assertEquals(JobStatus.pending, r.getStatus());
         assertNull(r.getLockedUntil());
+    }
+
+    /**
+     * The same worker claimed the job again after the reaper took its first attempt back: the heartbeat of
+     * the first attempt must not keep the second alive (nor claim it as its own), and a hand-back of the
+     * first attempt must not touch the second.
+     */
+    @Test
+    void heartbeatAndReleaseAreFencedOnTheAttempt() {
+        long id = enqueueAndAdmit(1).get(0);
+        store.claim(dsl, "w1", 1, SHORT_LEASE);
+        expireAndReap(id);
+        store.admit(dsl, List.of(id));
+        assertEquals(2, store.claim(dsl, "w1", 1, LEASE).get(0).attempt());
+        OffsetDateTime until = row(id).getLockedUntil();
+        clock.advance(Duration.ofSeconds(5));
+
+        assertEquals(Set.of(), store.heartbeat(dsl, "w1", 1, Map.of(id, 1), LEASE), "attempt 1 is gone");
+        assertEquals(until, row(id).getLockedUntil(), "attempt 2's lease untouched by attempt 1's heartbeat");
+        assertEquals(0, store.release(dsl, "w1", Map.of(id, 1)), "attempt 1 cannot hand back attempt 2");
+        assertEquals(JobStatus.running, status(id));
+        assertEquals(2, row(id).getAttempts());
+
+        assertEquals(Set.of(id), store.heartbeat(dsl, "w1", 1, Map.of(id, 2), LEASE));
+        assertTrue(row(id).getLockedUntil().isAfter(until));
+    }
+
+    @Test
+    void claimCarriesTheJobsTimeLimit() {
+        long limited = enqueue(job(T1).timeout(Duration.ofMillis(1500)));
+        long byType = enqueue(job(T1));
+        store.admit(dsl, List.of(limited, byType));
+        Map<Long, Integer> timeouts = new java.util.HashMap<>();
+        for (ClaimedJob j : store.claim(dsl, "w1", 10, LEASE)) timeouts.put(j.id(), j.timeoutMs());
+        assertEquals(1500, timeouts.get(limited));
+        assertTrue(timeouts.containsKey(byType));
+        assertNull(timeouts.get(byType), "no limit of its own: the type's default applies");
+        assertEquals(1500, row(limited).getTimeoutMs());
     }
 
     @Test
@@ -287,10 +325,10 @@ class WorkerSqlTest extends StoreTestSupport {
         List<Long> back = List.of(ids.get(0), ids.get(1));
 
         // another worker cannot release w1's jobs
-        assertEquals(0, store.release(dsl, "w2", back));
+        assertEquals(0, store.release(dsl, "w2", firstAttempts(back)));
         assertEquals(3, dsl.fetchCount(JOBS, JOBS.STATUS.eq(JobStatus.running)));
 
-        assertEquals(2, store.release(dsl, "w1", back));
+        assertEquals(2, store.release(dsl, "w1", firstAttempts(back)));
 
         for (long id : back) {
             JobsRecord r = row(id);
@@ -360,6 +398,12 @@ class WorkerSqlTest extends StoreTestSupport {
         assertNull(row(b).getReadyRank());
         assertEquals(JobStatus.ready, status(c));
         assertEquals(List.of(c), store.claim(dsl, "w1", 10, LEASE).stream().map(ClaimedJob::id).toList());
+    }
+
+    private static Map<Long, Integer> firstAttempts(java.util.Collection<Long> ids) {
+        Map<Long, Integer> m = new java.util.HashMap<>();
+        for (long id : ids) m.put(id, 1);
+        return m;
     }
 
     private static Set<Long> union(Set<Long> a, Set<Long> b) {

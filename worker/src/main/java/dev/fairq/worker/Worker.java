@@ -18,14 +18,15 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.PriorityBlockingQueue;
-import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -34,21 +35,33 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.DoubleSupplier;
 
 /**
- * One worker process's engine. Four moving parts, each on its own thread so none waits for another:
+ * One worker process's engine. Five moving parts, each on its own thread so none waits for another:
  * <ul>
  *   <li>the claimer takes ready jobs in batches (one statement per batch) as handler threads free up,
  *       holding about one claim round trip's worth of work beyond them, and
  *       sleeps on LISTEN/NOTIFY, with polling as the fallback, when there is nothing to take;</li>
- *   <li>handler threads (a bounded pool) run jobs outside any transaction;</li>
+ *   <li>handler threads (a bounded pool) run jobs outside any transaction; a claimed job starts only while
+ *       its lease has {@link WorkerConfig#startMargin()} left on this JVM's monotonic clock, so a job whose
+ *       lease may have lapsed during a pause (GC, SIGSTOP, a migrated VM) is handed back, not run;</li>
  *   <li>the completer records outcomes in batches: whatever finished while the previous batch was being
  *       written goes in the next one (group commit), so there is no round trip per job and no added wait;</li>
- *   <li>maintenance extends the leases of all held jobs in one statement and reaps expired leases.</li>
+ *   <li>maintenance extends the leases of all held jobs in one statement (a job whose lease is gone is
+ *       stopped: its handler is interrupted and its outcome is not written), reaps expired leases, and
+ *       checks for cancel requests the listener may have missed;</li>
+ *   <li>the watchdog interrupts attempts that run past their time limit and abandons (and replaces) handler
+ *       threads that ignore an interruption, up to {@link WorkerConfig#maxAbandonedThreads()}.</li>
  * </ul>
- * {@link #close()} is the graceful stop: claim nothing more, hand back claimed jobs that never started,
- * let running ones finish within the grace period, record their outcomes.
+ * The listener thread turns notifications into wake-ups (fairq_ready) and cancellations (fairq_cancel, the
+ * job id as payload). Every interval is measured on the store's {@link QueueClock}, so tests move time.
+ *
+ * <p>{@link #close()} is the graceful stop, bounded by {@link WorkerConfig#shutdownGrace()}: claim nothing
+ * more, hand back claimed jobs that never started, let running ones finish until the grace minus its
+ * reserve, leave those still running to their leases, record every outcome, unregister.
  */
 public final class Worker implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(Worker.class);
+    static final String READY_CHANNEL = "fairq_ready";
+    static final String CANCEL_CHANNEL = "fairq_cancel";
 
     /** Opens a connection outside any pool (for LISTEN). */
     @FunctionalInterface
@@ -66,8 +79,10 @@ public final class Worker implements AutoCloseable {
     /** The queue's clock (the store's): intervals here are measured on it, never on System.nanoTime() inline. */
     private final QueueClock clock;
 
-    /** Jobs whose lease this process holds: claimed and not yet recorded as finished. */
-    private final Map<Long, ClaimedJob> held = new ConcurrentHashMap<>();
+    /** Attempts whose lease this process holds: claimed and not yet recorded as finished, by job id. */
+    private final Map<Long, Attempt> held = new ConcurrentHashMap<>();
+    /** Attempts whose handler runs now (abandoned ones included until they return). */
+    private final Set<Attempt> running = ConcurrentHashMap.newKeySet();
     /** Jobs claimed whose handler has not returned yet (running, or waiting for a thread). */
     private final AtomicInteger outstanding = new AtomicInteger();
     /** One permit per handler that returned: wakes the claimer when it waits for room. */
@@ -83,21 +98,31 @@ public final class Worker implements AutoCloseable {
      * up to 63 ms behind 52 prefetched ones under a flood (./bench/run fairness, b_flood_fair_slowest).
      */
     private final PriorityBlockingQueue<Runnable> work = new PriorityBlockingQueue<>(64,
-            Comparator.comparingDouble((Runnable r) -> ((JobTask) r).job.readyRank())
-                    .thenComparingLong(r -> ((JobTask) r).job.id()));
+            Comparator.comparingDouble((Runnable r) -> ((JobTask) r).attempt.job.readyRank())
+                    .thenComparingLong(r -> ((JobTask) r).attempt.job.id()));
     private final ThreadPoolExecutor handlerPool;
     private final LinkedBlockingQueue<Finished> outcomes = new LinkedBlockingQueue<>();
-    private final ScheduledExecutorService maintenance;
+    private final ScheduledThreadPoolExecutor maintenance;
     private final AtomicInteger handlerThreads = new AtomicInteger();
+    /** Abandoned handler threads still running; of those, how many the pool grew by to replace them. */
+    private final AtomicInteger abandonedAlive = new AtomicInteger();
+    private int replacements; // guarded by poolLock
+    private final Object poolLock = new Object();
 
     private volatile boolean claiming;
+    /** Set when the stop begins: claimed jobs that have not started are handed back instead. */
+    private volatile boolean stopping;
     private volatile boolean stopped;
+    /** During a stop, the queue clock's instant after which the completer gives up retrying. */
+    private volatile long stopDeadlineNanos = Long.MAX_VALUE;
     private volatile Connection listenConnection;
     private Thread claimer;
     private Thread completer;
     private Thread listener;
+    private Thread watchdog;
 
-    private record Finished(ClaimedJob job, JobOutcome outcome) {}
+    /** An attempt's end for the completer: an outcome to record, or (outcome null) a hand-back. */
+    private record Finished(Attempt attempt, JobOutcome outcome) {}
 
     public Worker(WorkerConfig config, HandlerRegistry handlers, JobStore store, DSLContext db,
                   ConnectionFactory listenConnections) {
@@ -114,9 +139,14 @@ public final class Worker implements AutoCloseable {
         this.observer = observer;
         this.random = random;
         this.clock = store.clock();
-        this.handlerPool = new ThreadPoolExecutor(config.threads(), config.threads(), 0, TimeUnit.MILLISECONDS, work,
-                r -> new Thread(r, "fairq-handler-" + handlerThreads.incrementAndGet()));
-        this.maintenance = Executors.newSingleThreadScheduledExecutor(r -> new Thread(r, "fairq-worker-maintenance"));
+        this.handlerPool = new ThreadPoolExecutor(config.threads(), config.threads(), 0, TimeUnit.MILLISECONDS, work, r -> {
+            Thread t = new Thread(r, "fairq-handler-" + handlerThreads.incrementAndGet());
+            // an abandoned handler that never returns must not keep the JVM alive after the worker stopped
+            t.setDaemon(true);
+            return t;
+        });
+        // two threads: a slow reaper or heartbeat statement does not hold back the cancel check
+        this.maintenance = new ScheduledThreadPoolExecutor(2, r -> new Thread(r, "fairq-worker-maintenance"));
     }
 
     public String id() {
@@ -128,6 +158,23 @@ public final class Worker implements AutoCloseable {
         return held.size();
     }
 
+    /** Handler threads that ignored an interruption and still run, abandoned (replaced up to the cap). */
+    public int abandonedThreads() {
+        return abandonedAlive.get();
+    }
+
+    /** True when the abandoned threads use up every replacement the configuration allows. */
+    public boolean abandonedCapReached() {
+        synchronized (poolLock) {
+            return replacements >= config.maxAbandonedThreads() && abandonedAlive.get() > 0;
+        }
+    }
+
+    /** Handler threads alive in the pool now (the configured ones plus replacements of abandoned ones). */
+    int handlerPoolSize() {
+        return handlerPool.getPoolSize();
+    }
+
     public synchronized Worker start() {
         if (claimer != null) throw new IllegalStateException("already started");
         store.leases().registerWorker(db, config.workerId(), config.threads());
@@ -135,21 +182,29 @@ public final class Worker implements AutoCloseable {
         claimer = new Thread(this::claimLoop, "fairq-claimer");
         completer = new Thread(this::completeLoop, "fairq-completer");
         listener = new Thread(this::listenLoop, "fairq-listener");
+        watchdog = new Thread(this::watchLoop, "fairq-watchdog");
+        watchdog.setDaemon(true);
         completer.start();
         listener.start();
+        watchdog.start();
         claimer.start();
         long hb = config.heartbeatInterval().toMillis();
         maintenance.scheduleWithFixedDelay(this::heartbeat, hb, hb, TimeUnit.MILLISECONDS);
         long reap = config.reapInterval().toMillis();
         maintenance.scheduleWithFixedDelay(this::reap, reap, reap, TimeUnit.MILLISECONDS);
-        log.info("worker {} started: {} threads, prefetch {}, lease {}", config.workerId(), config.threads(),
-                config.prefetch(), config.lease());
+        long check = config.cancelCheckInterval().toMillis();
+        maintenance.scheduleWithFixedDelay(this::checkCancelRequests, check, check, TimeUnit.MILLISECONDS);
+        log.info("worker {} started: {} threads, prefetch {}, lease {}, heartbeat {}, start margin {}, default "
+                        + "time limit {}, shutdown grace {}", config.workerId(), config.threads(), config.prefetch(),
+                config.lease(), config.heartbeatInterval(), config.startMargin(), config.defaultTimeout(),
+                config.shutdownGrace());
         return this;
     }
 
     // -------------------------------------------------------------------------------------------- claiming
 
     private void claimLoop() {
+        long leaseNanos = config.lease().toNanos();
         while (claiming) {
             int limit = config.threads() + prefetchDepth();
             int busy = outstanding.get();
@@ -168,6 +223,8 @@ public final class Worker implements AutoCloseable {
                 continue;
             }
             List<ClaimedJob> jobs;
+            // Read before the statement is sent: the database starts the lease at its own now(), later than
+            // this, so t0 + lease is a lower bound of the lease's end on this JVM's clock.
             long t0 = clock.nanoTime();
             try {
                 jobs = store.claim(db, config.workerId(), want, config.lease());
@@ -184,8 +241,15 @@ public final class Worker implements AutoCloseable {
             // it or hands it back, so no claimed job is stranded until its lease runs out.
             outstanding.addAndGet(jobs.size());
             for (ClaimedJob job : jobs) {
-                held.put(job.id(), job);
-                handlerPool.execute(new JobTask(job));
+                Attempt attempt = new Attempt(job, t0 + leaseNanos);
+                JobTask task = new JobTask(attempt);
+                attempt.task = task;
+                Attempt previous = held.put(job.id(), attempt);
+                if (previous != null) {
+                    // this process claimed the job again, so the reaper took the earlier attempt back
+                    leaseLost(previous, "the job was claimed again (attempt " + job.attempt() + ")");
+                }
+                handlerPool.execute(task);
             }
             if (jobs.size() < want) {
                 try {
@@ -222,18 +286,30 @@ public final class Worker implements AutoCloseable {
         }
     }
 
+    /**
+     * LISTEN on the dedicated connection: fairq_ready wakes the claimer, fairq_cancel (payload: a job id)
+     * stops that job if this process runs it. A cancel sent while the connection is down is found by the
+     * periodic check ({@link #checkCancelRequests()}).
+     */
     private void listenLoop() {
         while (!stopped) {
             try (Connection c = listenConnections.open()) {
                 listenConnection = c;
                 try (Statement s = c.createStatement()) {
-                    s.execute("LISTEN fairq_ready");
+                    s.execute("LISTEN " + READY_CHANNEL);
+                    s.execute("LISTEN " + CANCEL_CHANNEL);
                 }
                 PGConnection pg = c.unwrap(PGConnection.class);
                 wake.release(); // jobs may have been admitted while we were not listening
                 while (!stopped) {
                     PGNotification[] ns = pg.getNotifications((int) config.pollInterval().toMillis());
-                    if (ns != null && ns.length > 0) wake.release();
+                    if (ns == null) continue;
+                    boolean ready = false;
+                    for (PGNotification n : ns) {
+                        if (CANCEL_CHANNEL.equals(n.getName())) cancelRequested(n.getParameter());
+                        else ready = true;
+                    }
+                    if (ready) wake.release();
                 }
             } catch (SQLException e) {
                 if (stopped) break;
@@ -249,56 +325,170 @@ public final class Worker implements AutoCloseable {
         }
     }
 
+    private void cancelRequested(String payload) {
+        long id;
+        try {
+            id = Long.parseLong(payload.trim());
+        } catch (NumberFormatException e) {
+            log.warn("ignoring a {} notification that names no job: '{}'", CANCEL_CHANNEL, payload);
+            return;
+        }
+        Attempt a = held.get(id);
+        if (a != null) stop(a, CancelReason.REQUESTED);
+    }
+
     // -------------------------------------------------------------------------------------------- running
 
     private final class JobTask implements Runnable {
-        final ClaimedJob job;
+        final Attempt attempt;
 
-        JobTask(ClaimedJob job) {
-            this.job = job;
+        JobTask(Attempt attempt) {
+            this.attempt = attempt;
         }
 
         @Override
         public void run() {
+            ClaimedJob job = attempt.job;
             MDC.put("tenant", job.tenantId());
             MDC.put("job_id", Long.toString(job.id()));
-            long t0 = clock.nanoTime();
             try {
-                observer.started(job);
-                JobOutcome outcome = execute(job);
-                outcomes.add(new Finished(job, outcome));
-                observer.finished(job, outcome, clock.nanoTime() - t0);
+                if (mayStart(attempt)) runAttempt(attempt);
             } finally {
-                long took = clock.nanoTime() - t0;
-                handlerNanos = handlerNanos == 0 ? took : handlerNanos * 0.8 + took * 0.2;
-                outstanding.decrementAndGet();
-                slotFreed.release();
                 MDC.remove("tenant");
                 MDC.remove("job_id");
             }
         }
     }
 
-    private JobOutcome execute(ClaimedJob job) {
+    /**
+     * The start check: a stopped attempt ends as its reason says, a stopping worker hands the job back, and
+     * a lease with less than the start margin left on this JVM's clock (the process was paused) is handed
+     * back rather than run: the reaper may already have given the job to another attempt.
+     */
+    private boolean mayStart(Attempt a) {
+        if (stopping) {
+            endUnstarted(a, null, "the worker is stopping");
+            return false;
+        }
+        long left = a.leaseLeftNanos(clock.nanoTime());
+        if (left < config.startMargin().toNanos()) {
+            log.warn("job {} attempt {} not started: {} ms of its lease left on this worker's clock, under the start "
+                            + "margin of {} ms (was the process paused?); handing it back", a.job.id(), a.job.attempt(),
+                    left / 1_000_000, config.startMargin().toMillis());
+            observer.handedBack(a.job);
+            endUnstarted(a, null, "lease margin");
+            return false;
+        }
+        if (!a.begin(Thread.currentThread())) {
+            endUnstarted(a, a.cancelReason(), null);
+            return false;
+        }
+        return true;
+    }
+
+    /**
+     * Settles an attempt that never ran: cancelled before it started (reason REQUESTED) ends cancelled, a lost
+     * lease drops it, anything else is handed back (the attempt not counted).
+     */
+    private void endUnstarted(Attempt a, CancelReason reason, String why) {
+        if (!a.settled.compareAndSet(false, true)) return;
+        // queued before the slot is given back: a stop that sees nothing outstanding must find it queued
+        if (reason == CancelReason.LEASE_LOST) {
+            held.remove(a.job.id(), a);
+        } else if (reason == CancelReason.REQUESTED) {
+            outcomes.add(new Finished(a, new JobOutcome.Cancelled(a.job.id(), a.job.attempt(), "cancelled before it started")));
+        } else {
+            if (why != null && log.isDebugEnabled()) log.debug("handing back job {}: {}", a.job.id(), why);
+            outcomes.add(new Finished(a, null));
+        }
+        outstanding.decrementAndGet();
+        slotFreed.release();
+    }
+
+    private void runAttempt(Attempt a) {
+        ClaimedJob job = a.job;
         var registration = handlers.find(job.type());
-        if (registration.isEmpty()) {
-            String error = "no handler for type '" + job.type() + "' on this worker"; // last_error: no host or pid
-            log.warn(error);
-            return retryOrDead(job, RetryPolicy.DEFAULT, error, null);
+        Duration timeout = job.timeoutMs() != null ? Duration.ofMillis(job.timeoutMs())
+                : registration.map(HandlerRegistry.Registration::timeout).orElse(null);
+        if (timeout == null) timeout = config.defaultTimeout();
+        long t0 = clock.nanoTime();
+        a.timeout = timeout;
+        a.startedNanos = t0;
+        a.deadlineNanos = t0 + timeout.toNanos();
+        running.add(a);
+        Throwable failure = null;
+        try {
+            observer.started(job);
+            if (registration.isPresent()) {
+                registration.get().handler().handle(JobContext.of(job, config.workerId(), timeout, a::cancelReason));
+            }
+        } catch (Throwable e) {
+            failure = e;
+        } finally {
+            a.end();
+            running.remove(a);
+        }
+        long took = clock.nanoTime() - t0;
+        handlerNanos = handlerNanos == 0 ? took : handlerNanos * 0.8 + took * 0.2;
+        if (!a.settled.compareAndSet(false, true)) {
+            abandonedReturned(a, failure);
+            return;
         }
         try {
-            registration.get().handler().handle(JobContext.of(job, config.workerId()));
-            return new JobOutcome.Succeeded(job.id(), job.attempt());
-        } catch (PermanentJobException e) {
-            log.info("job {} failed permanently: {}", job.id(), e.getMessage());
-            return new JobOutcome.Failed(job.id(), job.attempt(), true, 0, errorText(e));
-        } catch (RetryableJobException e) {
-            return retryOrDead(job, registration.get().retryPolicy(), errorText(e), e.retryAfter());
-        } catch (Exception | Error e) {
-            if (e instanceof InterruptedException) Thread.currentThread().interrupt();
-            if (e instanceof VirtualMachineError vme) throw vme;
-            return retryOrDead(job, registration.get().retryPolicy(), errorText(e), null);
+            JobOutcome outcome = registration.isPresent() ? judge(a, registration.get().retryPolicy(), failure)
+                    : retryOrDead(job, RetryPolicy.DEFAULT, noHandler(job), null);
+            if (outcome != null) {
+                outcomes.add(new Finished(a, outcome));
+                observer.finished(job, outcome, took);
+            } else {
+                held.remove(job.id(), a);
+            }
+        } finally {
+            outstanding.decrementAndGet();
+            slotFreed.release();
         }
+        if (failure instanceof VirtualMachineError vme) throw vme;
+    }
+
+    private String noHandler(ClaimedJob job) {
+        String error = "no handler for type '" + job.type() + "' on this worker"; // last_error: no host or pid
+        log.warn("{} ({})", error, config.workerId());
+        return error;
+    }
+
+    /**
+     * What an attempt's end records. A handler that returned normally succeeded, whatever happened around it
+     * (its effect happened), unless the lease is gone: then the attempt that owns the job now decides and
+     * nothing is written. A failure after a stop follows the stop's reason: a cancel ends the job cancelled,
+     * a time limit is a transient failure, a lost lease or a stop past the grace writes nothing.
+     */
+    private JobOutcome judge(Attempt a, RetryPolicy policy, Throwable failure) {
+        ClaimedJob job = a.job;
+        CancelReason reason = a.cancelReason();
+        if (reason == CancelReason.LEASE_LOST) {
+            log.info("job {} attempt {} ended after its lease was lost; nothing is recorded", job.id(), job.attempt());
+            observer.leaseLost(job);
+            return null;
+        }
+        if (failure == null) return new JobOutcome.Succeeded(job.id(), job.attempt());
+        if (reason == CancelReason.SHUTDOWN) return null;
+        if (reason == CancelReason.REQUESTED) {
+            log.info("job {} attempt {} cancelled while running", job.id(), job.attempt());
+            return new JobOutcome.Cancelled(job.id(), job.attempt(), "cancelled while running; the attempt ended with: "
+                    + errorText(failure));
+        }
+        if (reason == CancelReason.TIMED_OUT) return retryOrDead(job, policy, timedOut(a, false), null);
+        if (failure instanceof PermanentJobException) {
+            log.info("job {} failed permanently: {}", job.id(), failure.getMessage());
+            return new JobOutcome.Failed(job.id(), job.attempt(), true, 0, errorText(failure));
+        }
+        if (failure instanceof RetryableJobException e) return retryOrDead(job, policy, errorText(e), e.retryAfter());
+        return retryOrDead(job, policy, errorText(failure), null);
+    }
+
+    private static String timedOut(Attempt a, boolean abandoned) {
+        String text = "timed out after " + a.timeout.toMillis() + " ms";
+        return abandoned ? text + "; the handler ignored the interruption and its thread was abandoned" : text;
     }
 
     private JobOutcome retryOrDead(ClaimedJob job, RetryPolicy policy, String error, Duration retryAfter) {
@@ -320,6 +510,142 @@ public final class Worker implements AutoCloseable {
             if (t.getMessage() != null) sb.append(": ").append(t.getMessage());
         }
         return sb.length() <= Completion.MAX_ERROR_CHARS ? sb.toString() : sb.substring(0, Completion.MAX_ERROR_CHARS);
+    }
+
+    // -------------------------------------------------------------------------------------------- stopping attempts
+
+    /**
+     * Asks an attempt to stop. A running handler is interrupted (its outcome follows the reason: see
+     * {@link #judge}); one that has not started is taken out of the queue and settled at once.
+     */
+    private void stop(Attempt a, CancelReason reason) {
+        if (!a.cancel(reason, clock.nanoTime()) || a.settled.get()) return; // settled: its end is decided already
+        if (a.begun()) {
+            log.info("job {} attempt {}: {}; interrupting its handler", a.job.id(), a.job.attempt(), describe(reason));
+            observer.stopped(a.job, reason);
+        } else if (work.remove(a.task)) {
+            log.info("job {} attempt {}: {} before it started", a.job.id(), a.job.attempt(), describe(reason));
+            endUnstarted(a, reason, null);
+        }
+        // else: a handler thread has just taken the task; its start check sees the reason
+    }
+
+    private static String describe(CancelReason reason) {
+        return switch (reason) {
+            case REQUESTED -> "cancel requested";
+            case LEASE_LOST -> "its lease is gone";
+            case TIMED_OUT -> "time limit reached";
+            case SHUTDOWN -> "the worker is stopping and the grace period is over";
+        };
+    }
+
+    private void leaseLost(Attempt a, String why) {
+        held.remove(a.job.id(), a);
+        if (a.settled.get() && !a.abandoned) {
+            // the handler already returned; its outcome, if queued, is dropped by the fence
+            log.info("job {} attempt {}: lease gone ({}) before its outcome was recorded", a.job.id(), a.job.attempt(), why);
+            return;
+        }
+        log.warn("job {} attempt {}: lease gone ({}); it must not run on here and its outcome will not be written",
+                a.job.id(), a.job.attempt(), why);
+        stop(a, CancelReason.LEASE_LOST);
+    }
+
+    /**
+     * The watchdog: interrupts attempts past their time limit, and abandons a handler that has ignored an
+     * interruption (any reason but a stop past the grace) for {@link WorkerConfig#abandonAfter()}.
+     */
+    private void watchLoop() {
+        long abandonAfter = config.abandonAfter().toNanos();
+        while (!stopped) {
+            long now = clock.nanoTime();
+            for (Attempt a : running) {
+                CancelReason reason = a.cancelReason();
+                if (reason == null && now - a.deadlineNanos >= 0) {
+                    if (a.cancel(CancelReason.TIMED_OUT, now)) {
+                        log.warn("job {} attempt {} ran past its time limit of {} ms; interrupting its handler",
+                                a.job.id(), a.job.attempt(), a.timeout.toMillis());
+                        observer.stopped(a.job, CancelReason.TIMED_OUT);
+                    }
+                } else if (reason != null && reason != CancelReason.SHUTDOWN && !a.settled.get()
+                        && now - a.cancelledAtNanos() >= abandonAfter) {
+                    abandon(a);
+                }
+            }
+            try {
+                Thread.sleep(config.watchInterval().toMillis());
+            } catch (InterruptedException e) {
+                return;
+            }
+        }
+    }
+
+    /**
+     * Gives up on a handler that ignored the interruption: its end is recorded now (as its reason says), and
+     * while fewer than {@link WorkerConfig#maxAbandonedThreads()} abandoned threads were replaced, the pool
+     * grows by one so the worker keeps its concurrency; beyond that it runs short until they return.
+     */
+    private void abandon(Attempt a) {
+        if (!a.settled.compareAndSet(false, true)) return;
+        a.abandoned = true;
+        abandonedAlive.incrementAndGet();
+        ClaimedJob job = a.job;
+        JobOutcome outcome = switch (a.cancelReason()) {
+            case TIMED_OUT -> retryOrDead(job, handlers.find(job.type()).map(HandlerRegistry.Registration::retryPolicy)
+                    .orElse(RetryPolicy.DEFAULT), timedOut(a, true), null);
+            case REQUESTED -> new JobOutcome.Cancelled(job.id(), job.attempt(),
+                    "cancelled while running; the handler ignored the interruption and its thread was abandoned");
+            default -> null;
+        };
+        if (outcome != null) outcomes.add(new Finished(a, outcome));
+        else held.remove(job.id(), a);
+        boolean replace;
+        synchronized (poolLock) {
+            replace = replacements < config.maxAbandonedThreads();
+            if (replace) {
+                replacements++;
+                resizePool();
+            }
+        }
+        a.replaced = replace;
+        if (replace) {
+            outstanding.decrementAndGet();
+            slotFreed.release();
+        }
+        log.error("job {} attempt {}: the handler on {} ignored the interruption ({}) for {} ms; its thread is abandoned "
+                        + "({} abandoned threads running){}", job.id(), job.attempt(), a.threadName(),
+                describe(a.cancelReason()), config.abandonAfter().toMillis(), abandonedAlive.get(),
+                replace ? ", a new thread takes its place" : ", the pool runs one thread short until it returns (at most "
+                        + config.maxAbandonedThreads() + " are replaced)");
+        observer.abandoned(job);
+    }
+
+    /** An abandoned handler returned after all: its result is ignored, its replacement retires. */
+    private void abandonedReturned(Attempt a, Throwable failure) {
+        abandonedAlive.decrementAndGet();
+        log.warn("job {} attempt {}: the abandoned handler returned after all ({}); its result is ignored", a.job.id(),
+                a.job.attempt(), failure == null ? "normally" : errorText(failure));
+        if (a.replaced) {
+            synchronized (poolLock) {
+                replacements--;
+                resizePool();
+            }
+        } else {
+            outstanding.decrementAndGet();
+            slotFreed.release();
+        }
+    }
+
+    /** The pool's size is the configured threads plus the replacements (guarded by poolLock). */
+    private void resizePool() {
+        int size = config.threads() + replacements;
+        if (size >= handlerPool.getMaximumPoolSize()) {
+            handlerPool.setMaximumPoolSize(size);
+            handlerPool.setCorePoolSize(size);
+        } else {
+            handlerPool.setCorePoolSize(size); // idle extra threads end; a busy one ends after its job
+            handlerPool.setMaximumPoolSize(size);
+        }
     }
 
     // -------------------------------------------------------------------------------------------- completing
@@ -344,25 +670,43 @@ public final class Worker implements AutoCloseable {
         }
     }
 
-    /** Writes a batch of outcomes, retrying while the database is unreachable (the leases are still ours). */
+    /**
+     * Writes a batch of outcomes and hand-backs, retrying while the database is unreachable (the leases are
+     * still ours), until the stop's deadline when the worker is stopping.
+     */
     private void record(List<Finished> batch) {
-        List<JobOutcome> list = batch.stream().map(Finished::outcome).toList();
+        List<JobOutcome> list = new ArrayList<>();
+        Map<Long, Integer> handBack = new LinkedHashMap<>();
+        for (Finished f : batch) {
+            if (f.outcome() != null) list.add(f.outcome());
+            else handBack.put(f.attempt().job.id(), f.attempt().job.attempt());
+        }
         long backoff = 100;
         while (true) {
             try {
-                Set<Long> recorded = store.finish(db, config.workerId(), list);
+                Set<Long> recorded = list.isEmpty() ? Set.of() : store.finish(db, config.workerId(), list);
+                int handedBack = handBack.isEmpty() ? 0 : store.release(db, config.workerId(), handBack);
+                if (handedBack < handBack.size()) {
+                    log.info("{} of {} jobs handed back; the others were no longer this worker's", handedBack, handBack.size());
+                }
                 for (Finished f : batch) {
-                    held.remove(f.job().id());
-                    if (!recorded.contains(f.job().id())) {
+                    Attempt a = f.attempt();
+                    held.remove(a.job.id(), a);
+                    if (f.outcome() != null && !recorded.contains(a.job.id())) {
                         log.warn("job {} attempt {}: lease lost before the outcome was recorded; another worker "
                                 + "owns the job now and this result ({}) was dropped",
-                                f.job().id(), f.job().attempt(), f.outcome().getClass().getSimpleName());
-                        observer.leaseLost(f.job());
+                                a.job.id(), a.job.attempt(), f.outcome().getClass().getSimpleName());
+                        observer.leaseLost(a.job);
                     }
                 }
                 slotFreed.release(); // room again for a claimer held back by unrecorded outcomes
                 return;
             } catch (RuntimeException e) {
+                if (stopped && clock.nanoTime() - stopDeadlineNanos >= 0) {
+                    log.error("recording {} outcomes failed and the stop's grace is over: they are left to their leases",
+                            batch.size(), e);
+                    return;
+                }
                 log.warn("recording {} outcomes failed, retrying in {} ms", batch.size(), backoff, e);
                 try {
                     Thread.sleep(backoff);
@@ -377,14 +721,22 @@ public final class Worker implements AutoCloseable {
 
     // -------------------------------------------------------------------------------------------- maintenance
 
-    private void heartbeat() {
+    /**
+     * Extends the leases of every held attempt in one statement (fenced on the attempt). An attempt missing
+     * from the answer lost its lease: it is stopped (see {@link CancelReason#LEASE_LOST}).
+     */
+    void heartbeat() {
         try {
-            Set<Long> mine = Set.copyOf(held.keySet());
-            Set<Long> still = store.heartbeat(db, config.workerId(), config.threads(), mine, config.lease());
-            for (Long id : mine) {
-                if (!still.contains(id) && held.containsKey(id)) {
-                    log.warn("job {}: lease could not be extended (reclaimed or finished meanwhile)", id);
-                }
+            Map<Long, Attempt> mine = new HashMap<>(held);
+            Map<Long, Integer> attempts = new HashMap<>();
+            mine.forEach((id, a) -> attempts.put(id, a.job.attempt()));
+            long sentAt = clock.nanoTime(); // before the statement: a lower bound, like the claim's
+            Set<Long> still = store.heartbeat(db, config.workerId(), config.threads(), attempts, config.lease());
+            long until = sentAt + config.lease().toNanos();
+            for (Map.Entry<Long, Attempt> e : mine.entrySet()) {
+                Attempt a = e.getValue();
+                if (still.contains(e.getKey())) a.leaseRenewed(until);
+                else if (held.get(e.getKey()) == a) leaseLost(a, "the heartbeat no longer found it");
             }
         } catch (RuntimeException e) {
             log.warn("heartbeat failed", e);
@@ -399,48 +751,93 @@ public final class Worker implements AutoCloseable {
         }
     }
 
+    /** The fallback to NOTIFY fairq_cancel: asks the database which held attempts someone cancelled. */
+    void checkCancelRequests() {
+        try {
+            if (held.isEmpty()) return;
+            Map<Long, Attempt> mine = new HashMap<>(held);
+            Map<Long, Integer> attempts = new HashMap<>();
+            mine.forEach((id, a) -> {
+                if (a.cancelReason() == null) attempts.put(id, a.job.attempt());
+            });
+            if (attempts.isEmpty()) return;
+            for (long id : store.leases().cancelRequested(db, config.workerId(), attempts)) {
+                stop(mine.get(id), CancelReason.REQUESTED);
+            }
+        } catch (RuntimeException e) {
+            log.warn("checking for cancel requests failed", e);
+        }
+    }
+
     // -------------------------------------------------------------------------------------------- stopping
 
-    /** Graceful stop; see the class comment. Returns when every outcome has been recorded. */
+    /**
+     * Graceful stop within {@link WorkerConfig#shutdownGrace()}; see the class comment. Returns when every
+     * outcome has been recorded (or the grace is over).
+     */
     @Override
     public void close() {
         synchronized (this) {
-            if (stopped || claimer == null) return;
+            if (stopping || claimer == null) return;
             claiming = false;
+            stopping = true;
         }
-        log.info("worker {} stopping: no new claims, {} jobs held", config.workerId(), held.size());
+        long begin = clock.nanoTime();
+        long grace = config.shutdownGrace().toNanos();
+        long runUntil = begin + grace - config.stopReserve().toNanos();
+        stopDeadlineNanos = begin + grace;
+        log.info("worker {} stopping: no new claims, {} jobs held, {} grace", config.workerId(), held.size(),
+                config.shutdownGrace());
         claimer.interrupt();
-        join(claimer);
+        join(claimer, stopDeadlineNanos);
 
         List<Runnable> unstarted = new ArrayList<>();
         work.drainTo(unstarted);
-        List<Long> ids = new ArrayList<>();
-        for (Runnable r : unstarted) ids.add(((JobTask) r).job.id());
-        if (!ids.isEmpty()) {
-            int released = store.release(db, config.workerId(), ids);
-            ids.forEach(held::remove);
-            log.info("released {} claimed jobs that had not started", released);
+        Map<Long, Integer> back = new LinkedHashMap<>();
+        for (Runnable r : unstarted) {
+            Attempt a = ((JobTask) r).attempt;
+            if (!a.settled.compareAndSet(false, true)) continue;
+            outstanding.decrementAndGet();
+            if (a.cancelReason() == CancelReason.LEASE_LOST) continue;
+            back.put(a.job.id(), a.job.attempt());
+        }
+        int handedBack = 0;
+        if (!back.isEmpty()) {
+            try {
+                handedBack = store.release(db, config.workerId(), back);
+            } catch (RuntimeException e) {
+                log.warn("could not hand back {} claimed jobs; they run again once their leases lapse", back.size(), e);
+            }
+            for (Runnable r : unstarted) held.remove(((JobTask) r).attempt.job.id(), ((JobTask) r).attempt);
+            log.info("handed back {} claimed jobs that had not started", handedBack);
         }
 
         handlerPool.shutdown();
-        boolean finished;
-        try {
-            finished = handlerPool.awaitTermination(config.shutdownGrace().toMillis(), TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            finished = false;
+        while (outstanding.get() > 0 && clock.nanoTime() - runUntil < 0) {
+            try {
+                slotFreed.tryAcquire(50, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
         }
-        if (!finished) {
-            log.warn("{} jobs still running after the {} grace period; interrupting them. Their leases will "
-                    + "expire and they will run again elsewhere", handlerPool.getActiveCount(), config.shutdownGrace());
-            handlerPool.shutdownNow();
+        int leftToLeases = 0;
+        for (Attempt a : running) {
+            if (a.settled.get()) continue;
+            held.remove(a.job.id(), a);
+            if (a.cancel(CancelReason.SHUTDOWN, clock.nanoTime())) leftToLeases++;
+        }
+        if (leftToLeases > 0) {
+            log.warn("{} jobs still running after {} ms of the {} grace: interrupted and left to their leases (they run "
+                            + "again elsewhere once the lease of {} lapses)", leftToLeases,
+                    (clock.nanoTime() - begin) / 1_000_000, config.shutdownGrace(), config.lease());
         }
         stopped = true;
-        join(completer);
+        join(completer, stopDeadlineNanos);
         maintenance.shutdownNow();
         try {
             // a heartbeat still in flight would re-register the worker after unregisterWorker below
-            maintenance.awaitTermination(30, TimeUnit.SECONDS);
+            maintenance.awaitTermination(Math.max(1, (stopDeadlineNanos - clock.nanoTime()) / 1_000_000), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -452,18 +849,21 @@ public final class Worker implements AutoCloseable {
                 // closing to unblock the listener; nothing to do if it is already broken
             }
         }
-        join(listener);
+        join(listener, stopDeadlineNanos);
+        watchdog.interrupt();
         try {
             store.leases().unregisterWorker(db, config.workerId());
         } catch (RuntimeException e) {
             log.warn("could not unregister worker", e);
         }
-        log.info("worker {} stopped", config.workerId());
+        log.info("worker {} stopped in {} ms: {} handed back, {} left to their leases, {} abandoned threads running",
+                config.workerId(), (clock.nanoTime() - begin) / 1_000_000, handedBack, leftToLeases, abandonedAlive.get());
     }
 
-    private static void join(Thread t) {
+    /** Joins until the queue clock's deadline, but at least briefly (a settable clock does not move by itself). */
+    private void join(Thread t, long deadlineNanos) {
         try {
-            t.join();
+            t.join(Math.max(100, (deadlineNanos - clock.nanoTime()) / 1_000_000));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

@@ -1,5 +1,7 @@
 package dev.fairq.worker;
 
+import dev.fairq.schema.JobRequest;
+
 import java.time.Duration;
 import java.util.UUID;
 
@@ -7,21 +9,36 @@ import java.util.UUID;
  * How a worker process runs. Build with {@link #builder()}: every setting has a named default below, with the
  * reason for its value. The defaults suit a web-hook style load; tests shorten the lease.
  *
- * @param threads           handler threads (the process's concurrency)
- * @param prefetch          the most jobs claimed beyond the threads; the worker holds about one claim round
- *                          trip's worth of work ahead (deep for quick jobs, about one job for slow ones),
- *                          because a claimed job is a job no other worker can start
- * @param lease             how long a claim holds without a heartbeat
- * @param heartbeatInterval how often the leases of running jobs are extended (well under the lease)
- * @param pollInterval      fallback claim poll when no notification arrives
- * @param reapInterval      how often this process returns expired leases of dead workers to pending
- * @param reapBatch         the most expired leases one reaper statement takes back
- * @param completionBatch   the most outcomes one completion statement records
- * @param shutdownGrace     on stop, how long running jobs may take to finish
+ * @param threads             handler threads (the process's concurrency)
+ * @param prefetch            the most jobs claimed beyond the threads; the worker holds about one claim round
+ *                            trip's worth of work ahead (deep for quick jobs, about one job for slow ones),
+ *                            because a claimed job is a job no other worker can start
+ * @param lease               how long a claim holds without a heartbeat
+ * @param heartbeatInterval   how often the leases of held jobs are extended (well under the lease)
+ * @param pollInterval        fallback claim poll when no notification arrives
+ * @param reapInterval        how often this process returns expired leases of dead workers to pending
+ * @param reapBatch           the most expired leases one reaper statement takes back
+ * @param completionBatch     the most outcomes one completion statement records
+ * @param shutdownGrace       on stop, the whole time the stop may take: running jobs get all of it but a
+ *                            reserve ({@link #stopReserve()}) for recording outcomes and leaving
+ * @param startMargin         a claimed job starts only while at least this much of its lease is left, measured
+ *                            on the worker's monotonic clock from the claim or the last heartbeat; less means
+ *                            the process was paused (GC, SIGSTOP, a migrated VM) and the job is handed back
+ * @param defaultTimeout      an attempt's time limit when neither the job ({@code timeout_ms}) nor its type
+ *                            sets one
+ * @param abandonAfter        how long a handler may ignore the interruption (time limit, cancel, lost lease)
+ *                            before its thread is abandoned and replaced
+ * @param maxAbandonedThreads the most abandoned threads replaced at once; beyond it the pool runs short
+ *                            rather than grow without bound
+ * @param cancelCheckInterval how often the worker checks its running jobs for cancel requests (the fallback
+ *                            to NOTIFY fairq_cancel, which tells it at once)
+ * @param watchInterval       how often the watchdog compares running attempts with their time limits
  */
 public record WorkerConfig(String workerId, int threads, int prefetch, Duration lease, Duration heartbeatInterval,
                            Duration pollInterval, Duration reapInterval, int reapBatch, int completionBatch,
-                           Duration shutdownGrace) {
+                           Duration shutdownGrace, Duration startMargin, Duration defaultTimeout,
+                           Duration abandonAfter, int maxAbandonedThreads, Duration cancelCheckInterval,
+                           Duration watchInterval) {
 
     public static final int DEFAULT_THREADS = 8;
     /** 128 no-op jobs are about one claim round trip's worth at full speed; slow jobs never reach it. */
@@ -38,16 +55,58 @@ public record WorkerConfig(String workerId, int threads, int prefetch, Duration 
     public static final int DEFAULT_REAP_BATCH = 1000;
     /** One completion statement records at most this many outcomes (a few ms of database time). */
     public static final int DEFAULT_COMPLETION_BATCH = 1000;
-    /** Running jobs get 30 s to finish on SIGTERM (Kubernetes' default grace period is 30 s too). */
+    /** The whole stop takes at most 30 s, Kubernetes' default terminationGracePeriodSeconds. */
     public static final Duration DEFAULT_SHUTDOWN_GRACE = Duration.ofSeconds(30);
+    /**
+     * 30 min for types that declare no limit of their own: long enough for batch-style work, short enough
+     * that a hung handler gives its thread and its ordering key back within the hour. The built-in types
+     * declare theirs (http: its request limit plus 10 s).
+     */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(30);
+    /** A handler that honours interruption unwinds in milliseconds; 5 s more means it does not. */
+    public static final Duration DEFAULT_ABANDON_AFTER = Duration.ofSeconds(5);
+    /** A cancel reaches the worker within a second even when its notification was missed. */
+    public static final Duration DEFAULT_CANCEL_CHECK_INTERVAL = Duration.ofSeconds(1);
+    /** A time limit is enforced within 50 ms of running out (a loop over the running attempts, no I/O). */
+    public static final Duration DEFAULT_WATCH_INTERVAL = Duration.ofMillis(50);
 
     public WorkerConfig {
         if (threads < 1) throw new IllegalArgumentException("threads must be >= 1");
         if (prefetch < 0) throw new IllegalArgumentException("prefetch must be >= 0");
         if (reapBatch < 1 || completionBatch < 1) throw new IllegalArgumentException("batches must be >= 1");
-        if (heartbeatInterval.compareTo(lease) >= 0) {
-            throw new IllegalArgumentException("heartbeat interval must be shorter than the lease");
+        if (!positive(lease) || !positive(heartbeatInterval) || heartbeatInterval.compareTo(lease) >= 0) {
+            throw new IllegalArgumentException("the heartbeat interval (" + heartbeatInterval.toMillis()
+                    + " ms) must be positive and shorter than the lease (" + lease.toMillis() + " ms)");
         }
+        if (shutdownGrace.isNegative()) throw new IllegalArgumentException("the shutdown grace must not be negative");
+        // a healthy worker's waiting jobs have at least lease - heartbeat left; they must clear the margin
+        if (startMargin.isNegative() || startMargin.plus(heartbeatInterval).compareTo(lease) >= 0) {
+            throw new IllegalArgumentException("the start margin (" + startMargin.toMillis() + " ms, default: the "
+                    + "heartbeat interval) plus the heartbeat interval (" + heartbeatInterval.toMillis()
+                    + " ms) must be shorter than the lease (" + lease.toMillis() + " ms), else a healthy worker's "
+                    + "claimed jobs would be handed back; a heartbeat of a third of the lease is the default");
+        }
+        if (defaultTimeout.compareTo(JobRequest.MIN_TIMEOUT) < 0 || defaultTimeout.compareTo(JobRequest.MAX_TIMEOUT) > 0) {
+            throw new IllegalArgumentException("the default time limit must be between 1 ms and 24 h, not " + defaultTimeout);
+        }
+        if (!positive(abandonAfter)) throw new IllegalArgumentException("abandonAfter must be positive");
+        if (maxAbandonedThreads < 0) throw new IllegalArgumentException("maxAbandonedThreads must be >= 0");
+        if (!positive(cancelCheckInterval) || !positive(watchInterval) || !positive(pollInterval) || !positive(reapInterval)) {
+            throw new IllegalArgumentException("intervals must be positive");
+        }
+    }
+
+    private static boolean positive(Duration d) {
+        return d != null && !d.isNegative() && !d.isZero();
+    }
+
+    /**
+     * The part of {@link #shutdownGrace()} kept for recording outcomes, handing back and unregistering after
+     * the running jobs' time is up: a fifth of it, at most 3 s (those are a few statements).
+     */
+    public Duration stopReserve() {
+        Duration fifth = shutdownGrace.dividedBy(5);
+        return fifth.compareTo(Duration.ofSeconds(3)) < 0 ? fifth : Duration.ofSeconds(3);
     }
 
     public static WorkerConfig defaults() {
@@ -61,7 +120,12 @@ public record WorkerConfig(String workerId, int threads, int prefetch, Duration 
     public Builder toBuilder() {
         return new Builder().workerId(workerId).threads(threads).prefetch(prefetch).lease(lease, heartbeatInterval)
                 .pollInterval(pollInterval).reapInterval(reapInterval).reapBatch(reapBatch)
-                .completionBatch(completionBatch).shutdownGrace(shutdownGrace);
+                .completionBatch(completionBatch).shutdownGrace(shutdownGrace)
+                // the derived defaults stay derived, so a changed heartbeat or thread count moves them along
+                .startMargin(startMargin.equals(heartbeatInterval) ? null : startMargin)
+                .defaultTimeout(defaultTimeout).abandonAfter(abandonAfter)
+                .maxAbandonedThreads(maxAbandonedThreads == threads ? -1 : maxAbandonedThreads)
+                .cancelCheckInterval(cancelCheckInterval).watchInterval(watchInterval);
     }
 
     public static final class Builder {
@@ -75,6 +139,12 @@ public record WorkerConfig(String workerId, int threads, int prefetch, Duration 
         private int reapBatch = DEFAULT_REAP_BATCH;
         private int completionBatch = DEFAULT_COMPLETION_BATCH;
         private Duration shutdownGrace = DEFAULT_SHUTDOWN_GRACE;
+        private Duration startMargin;
+        private Duration defaultTimeout = DEFAULT_TIMEOUT;
+        private Duration abandonAfter = DEFAULT_ABANDON_AFTER;
+        private int maxAbandonedThreads = -1;
+        private Duration cancelCheckInterval = DEFAULT_CANCEL_CHECK_INTERVAL;
+        private Duration watchInterval = DEFAULT_WATCH_INTERVAL;
 
         private Builder() {}
 
@@ -88,10 +158,24 @@ public record WorkerConfig(String workerId, int threads, int prefetch, Duration 
         public Builder reapBatch(int n) { this.reapBatch = n; return this; }
         public Builder completionBatch(int n) { this.completionBatch = n; return this; }
         public Builder shutdownGrace(Duration d) { this.shutdownGrace = d; return this; }
+        /**
+         * Default: one heartbeat interval. A healthy worker renews every lease each interval, so its jobs never
+         * have less than lease - interval left (20 s by default) and are never held back; a job with less has
+         * missed heartbeats (a pause) and could lapse before the next one.
+         */
+        public Builder startMargin(Duration d) { this.startMargin = d; return this; }
+        public Builder defaultTimeout(Duration d) { this.defaultTimeout = d; return this; }
+        public Builder abandonAfter(Duration d) { this.abandonAfter = d; return this; }
+        /** Default: the number of threads, so the process never runs more than twice its threads. */
+        public Builder maxAbandonedThreads(int n) { this.maxAbandonedThreads = n; return this; }
+        public Builder cancelCheckInterval(Duration d) { this.cancelCheckInterval = d; return this; }
+        public Builder watchInterval(Duration d) { this.watchInterval = d; return this; }
 
         public WorkerConfig build() {
             return new WorkerConfig(workerId != null ? workerId : defaultWorkerId(), threads, prefetch, lease,
-                    heartbeatInterval, pollInterval, reapInterval, reapBatch, completionBatch, shutdownGrace);
+                    heartbeatInterval, pollInterval, reapInterval, reapBatch, completionBatch, shutdownGrace,
+                    startMargin != null ? startMargin : heartbeatInterval, defaultTimeout, abandonAfter,
+                    maxAbandonedThreads >= 0 ? maxAbandonedThreads : threads, cancelCheckInterval, watchInterval);
         }
     }
 

@@ -14,4 +14,13 @@ public interface WorkerObserver {
     default void finished(ClaimedJob job, JobOutcome outcome, long nanos) {}
 
     default void leaseLost(ClaimedJob job) {}
+
+    /** A claimed job was handed back unstarted because its lease may have lapsed (the process was paused). */
+    default void handedBack(ClaimedJob job) {}
+
+    /** The worker asked a running attempt to stop (its handler's thread is interrupted). */
+    default void stopped(ClaimedJob job, CancelReason reason) {}
+
+    /** A handler ignored the interruption; its thread is abandoned (see {@link Worker#abandonedThreads()}). */
+    default void abandoned(ClaimedJob job) {}
 }

@@ -39,6 +39,33 @@ final class ChildWorker {
         }
     }
 
+    /** SIGSTOP: every thread of the process freezes at once, as in a long GC pause or a migrated VM. */
+    void freeze() throws IOException, InterruptedException {
+        signal("STOP");
+        // the signal is delivered asynchronously: wait until the kernel reports the process stopped
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (!stopped()) {
+            if (System.nanoTime() > deadline) throw new IllegalStateException("process " + process.pid() + " did not stop");
+            Thread.sleep(10);
+        }
+    }
+
+    /** SIGCONT: the frozen process carries on where it was. */
+    void resume() throws IOException, InterruptedException {
+        signal("CONT");
+    }
+
+    private boolean stopped() throws IOException {
+        // /proc/<pid>/stat: "pid (comm) state ..."; the state is the first field after the last ')'
+        String stat = Files.readString(Path.of("/proc", Long.toString(process.pid()), "stat"));
+        return stat.substring(stat.lastIndexOf(')') + 2).startsWith("T");
+    }
+
+    private void signal(String name) throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).inheritIO().start();
+        if (kill.waitFor() != 0) throw new IllegalStateException("kill -" + name + " failed");
+    }
+
     /** SIGKILL: no shutdown hook, no signal handler, no last words. */
     void kill() throws InterruptedException {
         process.destroyForcibly();

@@ -117,4 +117,41 @@ class CrashSafetyTest {
         assertEquals(0, db.count("SELECT count(*) FROM workers WHERE id = 'graceful'"),
                 () -> "the worker unregistered; its output:\n" + child.output());
     }
+
+    /**
+     * A stop that outlasts the grace: the job that finishes within it is recorded, the claimed one that never
+     * started is handed back, the one still running when the grace (less its reserve) is over is left to its
+     * lease, and the process exits 0 before the grace ends.
+     */
+    @Test
+    void sigtermPastTheGraceLeavesTheRunningJobToItsLeaseAndExitsBeforeTheGraceEnds() throws Exception {
+        long graceMs = 6_000;
+        long endless = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "sleep").payload("{\"ms\": 120000}").build()).job().getId();
+        long shortOne = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "sleep").payload("{\"ms\": 1500}").build()).job().getId();
+        long waiting = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "sleep").payload("{\"ms\": 120000}").build()).job().getId();
+        platform.store.admit(db.dsl(), List.of(endless, shortOne, waiting));
+
+        ChildWorker child = ChildWorker.start(db, "past-grace", 2, 1, 30_000, graceMs);
+        children.add(child);
+        await("two running, one claimed").atMost(Duration.ofMinutes(1)).until(() ->
+                db.count("SELECT count(*) FROM jobs WHERE status = 'running' AND locked_by = 'past-grace'") == 3
+                        && db.count("SELECT count(*) FROM test_runs") == 2);
+
+        child.process.destroy(); // SIGTERM
+        await("process exits").atMost(Duration.ofMinutes(1)).until(() -> !child.process.isAlive());
+        String output = child.output();
+        assertEquals(0, child.process.exitValue(), output);
+
+        assertEquals("succeeded", db.dsl().fetchValue("SELECT status::text FROM jobs WHERE id = ?", shortOne), output);
+        assertEquals("ready", db.dsl().fetchValue("SELECT status::text FROM jobs WHERE id = ?", waiting), "handed back");
+        assertEquals(0, db.count("SELECT attempts FROM jobs WHERE id = ?", waiting));
+        assertEquals(1, db.count("SELECT count(*) FROM jobs WHERE id = ? AND status = 'running' AND locked_by = 'past-grace'",
+                endless), "left to its lease");
+        assertEquals(1, db.count("SELECT count(*) FROM test_runs WHERE job_id = ? AND ended_at IS NULL", endless),
+                "its handler was stopped, not finished");
+        assertTrue(output.contains("1 jobs still running after"), output);
+        java.util.regex.Matcher stoppedIn = java.util.regex.Pattern.compile("stopped in (\\d+) ms").matcher(output);
+        assertTrue(stoppedIn.find(), output);
+        assertTrue(Long.parseLong(stoppedIn.group(1)) < graceMs, "the stop ends within the grace: " + stoppedIn.group());
+    }
 }

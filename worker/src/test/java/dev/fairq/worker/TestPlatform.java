@@ -19,11 +19,17 @@ import java.util.List;
  */
 public final class TestPlatform implements AutoCloseable {
     public final TestDatabase db;
-    public final JobStore store = new JobStore();
+    public final JobStore store;
     private final List<AutoCloseable> open = new ArrayList<>();
 
     public TestPlatform(TestDatabase db) {
+        this(db, new JobStore());
+    }
+
+    /** With the store's clock (a SettableClock) driving the scheduler's and the workers' time. */
+    public TestPlatform(TestDatabase db, JobStore store) {
         this.db = db;
+        this.store = store;
     }
 
     /**
@@ -45,9 +51,25 @@ public final class TestPlatform implements AutoCloseable {
     }
 
     public Worker startWorker(WorkerConfig config, HandlerRegistry handlers) {
+        return startWorker(config, handlers, () -> Database.dedicated(db.jdbcUrl, db.user, db.password,
+                "listen-" + config.workerId()));
+    }
+
+    /** A worker whose LISTEN connections come from {@code listen} (a test may make it fail). */
+    public Worker startWorker(WorkerConfig config, HandlerRegistry handlers, Worker.ConnectionFactory listen) {
+        return startWorker(config, handlers, listen, WorkerObserver.NONE);
+    }
+
+    public Worker startWorker(WorkerConfig config, HandlerRegistry handlers, WorkerObserver observer) {
+        return startWorker(config, handlers, () -> Database.dedicated(db.jdbcUrl, db.user, db.password,
+                "listen-" + config.workerId()), observer);
+    }
+
+    public Worker startWorker(WorkerConfig config, HandlerRegistry handlers, Worker.ConnectionFactory listen,
+                              WorkerObserver observer) {
         HikariDataSource pool = Database.queuePool(db.jdbcUrl, db.user, db.password, 4, "pool-" + config.workerId());
-        Worker worker = new Worker(config, handlers, store, Database.dsl(pool),
-                () -> Database.dedicated(db.jdbcUrl, db.user, db.password, "listen-" + config.workerId()));
+        Worker worker = new Worker(config, handlers, store, Database.dsl(pool), listen, observer,
+                () -> java.util.concurrent.ThreadLocalRandom.current().nextDouble());
         open.add(pool);
         open.add(worker);
         return worker.start();

@@ -110,6 +110,11 @@ import java.util.regex.Pattern;
  * URLs in messages lose their user info, fragment and the values of query parameters named like secrets
  * ({@link #redactUrl}). Responses are read only up to {@value #EXCERPT_BYTES} bytes (for the error message);
  * the rest is dropped unread.
+ *
+ * <p>Stopping: when the worker stops an attempt (someone cancelled the job, it ran past its time limit, or the
+ * worker lost its lease) it interrupts the handler, which aborts the pending exchange and closes its
+ * connection, so the receiver sees the request end instead of a client that went quiet. The type's time limit
+ * is {@link #TIME_LIMIT}.
  */
 public final class HttpJobHandler implements JobHandler, AutoCloseable {
     public static final String TYPE = "http";
@@ -117,6 +122,12 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
     public static final long DEFAULT_TIMEOUT_MS = 10_000;
     public static final long MAX_TIMEOUT_MS = 300_000;
     public static final long MAX_RETRY_AFTER_SECONDS = 3600;
+    /**
+     * The type's time limit per attempt (a job's own {@code timeout_ms} wins): the longest exchange a payload
+     * may ask for plus 10 s for the allow-list check and DNS, so the limit never cuts a request short that
+     * its own {@code timeout_ms} allows.
+     */
+    public static final Duration TIME_LIMIT = Duration.ofMillis(MAX_TIMEOUT_MS).plusSeconds(10);
     static final int EXCERPT_BYTES = 2048;
     static final int EXCERPT_CHARS = 300;
     static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(10);
@@ -229,6 +240,7 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
         long deadline = System.nanoTime() + call.timeout().toNanos();
         try {
             Vetted vetted = checkDestination(job.tenantId(), call.url(), deadline);
+            job.throwIfCancelled(); // the last moment before the request leaves; after it, the interrupt aborts it
             Exchange response = send(job, call, vetted, deadline);
             judge(call, response);
         } catch (PermanentJobException e) {
@@ -526,6 +538,8 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
             request.abort(e);
             throw timedOut(what, call);
         } catch (InterruptedException e) {
+            // the worker stopped the attempt (cancel, time limit, lost lease): abort the exchange, which closes
+            // its connection, so the receiver sees the request end rather than a silent client
             request.abort(e);
             throw e;
         } catch (ExecutionException e) {

@@ -289,4 +289,43 @@ class HttpHandlerEndToEndTest {
         awaitStatus(id, "dead");
         assertEquals("no handler for type 'no-such-type' on this worker", lastError(id));
     }
+
+    /**
+     * Cancelling a job whose request is waiting for the receiver's answer: the worker interrupts the handler,
+     * the handler aborts the exchange (the receiver sees the connection close) and the job ends cancelled.
+     * The receiver here is a bare socket that never answers, so the close is seen as the end of its input.
+     */
+    @Test
+    void cancellingARunningDeliveryAbortsTheRequest() throws Exception {
+        java.util.concurrent.CountDownLatch received = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch closed = new java.util.concurrent.CountDownLatch(1);
+        try (java.net.ServerSocket silent = new java.net.ServerSocket(0, 5, InetAddress.getByName("127.0.0.1"))) {
+            Thread t = new Thread(() -> {
+                try (java.net.Socket s = silent.accept()) {
+                    java.io.InputStream in = s.getInputStream();
+                    byte[] buffer = new byte[4096];
+                    if (in.read(buffer) > 0) received.countDown();
+                    while (in.read(buffer) >= 0) {
+                        // the rest of the request; -1 once the client closes the connection
+                    }
+                    closed.countDown();
+                } catch (java.io.IOException e) {
+                    closed.countDown(); // a reset is a close too
+                }
+            }, "silent-receiver");
+            t.setDaemon(true);
+            t.start();
+            start();
+            long id = enqueue("{\"url\": \"http://127.0.0.1:" + silent.getLocalPort() + "/hook\", \"timeout_ms\": 120000}", 5);
+            assertTrue(received.await(60, java.util.concurrent.TimeUnit.SECONDS), "the request arrived");
+
+            assertEquals(dev.fairq.schema.OperatorActions.ActionResult.STOPPING,
+                    platform.store.cancel(db.dsl(), "acme", id).result());
+
+            awaitStatus(id, "cancelled");
+            assertTrue(closed.await(30, java.util.concurrent.TimeUnit.SECONDS), "the worker closed the connection");
+            assertTrue(lastError(id).startsWith("cancelled while running"), lastError(id));
+            assertEquals(1, attempts(id));
+        }
+    }
 }

@@ -1,0 +1,57 @@
+package dev.fairq.api;
+
+import dev.fairq.worker.WorkerConfig;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The worker's lease, heartbeat, shutdown grace and default time limit from the environment. */
+class EnvironmentOverridesTest {
+
+    private static WorkerConfig worker(Map<String, String> env) {
+        return Roles.workerConfig(EnvironmentOverrides.apply(new FairqConfiguration(), env));
+    }
+
+    @Test
+    void defaultsAreTheWorkersDefaults() {
+        WorkerConfig c = worker(Map.of());
+        assertEquals(WorkerConfig.DEFAULT_LEASE, c.lease());
+        assertEquals(WorkerConfig.DEFAULT_HEARTBEAT_INTERVAL, c.heartbeatInterval());
+        assertEquals(WorkerConfig.DEFAULT_SHUTDOWN_GRACE, c.shutdownGrace());
+        assertEquals(WorkerConfig.DEFAULT_TIMEOUT, c.defaultTimeout());
+        assertEquals(c.heartbeatInterval(), c.startMargin());
+    }
+
+    @Test
+    void leaseHeartbeatGraceAndTimeLimitComeFromTheEnvironment() {
+        WorkerConfig c = worker(Map.of("FAIRQ_LEASE_MS", "9000", "FAIRQ_SHUTDOWN_GRACE_MS", "25000",
+                "FAIRQ_JOB_TIMEOUT_MS", "60000", "FAIRQ_WORKER_THREADS", "3"));
+        assertEquals(Duration.ofSeconds(9), c.lease());
+        assertEquals(Duration.ofSeconds(3), c.heartbeatInterval(), "a third of the lease unless set");
+        assertEquals(Duration.ofSeconds(25), c.shutdownGrace());
+        assertEquals(Duration.ofSeconds(3), c.stopReserve(), "a fifth of the grace, at most 3 s");
+        assertEquals(Duration.ofMinutes(1), c.defaultTimeout());
+        assertEquals(3, c.threads());
+        assertEquals(Duration.ofSeconds(2), worker(Map.of("FAIRQ_LEASE_MS", "9000", "FAIRQ_HEARTBEAT_MS", "2000")).heartbeatInterval());
+        assertEquals(Duration.ZERO, worker(Map.of("FAIRQ_SHUTDOWN_GRACE_MS", "0")).shutdownGrace());
+    }
+
+    @Test
+    void badValuesStopStartUpNamingTheVariable() {
+        for (Map<String, String> env : java.util.List.of(Map.of("FAIRQ_LEASE_MS", "999"), Map.of("FAIRQ_LEASE_MS", "ten"),
+                Map.of("FAIRQ_SHUTDOWN_GRACE_MS", "-1"), Map.of("FAIRQ_JOB_TIMEOUT_MS", "86400001"),
+                Map.of("FAIRQ_HEARTBEAT_MS", "50"))) {
+            String name = env.keySet().iterator().next();
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> worker(env), env.toString());
+            assertTrue(e.getMessage().startsWith(name), e.getMessage());
+        }
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> worker(Map.of("FAIRQ_LEASE_MS", "10000", "FAIRQ_HEARTBEAT_MS", "5000")));
+        assertTrue(e.getMessage().contains("FAIRQ_HEARTBEAT_MS (5000) must be under half of FAIRQ_LEASE_MS (10000)"), e.getMessage());
+    }
+}
