@@ -2,12 +2,17 @@ package dev.fairq.api;
 
 import com.fasterxml.jackson.annotation.JsonRawValue;
 import dev.fairq.schema.generated.tables.records.JobsRecord;
+import io.swagger.v3.oas.annotations.media.Schema;
 
 import java.time.Instant;
 import java.time.OffsetDateTime;
 
 /** A job as the API shows it: snake_case, times in UTC, the payload as the JSON that was submitted. */
-public record JobView(long id, String tenant, String queue, String type, @JsonRawValue String payload, int priority,
+@Schema(name = "Job")
+public record JobView(long id, String tenant, String queue, String type,
+                      @Schema(description = "the JSON value that was submitted", implementation = Object.class)
+                      @JsonRawValue String payload, int priority,
+                      @Schema(allowableValues = {"pending", "ready", "running", "succeeded", "dead", "cancelled"})
                       String status, int attempts, int maxAttempts, Instant runAt, String jobKey, String orderingKey,
                       Instant createdAt, Instant startedAt, Instant finishedAt, String lastError) {
 

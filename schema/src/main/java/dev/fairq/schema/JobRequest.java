@@ -36,10 +36,13 @@ public record JobRequest(String tenantId, String queue, String type, String payl
     public static final int MAX_KEY_LENGTH = 255;
     /** queue and type: 1 to 100 characters of {@link #NAME}. */
     public static final int MAX_NAME_LENGTH = 100;
-    /** delay_ms: at most a year ahead. */
-    public static final Duration MAX_DELAY = Duration.ofDays(366);
-    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.:-]{0," + (MAX_NAME_LENGTH - 1) + "}");
-    private static final String NAME_RULE = "must be 1-" + MAX_NAME_LENGTH + " letters, digits, '_', '.', ':' or '-'";
+    /** delay_ms: at most a year ahead (366 days, in milliseconds for the API's declarations). */
+    public static final long MAX_DELAY_MS = 366L * 24 * 60 * 60 * 1000;
+    public static final Duration MAX_DELAY = Duration.ofMillis(MAX_DELAY_MS);
+    /** queue and type; a compile-time constant so that the API's Bean Validation annotations can name it. */
+    public static final String NAME_REGEX = "[A-Za-z0-9][A-Za-z0-9_.:-]{0," + (MAX_NAME_LENGTH - 1) + "}";
+    public static final String NAME_RULE = "must be 1-" + MAX_NAME_LENGTH + " letters, digits, '_', '.', ':' or '-'";
+    private static final Pattern NAME = Pattern.compile(NAME_REGEX);
 
     public static Builder builder(String tenantId, String type) {
         return new Builder(tenantId, type);
