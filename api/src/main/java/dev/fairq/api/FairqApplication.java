@@ -44,6 +44,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         bootstrap.addCommand(new RoleCommands.WorkerCommand(this));
         bootstrap.addCommand(new RoleCommands.SchedulerCommand());
         bootstrap.addCommand(new RoleCommands.MigrateCommand());
+        ClientCommands.addTo(bootstrap, System.getenv(), System.out); // jobs, stats, tenants: a server's client
     }
 
     /**

@@ -146,10 +146,14 @@ public final class OpenApiDocument {
         Map<String, Schema> schemas = api.getComponents().getSchemas();
         ModelConverters.getInstance().readAll(new io.swagger.v3.core.converter.AnnotatedType(ErrorBody.class))
                 .forEach(schemas::putIfAbsent);
-        // "any JSON value": no type at all (swagger would call a JsonNode an object)
+        // "any JSON value": no type at all (swagger would describe Jackson's JsonNode class)
+        for (Schema<?> s : schemas.values()) {
+            if (s.getProperties() == null) continue;
+            s.getProperties().replaceAll((name, p) -> "#/components/schemas/JsonNode".equals(p.get$ref())
+                    ? new Schema<>().description(p.getDescription() != null ? p.getDescription() : "any JSON value") : p);
+        }
         for (String s : List.of("JobSubmission", "Job")) {
-            Schema<?> payload = new Schema<>().description("any JSON value");
-            schemas.get(s).getProperties().put("payload", payload);
+            schemas.get(s).getProperties().put("payload", new Schema<>().description("any JSON value"));
         }
         // unknown fields are a 422: say so, so that generated clients refuse them too
         for (String s : List.of("JobSubmission", "BatchSubmission", "TenantLimitsChange")) {
