@@ -75,16 +75,18 @@ class ClientTest {
         assertEquals(ids, listed, "every job, newest first, across three pages of two");
         assertEquals(1, c.listPage(FairqClient.JobFilter.status("pending").queue("emails"), null, null).jobs().size());
 
+        // all five wait an hour: nothing moves them until the cancel and the retry below (a retried job runs at once)
+        Model.Stats stats = c.stats();
+        assertEquals(tenant, stats.tenant());
+        assertEquals(5, stats.pending());
+        assertEquals(1000, stats.limits().maxRunning());
+
         assertEquals("scheduled", c.explain(job.id()).reason());
         assertNotNull(c.explain(job.id()).data().get("run_at"));
         assertEquals("cancelled", c.cancel(job.id()).status());
         assertThrows(FairqException.ConflictException.class, () -> c.cancel(job.id()));
         assertEquals("pending", c.retry(job.id()).status());
 
-        Model.Stats stats = c.stats();
-        assertEquals(tenant, stats.tenant());
-        assertEquals(5, stats.pending());
-        assertEquals(1000, stats.limits().maxRunning());
     }
 
     @Test
