@@ -1,12 +1,17 @@
 package dev.fairq.api;
 
+import io.swagger.v3.oas.annotations.Operation;
+import io.swagger.v3.oas.annotations.Parameter;
+import io.swagger.v3.oas.annotations.media.Content;
+import io.swagger.v3.oas.annotations.media.Schema;
+import io.swagger.v3.oas.annotations.responses.ApiResponse;
+import io.swagger.v3.oas.annotations.security.SecurityRequirement;
+import io.swagger.v3.oas.annotations.tags.Tag;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.Produces;
 import jakarta.ws.rs.QueryParam;
 import jakarta.ws.rs.core.MediaType;
-
-import java.util.Map;
 
 /**
  * The JSON behind the admin overview: totals over the active tenants, and one page of tenants (those over their
@@ -15,6 +20,8 @@ import java.util.Map;
  */
 @Path("/v1/admin/overview")
 @Produces(MediaType.APPLICATION_JSON)
+@Tag(name = "dashboards")
+@SecurityRequirement(name = OpenApiDocument.ADMIN_TOKEN)
 public final class AdminOverviewResource {
     private final DashboardFigures figures;
 
@@ -23,8 +30,14 @@ public final class AdminOverviewResource {
     }
 
     @GET
-    public Map<String, Object> overview(@QueryParam("offset") String offset, @QueryParam("limit") String limit,
-                                        @QueryParam("search") String search) {
+    @Operation(summary = "Totals over the active tenants and one page of tenants with their share of worker time "
+            + "against their weight share", responses = {
+            @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = DashboardViews.Overview.class))),
+            @ApiResponse(responseCode = "422", description = "a bad offset, limit or search")})
+    public DashboardViews.Overview overview(
+            @Parameter(description = "first row of the page (default 0)", schema = @Schema(type = "integer", minimum = "0")) @QueryParam("offset") String offset,
+            @Parameter(description = "rows per page, 1-500 (default 50)", schema = @Schema(type = "integer", minimum = "1", maximum = "500")) @QueryParam("limit") String limit,
+            @Parameter(description = "only tenants whose id starts with this") @QueryParam("search") String search) {
         int from = offset == null ? 0 : intIn("offset", offset, 0, Integer.MAX_VALUE);
         int size = limit == null ? DashboardFigures.DEFAULT_PAGE : intIn("limit", limit, 1, DashboardFigures.MAX_PAGE);
         String prefix = search == null || search.isEmpty() ? null : search;

@@ -1,5 +1,14 @@
 package dev.fairq.api;
 
+import dev.fairq.scheduler.TenantsFile;
+import io.swagger.v3.oas.annotations.Operation;
+import io.swagger.v3.oas.annotations.Parameter;
+import io.swagger.v3.oas.annotations.headers.Header;
+import io.swagger.v3.oas.annotations.media.Content;
+import io.swagger.v3.oas.annotations.media.Schema;
+import io.swagger.v3.oas.annotations.responses.ApiResponse;
+import io.swagger.v3.oas.annotations.security.SecurityRequirement;
+import io.swagger.v3.oas.annotations.tags.Tag;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.DELETE;
 import jakarta.ws.rs.GET;
@@ -11,19 +20,22 @@ import jakarta.ws.rs.Path;
 import jakarta.ws.rs.PathParam;
 import jakarta.ws.rs.Produces;
 import jakarta.ws.rs.core.Context;
-import jakarta.ws.rs.core.HttpHeaders;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 import jakarta.ws.rs.core.UriInfo;
 
-import java.util.LinkedHashMap;
+import java.time.Instant;
 import java.util.List;
-import java.util.Map;
+import java.util.regex.Pattern;
 
 /** Admin: tenants, their limits (audited) and their API keys. */
 @Path("/v1/admin/tenants")
 @Produces(MediaType.APPLICATION_JSON)
+@Tag(name = "admin: tenants", description = "tenants, their limits (audited) and their API keys")
+@SecurityRequirement(name = OpenApiDocument.ADMIN_TOKEN)
 public final class AdminTenantsResource {
+    static final Pattern TENANT_ID = TenantsFile.TENANT_ID;
+
     private final TenantAdminStore tenants;
     private final ApiKeyStore keys;
 
@@ -32,13 +44,28 @@ public final class AdminTenantsResource {
         this.keys = keys;
     }
 
+    @Schema(name = "TenantList")
+    public record TenantList(List<TenantView> tenants) {}
+
+    @Schema(name = "CreatedKey", description = "a new key: shown in this answer only, stored hashed")
+    public record CreatedKey(String keyId, @Schema(description = "the bearer token for the tenant's requests") String key,
+                             String tenant, Instant createdAt) {}
+
+    @Schema(name = "KeyList")
+    public record KeyList(List<ApiKeyStore.KeyInfo> keys) {}
+
     @GET
-    public Map<String, List<TenantView>> list() {
-        return Map.of("tenants", tenants.list());
+    @Operation(summary = "Every tenant and its limits", responses =
+            @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = TenantList.class))))
+    public TenantList list() {
+        return new TenantList(tenants.list());
     }
 
     @GET
     @Path("/{id}")
+    @Operation(summary = "A tenant and its limits", responses = {
+            @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = TenantView.class))),
+            @ApiResponse(responseCode = "404", description = "no such tenant")})
     public TenantView get(@PathParam("id") String id) {
         return tenants.find(id).orElseThrow(() -> ApiException.notFound("no tenant " + id));
     }
@@ -47,11 +74,17 @@ public final class AdminTenantsResource {
     @PUT
     @Path("/{id}")
     @Consumes(MediaType.APPLICATION_JSON)
-    public Response put(@PathParam("id") String id, @HeaderParam("X-Fairq-Actor") String actor, @Context UriInfo uri,
-                        String body) {
-        TenantLimitsParser.checkId(id);
-        Map<String, Object> given = TenantLimitsParser.parse(JobRequestParser.readBody(body));
-        TenantAdminStore.Change change = tenants.write(id, given, true, actor(actor)).orElseThrow();
+    @Operation(summary = "Create or replace a tenant: limits left out take the defaults (audited)", responses = {
+            @ApiResponse(responseCode = "201", description = "created",
+                    headers = @Header(name = "Location", description = "the tenant's URL", schema = @Schema(type = "string", format = "uri")),
+                    content = @Content(schema = @Schema(implementation = TenantView.class))),
+            @ApiResponse(responseCode = "200", description = "replaced", content = @Content(schema = @Schema(implementation = TenantView.class))),
+            @ApiResponse(responseCode = "422", description = "a bad tenant id or limit")})
+    public Response put(@Parameter(description = "1-63 lower-case letters, digits, '_' or '-'") @PathParam("id") String id,
+                        @Parameter(description = "who makes the change, for the audit log (e.g. an e-mail)") @HeaderParam("X-Fairq-Actor") String actor,
+                        @Context UriInfo uri, TenantLimitsChange body) {
+        checkId(id);
+        TenantAdminStore.Change change = tenants.write(id, JsonBodyReader.required(body).given(), true, actor(actor)).orElseThrow();
         if (change.created()) return Response.created(uri.getAbsolutePath()).entity(change.tenant()).build();
         return Response.ok(change.tenant()).build();
     }
@@ -60,38 +93,53 @@ public final class AdminTenantsResource {
     @PATCH
     @Path("/{id}")
     @Consumes(MediaType.APPLICATION_JSON)
-    public TenantView patch(@PathParam("id") String id, @HeaderParam("X-Fairq-Actor") String actor, String body) {
-        Map<String, Object> given = TenantLimitsParser.parse(JobRequestParser.readBody(body));
-        return tenants.write(id, given, false, actor(actor)).orElseThrow(() -> ApiException.notFound("no tenant " + id)).tenant();
+    @Operation(summary = "Change some of a tenant's limits; the others stay (audited, live within a second)", responses = {
+            @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = TenantView.class))),
+            @ApiResponse(responseCode = "404", description = "no such tenant")})
+    public TenantView patch(@PathParam("id") String id,
+                            @Parameter(description = "who makes the change, for the audit log (e.g. an e-mail)") @HeaderParam("X-Fairq-Actor") String actor,
+                            TenantLimitsChange body) {
+        return tenants.write(id, JsonBodyReader.required(body).given(), false, actor(actor))
+                .orElseThrow(() -> ApiException.notFound("no tenant " + id)).tenant();
     }
 
     /** A new key, shown once in this answer; only its hash is kept. */
     @POST
     @Path("/{id}/keys")
+    @Operation(summary = "A new API key for the tenant, shown once", responses = {
+            @ApiResponse(responseCode = "201", content = @Content(schema = @Schema(implementation = CreatedKey.class))),
+            @ApiResponse(responseCode = "404", description = "no such tenant")})
     public Response createKey(@PathParam("id") String id) {
         if (tenants.find(id).isEmpty()) throw ApiException.notFound("no tenant " + id);
         ApiKeyStore.CreatedKey k = keys.create(id);
-        Map<String, Object> body = new LinkedHashMap<>();
-        body.put("key_id", k.keyId());
-        body.put("key", k.key());
-        body.put("tenant", k.tenantId());
-        body.put("created_at", JobView.utc(k.createdAt()));
-        return Response.status(201).entity(body).build();
+        return Response.status(201).entity(new CreatedKey(k.keyId(), k.key(), k.tenantId(), JobView.utc(k.createdAt()))).build();
     }
 
     @GET
     @Path("/{id}/keys")
-    public Map<String, Object> listKeys(@PathParam("id") String id) {
+    @Operation(summary = "The tenant's keys (ids and dates, never the keys)", responses = {
+            @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = KeyList.class))),
+            @ApiResponse(responseCode = "404", description = "no such tenant")})
+    public KeyList listKeys(@PathParam("id") String id) {
         if (tenants.find(id).isEmpty()) throw ApiException.notFound("no tenant " + id);
-        return Map.of("keys", keys.list(id));
+        return new KeyList(keys.list(id));
     }
 
     /** Revoked at once: the next request with the key gets 401. */
     @DELETE
     @Path("/{id}/keys/{keyId}")
+    @Operation(summary = "Revoke a key at once (revoking twice is fine)", responses = {
+            @ApiResponse(responseCode = "204", description = "revoked"),
+            @ApiResponse(responseCode = "404", description = "the tenant has no such key")})
     public Response revokeKey(@PathParam("id") String id, @PathParam("keyId") String keyId) {
         if (!keys.revoke(id, keyId)) throw ApiException.notFound("tenant " + id + " has no key " + keyId);
         return Response.noContent().build();
+    }
+
+    static void checkId(String id) {
+        if (!TENANT_ID.matcher(id).matches()) {
+            throw ApiException.invalid("id", "must be 1-63 lower-case letters, digits, '_' or '-', starting with a letter or digit");
+        }
     }
 
     /** Who made a change, for the audit log: the X-Fairq-Actor header when given (e.g. an e-mail), else "admin". */
@@ -100,5 +148,4 @@ public final class AdminTenantsResource {
         String a = header.strip();
         return "admin:" + (a.length() > 200 ? a.substring(0, 200) : a);
     }
-
 }

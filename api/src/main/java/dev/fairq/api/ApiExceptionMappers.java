@@ -7,22 +7,16 @@ import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 import jakarta.ws.rs.ext.ExceptionMapper;
 
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-/** Error bodies: {@code {"error": "...", "errors": [{"field": "...", "message": "..."}]}}. */
+/** Error bodies ({@link ErrorBody}): {@code {"error": "...", "errors": [{"field": "...", "message": "..."}]}}. */
 final class ApiExceptionMappers {
     private ApiExceptionMappers() {}
 
     static Response response(int status, String message, List<FieldError> errors, Map<String, String> headers) {
-        Map<String, Object> body = new LinkedHashMap<>();
-        body.put("error", message);
-        List<Map<String, String>> list = new ArrayList<>();
-        for (FieldError e : errors) list.add(Map.of("field", e.field(), "message", e.message()));
-        if (!list.isEmpty()) body.put("errors", list);
-        Response.ResponseBuilder b = Response.status(status).type(MediaType.APPLICATION_JSON_TYPE).entity(body);
+        Response.ResponseBuilder b = Response.status(status).type(MediaType.APPLICATION_JSON_TYPE)
+                .entity(ErrorBody.of(message, errors));
         headers.forEach(b::header);
         return b.build();
     }
@@ -42,11 +36,14 @@ final class ApiExceptionMappers {
         }
     }
 
+    /** What a 429 asks the client to wait: the queue drains at the tenant's rate, so a few seconds, not minutes. */
+    static final long RETRY_AFTER_SECONDS = 5;
+
     static final class QueueFull implements ExceptionMapper<QueueFullException> {
         @Override
         public Response toResponse(QueueFullException e) {
             return response(429, "the tenant has " + e.queued() + " jobs queued; its max_queued is " + e.maxQueued(),
-                    List.of(), Map.of("Retry-After", "5"));
+                    List.of(), Map.of("Retry-After", Long.toString(RETRY_AFTER_SECONDS)));
         }
     }
 }

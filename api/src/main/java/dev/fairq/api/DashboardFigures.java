@@ -14,7 +14,6 @@ import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -42,7 +41,7 @@ final class DashboardFigures {
     }
 
     /** The tenant dashboard: summary, per-minute series of the last hour, running jobs, blocked keys, dead letters. */
-    Map<String, Object> tenant(String tenantId) {
+    DashboardViews.TenantDashboard tenant(String tenantId) {
         TenantsRecord t = tenantStore.find(db, tenantId).orElse(null);
         if (t == null) throw ApiException.notFound("no tenant " + tenantId);
         OffsetDateTime now = queries.now(db);
@@ -50,49 +49,23 @@ final class DashboardFigures {
         DashboardStore.RollupTotals totals = dashboards.rollupTotals(db, List.of(tenantId), WINDOW, SHARE_WINDOW)
                 .getOrDefault(tenantId, DashboardStore.RollupTotals.NONE);
 
-        Map<String, Object> out = new LinkedHashMap<>();
-        out.put("generated_at", now.toInstant());
-        out.putAll(summary(t, live, totals));
-        out.put("series", series(dashboards.minuteStats(db, tenantId, WINDOW), now));
-        List<Map<String, Object>> running = new ArrayList<>();
+        List<DashboardViews.RunningJob> running = new ArrayList<>();
         for (DashboardStore.RunningJob r : dashboards.runningJobs(db, tenantId, LIST_LIMIT)) {
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("id", r.id());
-            m.put("type", r.type());
-            m.put("queue", r.queue());
-            m.put("attempt", r.attempts());
-            m.put("max_attempts", r.maxAttempts());
-            m.put("ordering_key", r.orderingKey());
-            m.put("started_at", JobView.utc(r.startedAt()));
-            m.put("age_ms", r.ageMs());
-            running.add(m);
+            running.add(new DashboardViews.RunningJob(r.id(), r.type(), r.queue(), r.attempts(), r.maxAttempts(),
+                    r.orderingKey(), JobView.utc(r.startedAt()), r.ageMs()));
         }
-        out.put("running_jobs", running);
-        List<Map<String, Object>> blocked = new ArrayList<>();
+        List<DashboardViews.BlockedKey> blocked = new ArrayList<>();
         for (JobQueries.BlockedKey k : queries.blockedOrderingKeys(db, tenantId, LIST_LIMIT)) {
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("ordering_key", k.orderingKey());
-            m.put("dead_job_id", k.deadJobId());
-            m.put("dead_since", JobView.utc(k.deadSince()));
-            m.put("last_error", k.lastError());
-            m.put("waiting", k.waiting());
-            blocked.add(m);
+            blocked.add(new DashboardViews.BlockedKey(k.orderingKey(), k.deadJobId(), JobView.utc(k.deadSince()),
+                    k.lastError(), k.waiting()));
         }
-        out.put("blocked_keys", blocked);
-        List<Map<String, Object>> dead = new ArrayList<>();
+        List<DashboardViews.DeadLetter> dead = new ArrayList<>();
         for (JobsRecord j : queries.list(db, new JobQueries.JobFilter(tenantId, JobStatus.dead, null, null, null), null, LIST_LIMIT)) {
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("id", j.getId());
-            m.put("type", j.getType());
-            m.put("queue", j.getQueue());
-            m.put("attempts", j.getAttempts());
-            m.put("ordering_key", j.getOrderingKey());
-            m.put("finished_at", JobView.utc(j.getFinishedAt()));
-            m.put("last_error", j.getLastError());
-            dead.add(m);
+            dead.add(new DashboardViews.DeadLetter(j.getId(), j.getType(), j.getQueue(), j.getAttempts(), j.getOrderingKey(),
+                    JobView.utc(j.getFinishedAt()), j.getLastError()));
         }
-        out.put("dead_letters", dead);
-        return out;
+        return new DashboardViews.TenantDashboard(now.toInstant(), summary(t, live, totals),
+                series(dashboards.minuteStats(db, tenantId, WINDOW), now), running, blocked, dead);
     }
 
     /** The overview's page size when none is asked for, and the most a page may hold. */
@@ -112,7 +85,7 @@ final class DashboardFigures {
      * something or hold waiting jobs in the window (so its figures trail by at most the rollup's 10 s); a
      * search also finds idle tenants.
      */
-    Map<String, Object> overview(int offset, int limit, String search) {
+    DashboardViews.Overview overview(int offset, int limit, String search) {
         OffsetDateTime now = queries.now(db);
         List<DashboardStore.Activity> active = dashboards.activity(db, SHARE_WINDOW, null);
 
@@ -175,47 +148,22 @@ final class DashboardFigures {
             if (ids.contains(k.tenantId())) blocked.merge(k.tenantId(), 1L, Long::sum);
         }
 
-        List<Map<String, Object>> out = new ArrayList<>();
+        List<DashboardViews.OverviewRow> out = new ArrayList<>();
         for (Row r : page) {
             TenantsRecord t = records.get(r.a().tenantId());
             if (t == null) continue; // deleted since the rollup saw it
             String id = t.getId();
             JobQueries.TenantStats live = new JobQueries.TenantStats(r.a().pending(), r.a().ready(), r.a().running(),
                     0, 0, dead.getOrDefault(id, 0L), oldest.get(id), blocked.getOrDefault(id, 0L));
-            Map<String, Object> row = summary(t, live, totals.getOrDefault(id, DashboardStore.RollupTotals.NONE));
-            row.put("active", isActive(r.a()));
-            row.put("worker_share", r.workerShare());
-            row.put("weight_share", r.weightShare());
-            row.put("over_share", r.overShare());
-            out.add(row);
+            out.add(new DashboardViews.OverviewRow(summary(t, live, totals.getOrDefault(id, DashboardStore.RollupTotals.NONE)),
+                    isActive(r.a()), r.workerShare(), r.weightShare(), r.overShare()));
         }
-
-        Map<String, Object> sums = new LinkedHashMap<>();
-        sums.put("registered_tenants", registeredTenants());
-        sums.put("active_tenants", activeCount);
-        sums.put("over_share_tenants", sorted.stream().filter(Row::overShare).count());
-        sums.put("pending", pending);
-        sums.put("ready", ready);
-        sums.put("running", running);
-        sums.put("started_last_5m", totalStarted);
-        sums.put("worker_time_ms_last_5m", totalBusy);
-
-        Map<String, Object> pageInfo = new LinkedHashMap<>();
-        pageInfo.put("offset", from);
-        pageInfo.put("limit", limit);
-        pageInfo.put("total", sorted.size());
-        pageInfo.put("next_offset", from + page.size() < sorted.size() ? from + page.size() : null);
-        pageInfo.put("search", search);
-
-        Map<String, Object> result = new LinkedHashMap<>();
-        result.put("generated_at", now.toInstant());
-        result.put("window_minutes", WINDOW.toMinutes());
-        result.put("share_window_minutes", SHARE_WINDOW.toMinutes());
-        result.put("worker_share_basis", byTime ? "worker_time" : "attempts_started");
-        result.put("totals", sums);
-        result.put("page", pageInfo);
-        result.put("tenants", out);
-        return result;
+        DashboardViews.OverviewTotals sums = new DashboardViews.OverviewTotals(registeredTenants(), activeCount,
+                sorted.stream().filter(Row::overShare).count(), pending, ready, running, totalStarted, totalBusy);
+        DashboardViews.Page pageInfo = new DashboardViews.Page(from, limit, sorted.size(),
+                from + page.size() < sorted.size() ? from + page.size() : null, search);
+        return new DashboardViews.Overview(now.toInstant(), WINDOW.toMinutes(), SHARE_WINDOW.toMinutes(),
+                byTime ? "worker_time" : "attempts_started", sums, pageInfo, out);
     }
 
     /** Active: work waiting that it may start, or work running or done in the window. */
@@ -238,66 +186,35 @@ final class DashboardFigures {
     }
 
     /** The figures both pages show for one tenant. */
-    private static Map<String, Object> summary(TenantsRecord t, JobQueries.TenantStats live, DashboardStore.RollupTotals h) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("tenant", t.getId());
-        Map<String, Object> counts = new LinkedHashMap<>();
-        counts.put("pending", live.pending());
-        counts.put("ready", live.ready());
-        counts.put("running", live.running());
-        counts.put("dead", live.deadTotal());
-        counts.put("started_last_hour", h.started());
-        counts.put("succeeded_last_hour", h.succeeded());
-        counts.put("failed_last_hour", h.failed());
-        counts.put("dead_last_hour", h.dead());
-        m.put("counts", counts);
-        m.put("oldest_pending_age_ms", live.oldestPendingAgeMs());
-        m.put("blocked_ordering_keys", live.blockedOrderingKeys());
+    private static DashboardViews.Summary summary(TenantsRecord t, JobQueries.TenantStats live, DashboardStore.RollupTotals h) {
+        DashboardViews.Counts counts = new DashboardViews.Counts(live.pending(), live.ready(), live.running(), live.deadTotal(),
+                h.started(), h.succeeded(), h.failed(), h.dead());
         // rates over the attempts that ended in the hour: succeeded, failed and retried, or dead
         long ended = h.succeeded() + h.failed() + h.dead();
-        m.put("success_rate", ended == 0 ? null : (double) h.succeeded() / ended);
-        m.put("failure_rate", ended == 0 ? null : (double) (h.failed() + h.dead()) / ended);
-        Map<String, Object> limits = new LinkedHashMap<>();
-        limits.put("weight", t.getWeight());
-        limits.put("max_running", t.getMaxRunning());
-        limits.put("rate_per_second", t.getRatePerSecond());
-        limits.put("burst", t.getBurst());
-        limits.put("max_queued", t.getMaxQueued());
-        limits.put("paused", t.getPaused());
-        m.put("limits", limits);
-        Map<String, Object> usage = new LinkedHashMap<>();
-        usage.put("running", live.running());
-        usage.put("start_rate_per_second", h.startRatePerSecond());
-        usage.put("queued", live.pending() + live.ready());
-        m.put("usage", usage);
-        m.put("worker_time_ms_last_5m", h.busyMsRecent());
-        m.put("started_last_5m", h.startedRecent());
-        return m;
+        DashboardViews.Limits limits = new DashboardViews.Limits(t.getWeight(), t.getMaxRunning(), t.getRatePerSecond(),
+                t.getBurst(), t.getMaxQueued(), t.getPaused());
+        DashboardViews.Usage usage = new DashboardViews.Usage(live.running(),
+                h.startRatePerSecond(), live.pending() + live.ready());
+        return new DashboardViews.Summary(t.getId(), counts, live.oldestPendingAgeMs(), live.blockedOrderingKeys(),
+                ended == 0 ? null : (double) h.succeeded() / ended, ended == 0 ? null : (double) (h.failed() + h.dead()) / ended,
+                limits, usage, h.busyMsRecent(), h.startedRecent());
     }
 
     /**
      * One point per minute of the window, oldest first, on the database clock: a minute without a row had no
      * events (counts 0) and, if the rollup did not run then, an unknown depth (null: a gap in the chart).
      */
-    private static List<Map<String, Object>> series(List<DashboardStore.MinuteStats> rows, OffsetDateTime now) {
+    private static List<DashboardViews.SeriesPoint> series(List<DashboardStore.MinuteStats> rows, OffsetDateTime now) {
         Map<java.time.Instant, DashboardStore.MinuteStats> byMinute = new HashMap<>();
         for (DashboardStore.MinuteStats r : rows) byMinute.put(r.minute().toInstant(), r);
         java.time.Instant current = now.toInstant().truncatedTo(ChronoUnit.MINUTES);
-        List<Map<String, Object>> out = new ArrayList<>();
+        List<DashboardViews.SeriesPoint> out = new ArrayList<>();
         for (long i = WINDOW.toMinutes() - 1; i >= 0; i--) {
             java.time.Instant minute = current.minus(i, ChronoUnit.MINUTES);
             DashboardStore.MinuteStats r = byMinute.get(minute);
-            Map<String, Object> p = new LinkedHashMap<>();
-            p.put("minute", minute);
-            p.put("started", r == null ? 0 : r.started());
-            p.put("succeeded", r == null ? 0 : r.succeeded());
-            p.put("failed", r == null ? 0 : r.failed());
-            p.put("dead", r == null ? 0 : r.dead());
-            p.put("pending", r == null ? null : r.pending());
-            p.put("ready", r == null ? null : r.ready());
-            p.put("running", r == null ? null : r.running());
-            p.put("oldest_pending_age_ms", r == null ? null : r.oldestPendingAgeMs());
-            out.add(p);
+            out.add(r == null ? new DashboardViews.SeriesPoint(minute, 0, 0, 0, 0, null, null, null, null)
+                    : new DashboardViews.SeriesPoint(minute, r.started(), r.succeeded(), r.failed(), r.dead(), r.pending(),
+                    r.ready(), r.running(), r.oldestPendingAgeMs()));
         }
         return out;
     }

@@ -1,5 +1,10 @@
 package dev.fairq.api;
 
+import io.swagger.v3.oas.annotations.Operation;
+import io.swagger.v3.oas.annotations.media.Content;
+import io.swagger.v3.oas.annotations.media.Schema;
+import io.swagger.v3.oas.annotations.responses.ApiResponse;
+import io.swagger.v3.oas.annotations.tags.Tag;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.PathParam;
@@ -16,6 +21,7 @@ import java.util.Map;
  * The CSP allows only this origin: no inline script, nothing from a CDN.
  */
 @Path("/dashboard")
+@Tag(name = "dashboards")
 public final class DashboardPages {
     private static final Map<String, String> FILES = Map.of(
             "dashboard.js", "text/javascript; charset=utf-8",
@@ -26,18 +32,27 @@ public final class DashboardPages {
             + "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
     @GET
+    @Operation(summary = "The tenant dashboard page (HTML; no credential: the page asks for the key)", security = {},
+            responses = @ApiResponse(responseCode = "200", content = @Content(mediaType = "text/html", schema = @Schema(type = "string"))))
     public Response tenant() {
         return file("tenant.html");
     }
 
     @GET
     @Path("/admin")
+    @Operation(summary = "The admin overview page (HTML; no credential: the page asks for the admin token)", security = {},
+            responses = @ApiResponse(responseCode = "200", content = @Content(mediaType = "text/html", schema = @Schema(type = "string"))))
     public Response admin() {
         return file("admin.html");
     }
 
     @GET
     @Path("/static/{name}")
+    @Operation(summary = "The pages' script and style sheet", security = {}, responses = {
+            @ApiResponse(responseCode = "200", content = {
+                    @Content(mediaType = "text/javascript", schema = @Schema(type = "string")),
+                    @Content(mediaType = "text/css", schema = @Schema(type = "string"))}),
+            @ApiResponse(responseCode = "404", description = "no such file", content = @Content)})
     public Response asset(@PathParam("name") String name) {
         return file(name);
     }

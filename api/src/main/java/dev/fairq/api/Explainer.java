@@ -46,8 +46,19 @@ final class Explainer {
         this.localScheduler = localScheduler;
     }
 
-    /** {@code reason} and {@code data}; {@code message} says it in a sentence. */
-    public record Explanation(long jobId, String status, String reason, String message, Map<String, Object> data) {}
+    /**
+     * {@code reason} and {@code data}; {@code message} says it in a sentence. {@code data} differs by reason
+     * (api/README.md lists its fields), so it stays a JSON object rather than one class per reason.
+     */
+    @io.swagger.v3.oas.annotations.media.Schema(name = "Explanation")
+    public record Explanation(long jobId, String status,
+                              @io.swagger.v3.oas.annotations.media.Schema(allowableValues = {"not_waiting", "scheduled", "backoff",
+                                      "paused", "ordering_blocked", "ready", "concurrency_full", "rate_limited", "fair_share"})
+                              String reason,
+                              String message,
+                              @io.swagger.v3.oas.annotations.media.Schema(description = "the reason's figures, e.g. run_at, "
+                                      + "blocked_by_dead_job, next_token_at, position")
+                              Map<String, Object> data) {}
 
     Explanation explain(JobsRecord job) {
         Map<String, Object> data = new LinkedHashMap<>();

@@ -44,6 +44,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         bootstrap.addCommand(new RoleCommands.WorkerCommand(this));
         bootstrap.addCommand(new RoleCommands.SchedulerCommand());
         bootstrap.addCommand(new RoleCommands.MigrateCommand());
+        ClientCommands.addTo(bootstrap, System.getenv(), System.out); // jobs, stats, tenants: a server's client
     }
 
     /**
@@ -112,8 +113,8 @@ public class FairqApplication extends Application<FairqConfiguration> {
         env.jersey().register(new ApiExceptionMappers.Api());
         env.jersey().register(new ApiExceptionMappers.InvalidJob());
         env.jersey().register(new ApiExceptionMappers.QueueFull());
-        env.jersey().register(new JobsResource(store, db, new JobRequestParser(config.maxPayloadBytes),
-                new Explainer(store, db, scheduler::get)));
+        env.jersey().register(new JsonBodyReader(env.getObjectMapper(), env.getValidator(), config.maxPayloadBytes));
+        env.jersey().register(new JobsResource(store, db, new Explainer(store, db, scheduler::get)));
         env.jersey().register(new StatsResource(db));
         env.jersey().register(new AdminTenantsResource(tenants, keys));
         env.jersey().register(new AdminJobsResource(store, db, tenants));
@@ -121,6 +122,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         env.jersey().register(new DashboardResource(dashboards));
         env.jersey().register(new AdminOverviewResource(dashboards));
         env.jersey().register(new DashboardPages());
+        env.jersey().register(new OpenApiDocument(() -> resourceClasses(env), env.getObjectMapper()));
 
         env.admin().addServlet("prometheus", new PrometheusServlet(metrics)).addMapping("/metrics");
         env.healthChecks().register("database", new HealthChecks.DatabaseCheck(db));
@@ -135,6 +137,15 @@ public class FairqApplication extends Application<FairqConfiguration> {
                 }
             }));
         }
+    }
+
+    /** Every resource class Jersey serves: what /openapi.json documents (and what OpenApiContractTest compares). */
+    static java.util.Set<Class<?>> resourceClasses(Environment env) {
+        java.util.Set<Class<?>> out = new java.util.LinkedHashSet<>();
+        for (Object o : env.jersey().getResourceConfig().getSingletons()) out.add(o.getClass());
+        out.addAll(env.jersey().getResourceConfig().getClasses());
+        out.removeIf(c -> !c.isAnnotationPresent(jakarta.ws.rs.Path.class));
+        return out;
     }
 
     private static Managed closing(Runnable close) {

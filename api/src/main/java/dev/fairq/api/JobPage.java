@@ -14,7 +14,10 @@ import java.util.List;
  * A keyset page of jobs, newest first. {@code next} is the cursor for the following page (pass it as
  * {@code after}); null on the last page.
  */
-public record JobPage(List<JobView> jobs, String next) {
+@io.swagger.v3.oas.annotations.media.Schema(name = "JobPage")
+public record JobPage(List<JobView> jobs,
+                      @io.swagger.v3.oas.annotations.media.Schema(description = "pass back as after for the next page; null on the last")
+                      String next) {
     static final int DEFAULT_LIMIT = 50;
     static final int MAX_LIMIT = 500;
 

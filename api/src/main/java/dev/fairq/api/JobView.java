@@ -2,6 +2,7 @@ package dev.fairq.api;
 
 import com.fasterxml.jackson.annotation.JsonRawValue;
 import dev.fairq.schema.generated.tables.records.JobsRecord;
+import io.swagger.v3.oas.annotations.media.Schema;
 
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -11,7 +12,11 @@ import java.time.OffsetDateTime;
  * {@code timeout_ms} null means the type's default; {@code cancel_requested_at} is set once someone cancelled
  * the job while it ran (it stays on a job that succeeded before it could stop).
  */
-public record JobView(long id, String tenant, String queue, String type, @JsonRawValue String payload, int priority,
+@Schema(name = "Job")
+public record JobView(long id, String tenant, String queue, String type,
+                      @Schema(description = "the JSON value that was submitted", implementation = Object.class)
+                      @JsonRawValue String payload, int priority,
+                      @Schema(allowableValues = {"pending", "ready", "running", "succeeded", "dead", "cancelled"})
                       String status, int attempts, int maxAttempts, Instant runAt, String jobKey, String orderingKey,
                       Instant createdAt, Instant startedAt, Instant finishedAt, String lastError, Integer timeoutMs,
                       Instant cancelRequestedAt) {

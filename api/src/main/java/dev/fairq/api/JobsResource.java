@@ -1,11 +1,18 @@
 package dev.fairq.api;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.fairq.schema.EnqueueResult;
 import dev.fairq.schema.JobRequest;
 import dev.fairq.schema.JobQueries;
 import dev.fairq.schema.JobStore;
 import dev.fairq.schema.generated.tables.records.JobsRecord;
+import io.swagger.v3.oas.annotations.Operation;
+import io.swagger.v3.oas.annotations.Parameter;
+import io.swagger.v3.oas.annotations.headers.Header;
+import io.swagger.v3.oas.annotations.media.Content;
+import io.swagger.v3.oas.annotations.media.Schema;
+import io.swagger.v3.oas.annotations.responses.ApiResponse;
+import io.swagger.v3.oas.annotations.security.SecurityRequirement;
+import io.swagger.v3.oas.annotations.tags.Tag;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.POST;
@@ -21,33 +28,41 @@ import jakarta.ws.rs.core.UriInfo;
 import org.jooq.DSLContext;
 
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 /** A tenant's jobs: submit (one or a batch), read, list, cancel, retry, explain. Always the caller's tenant. */
 @Path("/v1/jobs")
 @Produces(MediaType.APPLICATION_JSON)
+@Tag(name = "jobs", description = "a tenant's own jobs (the tenant is the key's)")
+@SecurityRequirement(name = OpenApiDocument.TENANT_KEY)
 public final class JobsResource {
-    static final int MAX_BATCH = 1000;
-
     private final JobStore store;
     private final JobQueries queries = new JobQueries();
     private final DSLContext db;
-    private final JobRequestParser parser;
     private final Explainer explainer;
 
-    JobsResource(JobStore store, DSLContext db, JobRequestParser parser, Explainer explainer) {
+    JobsResource(JobStore store, DSLContext db, Explainer explainer) {
         this.store = store;
         this.db = db;
-        this.parser = parser;
         this.explainer = explainer;
     }
 
     @POST
     @Consumes(MediaType.APPLICATION_JSON)
-    public Response submit(@Context SecurityContext sc, @Context UriInfo uri, String body) {
-        JobRequest request = parser.parseOne(BearerAuthFilter.tenant(sc), JobRequestParser.readBody(body));
+    @Operation(summary = "Submit a job", responses = {
+            @ApiResponse(responseCode = "201", description = "created",
+                    headers = @Header(name = "Location", description = "the job's URL", schema = @Schema(type = "string", format = "uri")),
+                    content = @Content(schema = @Schema(implementation = JobView.class))),
+            @ApiResponse(responseCode = "200", description = "a replay of an identical request with the same job_key: the original job, nothing written",
+                    headers = @Header(name = "Idempotent-Replay", description = "always true", schema = @Schema(type = "string", allowableValues = "true")),
+                    content = @Content(schema = @Schema(implementation = JobView.class))),
+            @ApiResponse(responseCode = "409", description = "the job_key was used by another job with a different request"),
+            @ApiResponse(responseCode = "413", description = "the payload is larger than FAIRQ_MAX_PAYLOAD_BYTES"),
+            @ApiResponse(responseCode = "429", description = "the tenant has max_queued jobs waiting; nothing was written",
+                    headers = @Header(name = "Retry-After", description = "seconds to wait", schema = @Schema(type = "integer")))})
+    public Response submit(@Context SecurityContext sc, @Context UriInfo uri, JobSubmission body) {
+        JobRequest request = JsonBodyReader.required(body).toRequest(BearerAuthFilter.tenant(sc));
         // No transaction around one job: the insert is one statement (a second only when its job_key or
         // ordering key raced another request), each atomic on its own, and a job_key replay writes nothing.
         // Autocommit saves the COMMIT round trip, about a millisecond of enqueue-to-start on an idle server.
@@ -68,8 +83,18 @@ public final class JobsResource {
     @POST
     @Path("/batch")
     @Consumes(MediaType.APPLICATION_JSON)
-    public Response submitBatch(@Context SecurityContext sc, String body) {
-        List<JobRequest> requests = parser.parseBatch(BearerAuthFilter.tenant(sc), JobRequestParser.readBody(body), MAX_BATCH);
+    @Operation(summary = "Submit up to 1000 jobs, all or nothing", responses = {
+            @ApiResponse(responseCode = "201", description = "at least one job was created",
+                    content = @Content(schema = @Schema(implementation = BatchAnswer.class))),
+            @ApiResponse(responseCode = "200", description = "every item replayed an earlier identical request (job_key)",
+                    content = @Content(schema = @Schema(implementation = BatchAnswer.class))),
+            @ApiResponse(responseCode = "409", description = "an item's job_key was used with a different request; nothing was written"),
+            @ApiResponse(responseCode = "413", description = "an item's payload is larger than FAIRQ_MAX_PAYLOAD_BYTES"),
+            @ApiResponse(responseCode = "429", description = "the batch does not fit under max_queued; nothing was written",
+                    headers = @Header(name = "Retry-After", description = "seconds to wait", schema = @Schema(type = "integer")))})
+    public Response submitBatch(@Context SecurityContext sc, BatchSubmission body) {
+        String tenant = BearerAuthFilter.tenant(sc);
+        List<JobRequest> requests = JsonBodyReader.required(body).jobs().stream().map(j -> j.toRequest(tenant)).toList();
         List<EnqueueResult> results = db.transactionResult(c -> {
             List<EnqueueResult> rs = store.enqueueAll(c.dsl(), requests);
             for (int i = 0; i < rs.size(); i++) {
@@ -77,16 +102,20 @@ public final class JobsResource {
             }
             return rs;
         });
-        List<Map<String, Object>> jobs = new ArrayList<>(results.size());
+        List<BatchAnswer.Item> jobs = new ArrayList<>(results.size());
         boolean anyCreated = false;
         for (EnqueueResult r : results) {
             anyCreated |= r.created();
-            Map<String, Object> item = new LinkedHashMap<>();
-            item.put("job", JobView.of(r.job()));
-            item.put("idempotent_replay", !r.created());
-            jobs.add(item);
+            jobs.add(new BatchAnswer.Item(JobView.of(r.job()), !r.created()));
         }
-        return Response.status(anyCreated ? 201 : 200).entity(Map.of("jobs", jobs)).build();
+        return Response.status(anyCreated ? 201 : 200).entity(new BatchAnswer(jobs)).build();
+    }
+
+    /** The batch answer, in the order of the request. */
+    @Schema(name = "BatchAnswer")
+    public record BatchAnswer(List<Item> jobs) {
+        @Schema(name = "BatchItem")
+        public record Item(JobView job, @Schema(description = "true when the item replayed an earlier identical request") boolean idempotentReplay) {}
     }
 
     private static void checkReplay(JobsRecord existing, JobRequest request, String prefix) {
@@ -100,21 +129,34 @@ public final class JobsResource {
 
     @GET
     @Path("/{id}")
-    public JobView get(@Context SecurityContext sc, @PathParam("id") String id) {
+    @Operation(summary = "Read a job", responses = {
+            @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = JobView.class))),
+            @ApiResponse(responseCode = "404", description = "no job with this id for the caller's tenant")})
+    public JobView get(@Context SecurityContext sc, @Parameter(description = "the job id", schema = @Schema(type = "integer", format = "int64")) @PathParam("id") String id) {
         return JobView.of(find(sc, id));
     }
 
     @GET
-    public JobPage list(@Context SecurityContext sc, @QueryParam("status") String status, @QueryParam("queue") String queue,
-                        @QueryParam("type") String type, @QueryParam("ordering_key") String orderingKey,
-                        @QueryParam("limit") String limit, @QueryParam("after") String after) {
+    @Operation(summary = "List the tenant's jobs, newest first, a page at a time (pass next back as after)", responses = {
+            @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = JobPage.class))),
+            @ApiResponse(responseCode = "422", description = "a bad status, limit or after")})
+    public JobPage list(@Context SecurityContext sc, @Parameter(schema = @Schema(allowableValues = {"pending", "ready", "running", "succeeded", "dead", "cancelled"})) @QueryParam("status") String status,
+                        @QueryParam("queue") String queue, @QueryParam("type") String type,
+                        @QueryParam("ordering_key") String orderingKey, @Parameter(description = "page size", schema = @Schema(type = "integer", minimum = "1", maximum = "" + JobPage.MAX_LIMIT, defaultValue = "" + JobPage.DEFAULT_LIMIT)) @QueryParam("limit") String limit,
+                        @Parameter(description = "the next value of the previous page") @QueryParam("after") String after) {
         return JobPage.fetch(queries, db, BearerAuthFilter.tenant(sc), status, queue, type, orderingKey, limit, after);
     }
 
     /** pending/ready: cancelled at once (200); running: stopping (202); ended: unchanged (200). */
     @POST
     @Path("/{id}/cancel")
-    public Response cancel(@Context SecurityContext sc, @PathParam("id") String id) {
+    @Operation(summary = "Cancel a job: a waiting one at once, a running one is stopped", responses = {
+            @ApiResponse(responseCode = "200", description = "the job was pending or ready and is now cancelled, or it had "
+                    + "already ended (unchanged)", content = @Content(schema = @Schema(implementation = JobView.class))),
+            @ApiResponse(responseCode = "202", description = "the job is running: its worker is told to stop it; it ends "
+                    + "cancelled (or succeeded, if it finished first)", content = @Content(schema = @Schema(implementation = JobView.class))),
+            @ApiResponse(responseCode = "404", description = "no job with this id for the caller's tenant")})
+    public Response cancel(@Context SecurityContext sc, @Parameter(description = "the job id", schema = @Schema(type = "integer", format = "int64")) @PathParam("id") String id) {
         String tenant = BearerAuthFilter.tenant(sc);
         long jobId = parseId(id);
         return JobActions.cancelAnswer(jobId, store.cancel(db, tenant, jobId));
@@ -122,7 +164,12 @@ public final class JobsResource {
 
     @POST
     @Path("/{id}/retry")
-    public JobView retry(@Context SecurityContext sc, @PathParam("id") String id) {
+    @Operation(summary = "Run a dead or cancelled job again (attempts reset)", responses = {
+            @ApiResponse(responseCode = "200", description = "the job as the retry left it",
+                    content = @Content(schema = @Schema(implementation = JobView.class))),
+            @ApiResponse(responseCode = "404", description = "no job with this id for the caller's tenant"),
+            @ApiResponse(responseCode = "409", description = "the job is not dead or cancelled")})
+    public JobView retry(@Context SecurityContext sc, @Parameter(description = "the job id", schema = @Schema(type = "integer", format = "int64")) @PathParam("id") String id) {
         String tenant = BearerAuthFilter.tenant(sc);
         long jobId = parseId(id);
         return JobActions.answer(jobId, store.replay(db, tenant, jobId),
@@ -131,7 +178,10 @@ public final class JobsResource {
 
     @GET
     @Path("/{id}/explain")
-    public Explainer.Explanation explain(@Context SecurityContext sc, @PathParam("id") String id) {
+    @Operation(summary = "Why the job is not running", responses = {
+            @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = Explainer.Explanation.class))),
+            @ApiResponse(responseCode = "404", description = "no job with this id for the caller's tenant")})
+    public Explainer.Explanation explain(@Context SecurityContext sc, @Parameter(description = "the job id", schema = @Schema(type = "integer", format = "int64")) @PathParam("id") String id) {
         return explainer.explain(find(sc, id));
     }
 

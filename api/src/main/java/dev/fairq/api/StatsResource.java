@@ -1,7 +1,14 @@
 package dev.fairq.api;
 
+import com.fasterxml.jackson.annotation.JsonProperty;
 import dev.fairq.schema.JobQueries;
 import dev.fairq.schema.TenantStore;
+import io.swagger.v3.oas.annotations.Operation;
+import io.swagger.v3.oas.annotations.media.Content;
+import io.swagger.v3.oas.annotations.media.Schema;
+import io.swagger.v3.oas.annotations.responses.ApiResponse;
+import io.swagger.v3.oas.annotations.security.SecurityRequirement;
+import io.swagger.v3.oas.annotations.tags.Tag;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.Produces;
@@ -11,13 +18,13 @@ import jakarta.ws.rs.core.SecurityContext;
 import org.jooq.DSLContext;
 
 import java.time.Duration;
-import java.util.LinkedHashMap;
-import java.util.Map;
 
 
 /** The caller's own numbers and limits. */
 @Path("/v1/stats")
 @Produces(MediaType.APPLICATION_JSON)
+@Tag(name = "jobs")
+@SecurityRequirement(name = OpenApiDocument.TENANT_KEY)
 public final class StatsResource {
     static final Duration RECENT = Duration.ofMinutes(5);
     private final JobQueries queries = new JobQueries();
@@ -28,21 +35,23 @@ public final class StatsResource {
         this.db = db;
     }
 
+    /** A tenant's numbers now; the recent ones over the last five minutes. */
+    @Schema(name = "Stats")
+    public record Stats(String tenant, long pending, long ready, long running,
+                        @JsonProperty("succeeded_last_5m") long succeededLast5m,
+                        @JsonProperty("dead_last_5m") long deadLast5m,
+                        long deadTotal,
+                        @Schema(description = "null when nothing is pending") Long oldestPendingAgeMs,
+                        long blockedOrderingKeys,
+                        TenantView.Limits limits) {}
+
     @GET
-    public Map<String, Object> stats(@Context SecurityContext sc) {
+    @Operation(summary = "The caller's counts and limits", responses =
+            @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = Stats.class))))
+    public Stats stats(@Context SecurityContext sc) {
         String tenant = BearerAuthFilter.tenant(sc);
         JobQueries.TenantStats s = queries.tenantStats(db, tenant, RECENT);
-        Map<String, Object> out = new LinkedHashMap<>();
-        out.put("tenant", tenant);
-        out.put("pending", s.pending());
-        out.put("ready", s.ready());
-        out.put("running", s.running());
-        out.put("succeeded_last_5m", s.succeededRecent());
-        out.put("dead_last_5m", s.deadRecent());
-        out.put("dead_total", s.deadTotal());
-        out.put("oldest_pending_age_ms", s.oldestPendingAgeMs());
-        out.put("blocked_ordering_keys", s.blockedOrderingKeys());
-        out.put("limits", TenantView.of(tenants.find(db, tenant).orElseThrow()).limits());
-        return out;
+        return new Stats(tenant, s.pending(), s.ready(), s.running(), s.succeededRecent(), s.deadRecent(), s.deadTotal(),
+                s.oldestPendingAgeMs(), s.blockedOrderingKeys(), TenantView.of(tenants.find(db, tenant).orElseThrow()).limits());
     }
 }

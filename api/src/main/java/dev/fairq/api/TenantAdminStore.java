@@ -1,5 +1,6 @@
 package dev.fairq.api;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import dev.fairq.schema.TenantStore;
 import org.jooq.DSLContext;
 
@@ -31,7 +32,10 @@ final class TenantAdminStore {
         return store.write(db, id, given, replace, actor).map(c -> new Change(TenantView.of(c.tenant()), c.created()));
     }
 
-    record AuditEntry(long id, String tenant, String actor, String action, Object oldValues, Object newValues,
+    /** One change; old_values is null for a create. */
+    record AuditEntry(long id, String tenant, String actor, String action,
+                      @io.swagger.v3.oas.annotations.media.Schema(type = "object", description = "the limits before; null for a create") JsonNode oldValues,
+                      @io.swagger.v3.oas.annotations.media.Schema(type = "object", description = "the limits after") JsonNode newValues,
                       java.time.Instant changedAt) {}
 
     /** Newest first, keyset pages on id. */

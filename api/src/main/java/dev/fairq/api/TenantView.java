@@ -1,13 +1,13 @@
 package dev.fairq.api;
 
-import dev.fairq.schema.TenantLimits;
 import dev.fairq.schema.generated.tables.records.TenantsRecord;
+import io.swagger.v3.oas.annotations.media.Schema;
 
 import java.time.Instant;
 import java.util.List;
-import java.util.Map;
 
-/** A tenant and its limits as the admin API shows them. */
+/** A tenant and its limits as the admin API shows them (the limits are schema's TenantLimit, by field name). */
+@Schema(name = "Tenant")
 public record TenantView(String id, int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued,
                          boolean paused, List<String> webhookAllow, Instant createdAt, Instant updatedAt) {
     static TenantView of(TenantsRecord r) {
@@ -16,8 +16,12 @@ public record TenantView(String id, int weight, double ratePerSecond, int burst,
                 JobView.utc(r.getCreatedAt()), JobView.utc(r.getUpdatedAt()));
     }
 
-    /** Just the limits, snake_case: what the audit log stores as old and new values. */
-    Map<String, Object> limits() {
-        return new TenantLimits(id, weight, ratePerSecond, burst, maxRunning, maxQueued, paused, webhookAllow).toMap();
+    /** Just the limits (GET /v1/stats); the same fields as TenantLimit's, which LimitsViewTest checks. */
+    @Schema(name = "TenantLimits")
+    public record Limits(int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued, boolean paused,
+                         List<String> webhookAllow) {}
+
+    Limits limits() {
+        return new Limits(weight, ratePerSecond, burst, maxRunning, maxQueued, paused, webhookAllow);
     }
 }

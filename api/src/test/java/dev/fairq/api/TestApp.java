@@ -2,6 +2,7 @@ package dev.fairq.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.fairq.client.FairqClient;
 import dev.fairq.testing.TestDatabase;
 import dev.fairq.worker.HandlerRegistry;
 import dev.fairq.worker.PermanentJobException;
@@ -131,13 +132,16 @@ final class TestApp {
         }
     }
 
-    /** A new tenant with generous limits (created over the admin API) and a key for it. */
+    /** The Java client, as {@code token} (a tenant key or the admin token), against this server. */
+    FairqClient client(String token) {
+        return FairqClient.builder("http://localhost:" + support.getLocalPort()).token(token).build();
+    }
+
+    /** A new tenant with generous limits (created over the admin API, through the client) and a key for it. */
     String newTenantKey(String tenantId) {
-        Res put = admin("PUT", "/v1/admin/tenants/" + tenantId, "{\"rate_per_second\": 100000, \"burst\": 100000, \"max_running\": 1000}");
-        if (put.status() != 201) throw new IllegalStateException("tenant not created: " + put);
-        Res key = admin("POST", "/v1/admin/tenants/" + tenantId + "/keys", null);
-        if (key.status() != 201) throw new IllegalStateException("key not created: " + key);
-        return key.body().get("key").asText();
+        FairqClient admin = client(ADMIN_TOKEN);
+        admin.putTenant(tenantId, java.util.Map.of("rate_per_second", 100000, "burst", 100000, "max_running", 1000));
+        return admin.createKey(tenantId).key();
     }
 
     /**

@@ -39,13 +39,17 @@ public record JobRequest(String tenantId, String queue, String type, String payl
     public static final int MAX_KEY_LENGTH = 255;
     /** queue and type: 1 to 100 characters of {@link #NAME}. */
     public static final int MAX_NAME_LENGTH = 100;
-    /** delay_ms: at most a year ahead. */
-    public static final Duration MAX_DELAY = Duration.ofDays(366);
+    /** delay_ms: at most a year ahead (366 days, in milliseconds for the API's declarations). */
+    public static final long MAX_DELAY_MS = 366L * 24 * 60 * 60 * 1000;
+    public static final Duration MAX_DELAY = Duration.ofMillis(MAX_DELAY_MS);
     /** timeout_ms: 1 ms to 24 h; a job that needs longer holds a thread (and its ordering key) too long: split it. */
-    public static final Duration MIN_TIMEOUT = Duration.ofMillis(1);
-    public static final Duration MAX_TIMEOUT = Duration.ofHours(24);
-    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.:-]{0," + (MAX_NAME_LENGTH - 1) + "}");
-    private static final String NAME_RULE = "must be 1-" + MAX_NAME_LENGTH + " letters, digits, '_', '.', ':' or '-'";
+    public static final long MIN_TIMEOUT_MS = 1, MAX_TIMEOUT_MS = 24L * 60 * 60 * 1000;
+    public static final Duration MIN_TIMEOUT = Duration.ofMillis(MIN_TIMEOUT_MS);
+    public static final Duration MAX_TIMEOUT = Duration.ofMillis(MAX_TIMEOUT_MS);
+    /** queue and type; a compile-time constant so that the API's Bean Validation annotations can name it. */
+    public static final String NAME_REGEX = "[A-Za-z0-9][A-Za-z0-9_.:-]{0," + (MAX_NAME_LENGTH - 1) + "}";
+    public static final String NAME_RULE = "must be 1-" + MAX_NAME_LENGTH + " letters, digits, '_', '.', ':' or '-'";
+    private static final Pattern NAME = Pattern.compile(NAME_REGEX);
 
     public static Builder builder(String tenantId, String type) {
         return new Builder(tenantId, type);

@@ -1,0 +1,403 @@
+package dev.fairq.api;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.fairq.client.FairqClient;
+import dev.fairq.client.FairqException;
+import dev.fairq.client.Model;
+import dev.fairq.client.NewJob;
+import io.dropwizard.core.cli.Cli;
+import io.dropwizard.core.cli.Command;
+import io.dropwizard.core.setup.Bootstrap;
+import net.sourceforge.argparse4j.impl.Arguments;
+import net.sourceforge.argparse4j.inf.Namespace;
+import net.sourceforge.argparse4j.inf.Subparser;
+import net.sourceforge.argparse4j.inf.Subparsers;
+
+import java.io.PrintStream;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The command line for the everyday actions, against a running server through {@link FairqClient}:
+ * {@code jobs submit|get|list|cancel|retry|explain}, {@code stats}, and for admins
+ * {@code tenants list|get|set|keys create|keys revoke}. {@code FAIRQ_URL} (default http://localhost:8080)
+ * and {@code FAIRQ_TOKEN} say where and as whom. Human-readable output by default; {@code --json} prints the
+ * API's answer as it came, one document. Any error is one clear message on stderr and exit status 1.
+ */
+final class ClientCommands {
+    static final String DEFAULT_URL = "http://localhost:8080";
+    private static final ObjectMapper JSON = FairqClient.mapper();
+
+    private ClientCommands() {}
+
+    static void addTo(Bootstrap<?> bootstrap, Map<String, String> env, PrintStream out) {
+        bootstrap.addCommand(new Jobs(env, out));
+        bootstrap.addCommand(new Stats(env, out));
+        bootstrap.addCommand(new Tenants(env, out));
+    }
+
+    /** A mistake in the arguments that argparse cannot see (e.g. a payload that is not JSON). */
+    static final class UsageException extends RuntimeException {
+        UsageException(String message) {
+            super(message);
+        }
+    }
+
+    private abstract static class ClientCommand extends Command {
+        private final Map<String, String> env;
+        final PrintStream out;
+
+        ClientCommand(String name, String description, Map<String, String> env, PrintStream out) {
+            super(name, description);
+            this.env = env;
+            this.out = out;
+        }
+
+        @Override
+        public final void run(Bootstrap<?> bootstrap, Namespace ns) throws Exception {
+            String token = env.get("FAIRQ_TOKEN");
+            if (token == null || token.isBlank()) {
+                throw new UsageException("FAIRQ_TOKEN is not set: a tenant key (fqk_...) for jobs and stats, the admin token for tenants");
+            }
+            String url = env.getOrDefault("FAIRQ_URL", DEFAULT_URL);
+            FairqClient client;
+            try {
+                client = FairqClient.builder(url.isBlank() ? DEFAULT_URL : url).token(token.strip()).build();
+            } catch (IllegalArgumentException e) {
+                throw new UsageException("FAIRQ_URL: " + e.getMessage());
+            }
+            execute(client, ns, Boolean.TRUE.equals(ns.getBoolean("json")));
+        }
+
+        abstract void execute(FairqClient client, Namespace ns, boolean json);
+
+        /** One message, never a stack trace: the server's error and the fields it named. */
+        @Override
+        public void onError(Cli cli, Namespace ns, Throwable e) {
+            java.io.PrintWriter err = cli.getStdErr();
+            if (e instanceof FairqException f) {
+                err.println("fairq: " + f.getMessage() + (f.status() > 0 ? " (HTTP " + f.status() + ")" : ""));
+                for (Model.FieldError fe : f.fieldErrors()) err.println("  " + fe.field() + ": " + fe.message());
+                if (f instanceof FairqException.QueueFullException q) err.println("  try again in " + q.retryAfter().toSeconds() + " s");
+            } else if (e instanceof UsageException) {
+                err.println("fairq: " + e.getMessage());
+            } else {
+                err.println("fairq: " + e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage()));
+            }
+        }
+
+        void print(JsonNode answer) {
+            try {
+                out.println(JSON.writerWithDefaultPrettyPrinter().writeValueAsString(answer));
+            } catch (JsonProcessingException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+
+        <T> T read(JsonNode node, Class<T> type) {
+            try {
+                return JSON.treeToValue(node, type);
+            } catch (JsonProcessingException e) {
+                throw new UsageException("unexpected answer from the server: " + e.getOriginalMessage());
+            }
+        }
+
+        static Subparser leaf(Subparsers parent, String name, String help) {
+            Subparser p = parent.addParser(name).help(help).description(help);
+            p.addArgument("--json").action(Arguments.storeTrue()).help("print the API's JSON answer (one document)");
+            return p;
+        }
+
+        static JsonNode parseJson(String what, String text) {
+            try {
+                return JSON.readTree(text);
+            } catch (JsonProcessingException e) {
+                throw new UsageException(what + " is not JSON: " + e.getOriginalMessage());
+            }
+        }
+
+        void job(Model.Job j) {
+            out.printf("job %d: %s%n", j.id(), j.status());
+            line("type", j.type());
+            line("queue", j.queue());
+            line("priority", j.priority());
+            line("attempts", j.attempts() + " of " + j.maxAttempts());
+            line("job_key", j.jobKey());
+            line("ordering_key", j.orderingKey());
+            line("created_at", j.createdAt());
+            line("run_at", j.runAt());
+            line("started_at", j.startedAt());
+            line("finished_at", j.finishedAt());
+            line("last_error", j.lastError());
+            line("payload", j.payload());
+        }
+
+        void line(String name, Object value) {
+            if (value != null) out.printf("  %-13s %s%n", name + ":", value);
+        }
+    }
+
+    /** {@code jobs submit|get|list|cancel|retry|explain}: a tenant's own jobs (FAIRQ_TOKEN is its key). */
+    static final class Jobs extends ClientCommand {
+        Jobs(Map<String, String> env, PrintStream out) {
+            super("jobs", "A tenant's jobs through the API (FAIRQ_URL, FAIRQ_TOKEN = the tenant's key)", env, out);
+        }
+
+        @Override
+        public void configure(Subparser subparser) {
+            Subparsers actions = subparser.addSubparsers().title("actions").dest("action").metavar("ACTION");
+            Subparser submit = leaf(actions, "submit", "submit a job");
+            submit.addArgument("--type").required(true).help("the job type (its handler)");
+            submit.addArgument("--payload").required(true).help("the payload, any JSON value, e.g. '{\"to\": \"a@b.c\"}'");
+            submit.addArgument("--job-key").help("idempotency key: resubmitting answers the first job");
+            submit.addArgument("--ordering-key").help("jobs with the same key run one at a time, in order");
+            submit.addArgument("--queue").help("default: default");
+            submit.addArgument("--priority").type(Integer.class).help("-100 to 100, higher first (default 0)");
+            submit.addArgument("--delay-ms").type(Long.class).help("start after this many milliseconds");
+            submit.addArgument("--max-attempts").type(Integer.class).help("1 to 1000 (default 25)");
+            submit.addArgument("--timeout-ms").type(Long.class).help("time limit of each attempt, 1 ms to 24 h (default: the type's)");
+            for (String a : List.of("get", "cancel", "retry", "explain")) {
+                leaf(actions, a, switch (a) {
+                    case "get" -> "show a job";
+                    case "cancel" -> "cancel a pending or ready job";
+                    case "retry" -> "run a dead or cancelled job again";
+                    default -> "say why a job is not running";
+                }).addArgument("id").metavar("ID").type(Long.class).help("the job id");
+            }
+            Subparser list = leaf(actions, "list", "list jobs, newest first (one page)");
+            list.addArgument("--status").choices("pending", "ready", "running", "succeeded", "dead", "cancelled");
+            list.addArgument("--queue");
+            list.addArgument("--type");
+            list.addArgument("--limit").type(Integer.class).help("jobs per page, 1-500 (default 50)");
+            list.addArgument("--after").help("the next page: the cursor the previous page printed");
+        }
+
+        @Override
+        void execute(FairqClient client, Namespace ns, boolean json) {
+            String action = ns.getString("action");
+            switch (action) {
+                case "submit" -> {
+                    NewJob job = NewJob.of(ns.getString("type"), parseJson("--payload", ns.getString("payload")))
+                            .jobKey(ns.getString("job_key")).orderingKey(ns.getString("ordering_key"))
+                            .queue(ns.getString("queue")).priority(ns.getInt("priority")).delayMs(ns.getLong("delay_ms"))
+                            .maxAttempts(ns.getInt("max_attempts")).timeoutMs(ns.getLong("timeout_ms"));
+                    FairqClient.Answer a = client.send("POST", "/v1/jobs", job, job.jobKey() != null);
+                    if (json) {
+                        print(a.body());
+                        return;
+                    }
+                    Model.Job j = read(a.body(), Model.Job.class);
+                    out.println(a.status() == 200
+                            ? "job " + j.id() + " already exists for job_key " + j.jobKey() + " (an identical earlier request; nothing new)"
+                            : "job " + j.id() + " submitted");
+                    job(j);
+                }
+                case "get", "cancel", "retry" -> {
+                    long id = ns.getLong("id");
+                    FairqClient.Answer a = action.equals("get") ? client.send("GET", "/v1/jobs/" + id, null, true)
+                            : client.send("POST", "/v1/jobs/" + id + "/" + action, null, false);
+                    if (json) {
+                        print(a.body());
+                        return;
+                    }
+                    if (!action.equals("get")) out.println(action.equals("cancel") ? "cancelled" : "queued again");
+                    job(read(a.body(), Model.Job.class));
+                }
+                case "explain" -> {
+                    JsonNode body = client.send("GET", "/v1/jobs/" + ns.getLong("id") + "/explain", null, true).body();
+                    if (json) {
+                        print(body);
+                        return;
+                    }
+                    Model.Explanation e = read(body, Model.Explanation.class);
+                    out.printf("job %d is %s: %s%n", e.jobId(), e.status(), e.message());
+                    line("reason", e.reason());
+                    if (e.data() != null) e.data().fields().forEachRemaining(f -> line(f.getKey(), f.getValue().isTextual() ? f.getValue().asText() : f.getValue()));
+                }
+                case "list" -> {
+                    FairqClient.JobFilter filter = FairqClient.JobFilter.all().withStatus(ns.getString("status"))
+                            .queue(ns.getString("queue")).type(ns.getString("type"));
+                    JsonNode body = client.send("GET", "/v1/jobs" + filter.query(ns.getString("after"), ns.getInt("limit")), null, true).body();
+                    if (json) {
+                        print(body);
+                        return;
+                    }
+                    Model.JobPage page = read(body, Model.JobPage.class);
+                    out.printf("%-10s %-10s %-24s %-12s %-9s %s%n", "ID", "STATUS", "TYPE", "QUEUE", "ATTEMPTS", "CREATED");
+                    for (Model.Job j : page.jobs()) {
+                        out.printf("%-10d %-10s %-24s %-12s %-9s %s%n", j.id(), j.status(), j.type(), j.queue(),
+                                j.attempts() + "/" + j.maxAttempts(), j.createdAt());
+                    }
+                    if (page.jobs().isEmpty()) out.println("(no jobs)");
+                    if (page.next() != null) out.println("more: jobs list --after " + page.next());
+                }
+                default -> throw new UsageException("unknown action " + action);
+            }
+        }
+    }
+
+    private static String enc(String s) {
+        return java.net.URLEncoder.encode(s, java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /** {@code stats}: the tenant's counts and limits. */
+    static final class Stats extends ClientCommand {
+        Stats(Map<String, String> env, PrintStream out) {
+            super("stats", "The tenant's counts and limits (FAIRQ_TOKEN = the tenant's key)", env, out);
+        }
+
+        @Override
+        public void configure(Subparser subparser) {
+            subparser.addArgument("--json").action(Arguments.storeTrue()).help("print the API's JSON answer (one document)");
+        }
+
+        @Override
+        void execute(FairqClient client, Namespace ns, boolean json) {
+            JsonNode body = client.send("GET", "/v1/stats", null, true).body();
+            if (json) {
+                print(body);
+                return;
+            }
+            Model.Stats s = read(body, Model.Stats.class);
+            out.println("tenant " + s.tenant());
+            line("pending", s.pending());
+            line("ready", s.ready());
+            line("running", s.running());
+            line("succeeded", s.succeededLast5m() + " in the last 5 minutes");
+            line("dead", s.deadTotal() + " (" + s.deadLast5m() + " in the last 5 minutes)");
+            line("oldest", s.oldestPendingAgeMs() == null ? "nothing pending" : s.oldestPendingAgeMs() + " ms pending");
+            line("blocked keys", s.blockedOrderingKeys());
+            Model.Limits l = s.limits();
+            out.printf("limits: weight %d, rate %s/s, burst %d, max_running %d, max_queued %d%s%n", l.weight(),
+                    l.ratePerSecond(), l.burst(), l.maxRunning(), l.maxQueued(), l.paused() ? ", paused" : "");
+        }
+    }
+
+    /** {@code tenants list|get|set|keys create|keys revoke}: the admin's (FAIRQ_TOKEN is the admin token). */
+    static final class Tenants extends ClientCommand {
+        Tenants(Map<String, String> env, PrintStream out) {
+            super("tenants", "Tenants, their limits and keys (FAIRQ_URL, FAIRQ_TOKEN = the admin token)", env, out);
+        }
+
+        @Override
+        public void configure(Subparser subparser) {
+            Subparsers actions = subparser.addSubparsers().title("actions").dest("action").metavar("ACTION");
+            leaf(actions, "list", "every tenant and its limits");
+            leaf(actions, "get", "a tenant's limits").addArgument("id").metavar("ID");
+            Subparser set = actions.addParser("set").help("create a tenant, or change the limits given (the others stay)")
+                    .description("Creates the tenant if it does not exist (limits left out take the defaults), else changes "
+                            + "only the limits given. Prints the tenant; with --replace, limits left out go back to the defaults.");
+            set.addArgument("id").metavar("ID");
+            set.addArgument("--json").dest("limits").metavar("LIMITS").required(true)
+                    .help("the limits as JSON, e.g. '{\"max_running\": 20, \"rate_per_second\": 100}'");
+            set.addArgument("--replace").action(Arguments.storeTrue()).help("replace every limit (PUT): the rest take the defaults");
+            Subparser keys = actions.addParser("keys").help("a tenant's API keys");
+            Subparsers keyActions = keys.addSubparsers().title("key actions").dest("key_action").metavar("KEY_ACTION");
+            leaf(keyActions, "create", "a new key for the tenant, printed once").addArgument("tenant").metavar("TENANT");
+            Subparser revoke = leaf(keyActions, "revoke", "revoke a key at once");
+            revoke.addArgument("tenant").metavar("TENANT");
+            revoke.addArgument("key_id").metavar("KEY_ID").help("key_..., as keys list or create printed it");
+            leaf(keyActions, "list", "the tenant's keys (never the keys themselves)").addArgument("tenant").metavar("TENANT");
+        }
+
+        @Override
+        void execute(FairqClient client, Namespace ns, boolean json) {
+            String action = ns.getString("action");
+            switch (action) {
+                case "list" -> {
+                    JsonNode body = client.send("GET", "/v1/admin/tenants", null, true).body();
+                    if (json) {
+                        print(body);
+                        return;
+                    }
+                    out.printf("%-24s %6s %10s %8s %11s %11s %s%n", "ID", "WEIGHT", "RATE/S", "BURST", "MAX_RUNNING", "MAX_QUEUED", "PAUSED");
+                    for (JsonNode t : body.get("tenants")) {
+                        Model.Tenant x = read(t, Model.Tenant.class);
+                        out.printf("%-24s %6d %10s %8d %11d %11d %s%n", x.id(), x.weight(), x.ratePerSecond(), x.burst(),
+                                x.maxRunning(), x.maxQueued(), x.paused() ? "yes" : "no");
+                    }
+                }
+                case "get" -> tenant(client.send("GET", "/v1/admin/tenants/" + enc(ns.getString("id")), null, true).body(), json, null);
+                case "set" -> {
+                    JsonNode limits = parseJson("--json", ns.getString("limits"));
+                    if (!limits.isObject()) throw new UsageException("--json must be a JSON object of limits, e.g. '{\"max_running\": 20}'");
+                    String path = "/v1/admin/tenants/" + enc(ns.getString("id"));
+                    FairqClient.Answer a;
+                    if (Boolean.TRUE.equals(ns.getBoolean("replace"))) {
+                        a = client.send("PUT", path, limits, true);
+                    } else {
+                        try {
+                            a = client.send("PATCH", path, limits, false);
+                        } catch (FairqException.NotFoundException e) {
+                            a = client.send("PUT", path, limits, true);
+                        }
+                    }
+                    tenant(a.body(), false, a.status() == 201 ? "created" : "updated");
+                }
+                case "keys" -> keys(client, ns, json);
+                default -> throw new UsageException("unknown action " + action);
+            }
+        }
+
+        private void keys(FairqClient client, Namespace ns, boolean json) {
+            String tenant = ns.getString("tenant");
+            String action = ns.getString("key_action");
+            switch (action) {
+                case "create" -> {
+                    JsonNode body = client.send("POST", "/v1/admin/tenants/" + enc(tenant) + "/keys", null, false).body();
+                    if (json) {
+                        print(body);
+                        return;
+                    }
+                    Model.NewKey k = read(body, Model.NewKey.class);
+                    out.println("key " + k.keyId() + " for tenant " + k.tenant() + " (shown once: only its hash is kept)");
+                    out.println(k.key());
+                }
+                case "revoke" -> {
+                    client.send("DELETE", "/v1/admin/tenants/" + enc(tenant) + "/keys/" + enc(ns.getString("key_id")), null, true);
+                    if (json) {
+                        print(JSON.createObjectNode().put("revoked", ns.getString("key_id")).put("tenant", tenant));
+                        return;
+                    }
+                    out.println("key " + ns.getString("key_id") + " of tenant " + tenant + " revoked");
+                }
+                case "list" -> {
+                    JsonNode body = client.send("GET", "/v1/admin/tenants/" + enc(tenant) + "/keys", null, true).body();
+                    if (json) {
+                        print(body);
+                        return;
+                    }
+                    out.printf("%-20s %-28s %s%n", "KEY_ID", "CREATED", "REVOKED");
+                    for (Model.ApiKey k : read(body.get("keys"), new TypeReference<List<Model.ApiKey>>() { })) {
+                        out.printf("%-20s %-28s %s%n", k.keyId(), k.createdAt(), k.revokedAt() == null ? "-" : k.revokedAt());
+                    }
+                }
+                default -> throw new UsageException("unknown key action " + action);
+            }
+        }
+
+        private <T> T read(JsonNode node, TypeReference<T> type) {
+            return JSON.convertValue(node, type);
+        }
+
+        private void tenant(JsonNode body, boolean json, String verb) {
+            if (json) {
+                print(body);
+                return;
+            }
+            Model.Tenant t = read(body, Model.Tenant.class);
+            out.println("tenant " + t.id() + (verb == null ? "" : " " + verb));
+            line("weight", t.weight());
+            line("rate_per_second", t.ratePerSecond());
+            line("burst", t.burst());
+            line("max_running", t.maxRunning());
+            line("max_queued", t.maxQueued());
+            line("paused", t.paused());
+            line("webhook_allow", t.webhookAllow().isEmpty() ? "-" : String.join(", ", t.webhookAllow()));
+            line("updated_at", t.updatedAt());
+        }
+    }
+}

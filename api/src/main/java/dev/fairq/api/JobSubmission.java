@@ -1,0 +1,125 @@
+package dev.fairq.api;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.fairq.schema.FieldError;
+import dev.fairq.schema.JobRequest;
+import io.swagger.v3.oas.annotations.media.Schema;
+import jakarta.validation.constraints.Max;
+import jakarta.validation.constraints.Min;
+import jakarta.validation.constraints.NotBlank;
+import jakarta.validation.constraints.NotNull;
+import jakarta.validation.constraints.Pattern;
+import jakarta.validation.constraints.Size;
+
+import java.time.Duration;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One job as a tenant submits it (POST /v1/jobs, or an item of a batch). The tenant is the caller's, from its
+ * key: a body naming one is refused. Bounds are schema's {@link JobRequest} constants; {@link #check} runs the
+ * store's own validation too, so the API can never accept what the store would refuse.
+ */
+@RequestBody.Refused(fields = {"tenant", "tenant_id"}, message = "the tenant comes from the API key, not the body")
+@Schema(name = "JobSubmission", description = "A job to run. Unknown fields are refused (422).")
+public record JobSubmission(
+        @Schema(requiredMode = Schema.RequiredMode.REQUIRED, description = "the handler that runs it", example = "send-email")
+        @NotBlank(message = "is required")
+        @Pattern(regexp = JobRequest.NAME_REGEX, message = JobRequest.NAME_RULE)
+        String type,
+        @Schema(description = "default: " + JobRequest.DEFAULT_QUEUE)
+        @Pattern(regexp = JobRequest.NAME_REGEX, message = JobRequest.NAME_RULE)
+        String queue,
+        @Schema(requiredMode = Schema.RequiredMode.REQUIRED, description = "any JSON value, at most FAIRQ_MAX_PAYLOAD_BYTES (413 beyond)")
+        @NotNull(message = "is required (any JSON value, e.g. {})")
+        @RequestBody.SizeLimited
+        JsonNode payload,
+        @Schema(description = "higher runs first within the tenant; default 0")
+        @Min(value = JobRequest.MIN_PRIORITY, message = PRIORITY_RULE)
+        @Max(value = JobRequest.MAX_PRIORITY, message = PRIORITY_RULE)
+        Integer priority,
+        @Schema(description = "when the job may start (RFC 3339); not with delay_ms", format = "date-time")
+        @RequestBody.WrongType(JsonBodyReader.TIME_RULE)
+        OffsetDateTime runAt,
+        @Schema(description = "start after this many milliseconds (database clock); not with run_at")
+        @Min(value = 0, message = DELAY_RULE)
+        @Max(value = JobRequest.MAX_DELAY_MS, message = DELAY_RULE)
+        @RequestBody.WrongType("must be a whole number of milliseconds")
+        Long delayMs,
+        @Schema(description = "idempotency key: a second identical request answers the first job (200, Idempotent-Replay), a different one 409")
+        @Size(min = 1, max = JobRequest.MAX_KEY_LENGTH, message = KEY_RULE)
+        String jobKey,
+        @Schema(description = "jobs with the same key run one at a time, in submission order")
+        @Size(min = 1, max = JobRequest.MAX_KEY_LENGTH, message = KEY_RULE)
+        String orderingKey,
+        @Schema(description = "default " + JobRequest.DEFAULT_MAX_ATTEMPTS)
+        @Min(value = JobRequest.MIN_MAX_ATTEMPTS, message = ATTEMPTS_RULE)
+        @Max(value = JobRequest.MAX_MAX_ATTEMPTS, message = ATTEMPTS_RULE)
+        Integer maxAttempts,
+        @Schema(description = "the time limit of each attempt, in milliseconds (1 ms to 24 h); default: the job type's")
+        @Min(value = JobRequest.MIN_TIMEOUT_MS, message = TIMEOUT_RULE)
+        @Max(value = JobRequest.MAX_TIMEOUT_MS, message = TIMEOUT_RULE)
+        @RequestBody.WrongType("must be a whole number of milliseconds")
+        Long timeoutMs) implements RequestBody {
+
+    static final String PRIORITY_RULE = "must be between " + JobRequest.MIN_PRIORITY + " and " + JobRequest.MAX_PRIORITY;
+    static final String DELAY_RULE = "must be between 0 and one year";
+    static final String KEY_RULE = "must be 1-" + JobRequest.MAX_KEY_LENGTH + " characters";
+    static final String TIMEOUT_RULE = "must be a whole number of milliseconds between " + JobRequest.MIN_TIMEOUT_MS
+            + " and " + JobRequest.MAX_TIMEOUT_MS;
+    static final String ATTEMPTS_RULE = "must be between " + JobRequest.MIN_MAX_ATTEMPTS + " and " + JobRequest.MAX_MAX_ATTEMPTS;
+    private static final ObjectMapper CANONICAL = new ObjectMapper().configure(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS, true);
+
+    /** The store's own checks (run_at with delay_ms...), on a stand-in tenant: the caller's is known later. */
+    @Override
+    public List<FieldError> check() {
+        List<FieldError> out = new ArrayList<>();
+        for (FieldError e : builder("-").buildUnchecked().validate()) if (!e.field().equals("tenant_id")) out.add(e);
+        return out;
+    }
+
+    /** The request to store for the caller's tenant, with the hash that tells a job_key replay from a conflict. */
+    JobRequest toRequest(String tenantId) {
+        JobRequest.Builder b = builder(tenantId);
+        return b.requestHash(hash(b.buildUnchecked())).buildUnchecked();
+    }
+
+    private JobRequest.Builder builder(String tenantId) {
+        return JobRequest.builder(tenantId, type)
+                .queue(queue == null ? JobRequest.DEFAULT_QUEUE : queue)
+                .payload(payload == null ? null : payload.toString())
+                .priority(priority == null ? 0 : priority)
+                .runAt(runAt)
+                .delay(delayMs == null ? null : Duration.ofMillis(delayMs))
+                .jobKey(jobKey)
+                .orderingKey(orderingKey)
+                .maxAttempts(maxAttempts)
+                .timeout(timeoutMs == null ? null : Duration.ofMillis(timeoutMs));
+    }
+
+    /** SHA-256 over the normalised request (defaults filled in, payload with sorted keys, run_at in UTC). */
+    private String hash(JobRequest r) {
+        try {
+            ObjectNode o = CANONICAL.createObjectNode();
+            o.put("type", r.type());
+            o.put("queue", r.queue());
+            o.put("payload", CANONICAL.writeValueAsString(CANONICAL.treeToValue(payload, Object.class)));
+            o.put("priority", r.priority());
+            o.put("run_at", r.runAt() == null ? null : r.runAt().toInstant().toString());
+            o.put("delay_ms", r.delay() == null ? null : r.delay().toMillis());
+            o.put("job_key", r.jobKey());
+            o.put("ordering_key", r.orderingKey());
+            o.put("max_attempts", r.effectiveMaxAttempts());
+            // only when given: the hashes of requests stored before timeout_ms existed stay the same
+            if (r.timeout() != null) o.put("timeout_ms", r.timeout().toMillis());
+            return Tokens.sha256(CANONICAL.writeValueAsString(CANONICAL.treeToValue(o, Object.class)));
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

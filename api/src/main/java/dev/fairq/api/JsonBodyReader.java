@@ -1,0 +1,328 @@
+package dev.fairq.api;
+
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.PropertyNamingStrategies;
+import dev.fairq.schema.FieldError;
+import dev.fairq.schema.Json;
+import dev.fairq.schema.TenantLimit;
+import jakarta.validation.ConstraintViolation;
+import jakarta.validation.Path;
+import jakarta.validation.Validator;
+import jakarta.ws.rs.Consumes;
+import jakarta.ws.rs.core.MediaType;
+import jakarta.ws.rs.core.MultivaluedMap;
+import jakarta.ws.rs.core.Response;
+import jakarta.ws.rs.ext.MessageBodyReader;
+import org.hibernate.validator.engine.HibernateConstraintViolation;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.annotation.Annotation;
+import java.lang.reflect.Constructor;
+import java.lang.reflect.Field;
+import java.lang.reflect.ParameterizedType;
+import java.lang.reflect.RecordComponent;
+import java.lang.reflect.Type;
+import java.nio.charset.StandardCharsets;
+import java.time.OffsetDateTime;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Reads a {@link RequestBody} record strictly and answers every problem at once, before anything is written:
+ * 400 when the body is not a JSON object; 413 when a {@link RequestBody.SizeLimited} value is too large; else
+ * 422 naming each field at fault ({@code jobs[3].type} in a batch): unknown fields (a typo such as
+ * {@code runat} is never ignored), values of the wrong JSON type (no coercion: {@code "5"} is not a number,
+ * {@code 1.5} not a whole number), then the Bean Validation constraints, then {@link RequestBody#check}. One
+ * error per field, the first in declaration order.
+ *
+ * <p>Jackson alone stops at the first problem and coerces scalars, so the binding goes field by field: the
+ * JSON type is checked here, the value converted by the application's mapper.
+ */
+@Consumes(MediaType.APPLICATION_JSON)
+final class JsonBodyReader implements MessageBodyReader<RequestBody> {
+    private static final PropertyNamingStrategies.NamingBase SNAKE =
+            (PropertyNamingStrategies.NamingBase) PropertyNamingStrategies.SNAKE_CASE;
+    static final String TIME_RULE = "must be an RFC 3339 time such as 2030-01-01T12:00:00Z";
+
+    private final ObjectMapper mapper;
+    private final Validator validator;
+    private final int maxPayloadBytes;
+
+    JsonBodyReader(ObjectMapper mapper, Validator validator, int maxPayloadBytes) {
+        this.mapper = mapper;
+        this.validator = validator;
+        this.maxPayloadBytes = maxPayloadBytes;
+    }
+
+    @Override
+    public boolean isReadable(Class<?> type, Type genericType, Annotation[] annotations, MediaType mediaType) {
+        return RequestBody.class.isAssignableFrom(type) && type.isRecord();
+    }
+
+    @Override
+    public RequestBody readFrom(Class<RequestBody> type, Type genericType, Annotation[] annotations, MediaType mediaType,
+                                MultivaluedMap<String, String> headers, InputStream entity) throws IOException {
+        return read(readObject(new String(entity.readAllBytes(), StandardCharsets.UTF_8)), type);
+    }
+
+    /** 400 for a body that is not JSON, or not an object. */
+    static JsonNode readObject(String body) {
+        if (body == null || body.isBlank()) throw ApiException.badRequest("the request body is empty; send a JSON object");
+        JsonNode node;
+        try {
+            node = Json.MAPPER.readTree(body);
+        } catch (JsonProcessingException e) {
+            throw ApiException.badRequest("malformed JSON: " + e.getOriginalMessage());
+        }
+        if (node == null || !node.isObject()) throw ApiException.badRequest("the request body must be a JSON object");
+        return node;
+    }
+
+    /** Jersey hands a resource null for an empty body: the same 400 as a blank one. */
+    static <T extends RequestBody> T required(T body) {
+        if (body == null) throw ApiException.badRequest("the request body is empty; send a JSON object");
+        return body;
+    }
+
+    <T extends RequestBody> T read(JsonNode body, Class<T> type) {
+        List<FieldError> errors = new ArrayList<>();
+        List<FieldError> checks = new ArrayList<>();
+        T value = bind(body, type, "", errors, checks);
+        Set<String> reported = new HashSet<>();
+        for (FieldError e : errors) reported.add(e.field());
+        for (FieldError e : violations(value)) if (reported.add(e.field())) errors.add(e);
+        for (FieldError e : checks) if (reported.add(e.field())) errors.add(e);
+        if (!errors.isEmpty()) throw ApiException.invalid(errors);
+        return value;
+    }
+
+    private <T> T bind(JsonNode node, Class<T> type, String prefix, List<FieldError> errors, List<FieldError> checks) {
+        RecordComponent[] components = type.getRecordComponents();
+        Map<String, Integer> byName = new LinkedHashMap<>();
+        for (int i = 0; i < components.length; i++) byName.put(jsonName(components[i]), i);
+        JsonIgnoreProperties ignored = type.getAnnotation(JsonIgnoreProperties.class);
+        Set<String> ignore = ignored == null ? Set.of() : Set.of(ignored.value());
+        RequestBody.Refused refused = type.getAnnotation(RequestBody.Refused.class);
+        Object[] args = new Object[components.length];
+        node.fields().forEachRemaining(e -> {
+            String name = e.getKey();
+            if (ignore.contains(name)) return;
+            Integer i = byName.get(name);
+            if (i != null) {
+                args[i] = value(e.getValue(), components[i], prefix + name, errors, checks);
+            } else if (refused != null && Arrays.asList(refused.fields()).contains(name)) {
+                errors.add(new FieldError(prefix + name, refused.message()));
+            } else {
+                List<String> known = byName.keySet().stream().sorted().toList();
+                errors.add(new FieldError(prefix + name, known.size() == 1 ? "unknown field (expected " + known.get(0) + ")"
+                        : "unknown field (expected one of " + String.join(", ", known) + ")"));
+            }
+        });
+        T value = construct(type, components, args);
+        if (value instanceof RequestBody r) for (FieldError e : r.check()) checks.add(e.prefixed(prefix));
+        return value;
+    }
+
+    /** The field's value, or null (and an error) when its JSON type is wrong. */
+    private Object value(JsonNode v, RecordComponent c, String field, List<FieldError> errors, List<FieldError> checks) {
+        Field f = field(c);
+        Class<?> raw = c.getType();
+        if (JsonNode.class.isAssignableFrom(raw)) {
+            if (f.isAnnotationPresent(RequestBody.SizeLimited.class)) {
+                int bytes = v.toString().getBytes(StandardCharsets.UTF_8).length;
+                if (bytes > maxPayloadBytes) {
+                    throw new ApiException(Response.Status.REQUEST_ENTITY_TOO_LARGE.getStatusCode(),
+                            field + " is " + bytes + " bytes; the limit is " + maxPayloadBytes,
+                            List.of(new FieldError(field, "must be at most " + maxPayloadBytes + " bytes")), Map.of());
+                }
+            }
+            return v; // JSON null is the value null, as submitted
+        }
+        Limit limit = f.getAnnotation(Limit.class);
+        if (v.isNull()) {
+            // a limit given as null is a wrong value, not a limit left out
+            if (limit != null) wrong(limit.value(), v, field, errors);
+            return null;
+        }
+        int before = errors.size();
+        Object out = convert(v, raw, c.getGenericType(), field, wrongType(f, raw), errors, checks);
+        if (limit != null && errors.size() > before) {
+            // a tenant limit's own message says what it takes ("must be a whole number between 1 and 1000")
+            errors.subList(before, errors.size()).clear();
+            wrong(limit.value(), v, field, errors);
+        }
+        return out;
+    }
+
+    private Object convert(JsonNode v, Class<?> raw, Type generic, String field, String wrong, List<FieldError> errors,
+                           List<FieldError> checks) {
+        if (raw == String.class || raw == OffsetDateTime.class) {
+            if (!v.isTextual()) return error(errors, field, "must be a string");
+            if (raw == String.class) return v.textValue();
+            try {
+                return OffsetDateTime.parse(v.textValue());
+            } catch (DateTimeParseException e) {
+                return error(errors, field, wrong);
+            }
+        }
+        if (raw == List.class) {
+            if (!v.isArray()) return error(errors, field, wrong);
+            Type element = ((ParameterizedType) generic).getActualTypeArguments()[0];
+            Class<?> elementClass = (Class<?>) element;
+            List<Object> list = new ArrayList<>(v.size());
+            for (int i = 0; i < v.size(); i++) {
+                String at = field + "[" + i + "]";
+                JsonNode e = v.get(i);
+                if (elementClass.isRecord()) {
+                    if (!e.isObject()) list.add(error(errors, at, "must be a JSON object"));
+                    else list.add(bind(e, elementClass, at + ".", errors, checks));
+                } else {
+                    list.add(convert(e, elementClass, element, at, wrongType(elementClass), errors, checks));
+                }
+            }
+            return list;
+        }
+        boolean ok;
+        if (raw == Integer.class) ok = v.isIntegralNumber() && v.canConvertToInt();
+        else if (raw == Long.class) ok = v.isIntegralNumber() && v.canConvertToLong();
+        else if (raw == Double.class) ok = v.isNumber();
+        else if (raw == Boolean.class) ok = v.isBoolean();
+        else throw new IllegalStateException("a request field of type " + raw + " (use a boxed type, String, List or JsonNode)");
+        if (!ok) return error(errors, field, wrong);
+        return mapper.convertValue(v, raw);
+    }
+
+    private static Object error(List<FieldError> errors, String field, String message) {
+        errors.add(new FieldError(field, message));
+        return null;
+    }
+
+    private static void wrong(TenantLimit limit, JsonNode v, String field, List<FieldError> errors) {
+        try {
+            limit.accept(Json.MAPPER.convertValue(v, Object.class));
+            errors.add(new FieldError(field, "is not valid"));
+        } catch (TenantLimit.InvalidLimitException e) {
+            String prefix = field.substring(0, field.length() - limit.field().length());
+            errors.add(new FieldError(prefix + e.field(), e.getMessage()));
+        }
+    }
+
+    private static String wrongType(Field f, Class<?> raw) {
+        RequestBody.WrongType w = f.getAnnotation(RequestBody.WrongType.class);
+        return w != null ? w.value() : wrongType(raw);
+    }
+
+    private static String wrongType(Class<?> raw) {
+        if (raw == Integer.class || raw == Long.class) return "must be a whole number";
+        if (raw == Double.class) return "must be a number";
+        if (raw == Boolean.class) return "must be true or false";
+        if (raw == OffsetDateTime.class) return TIME_RULE;
+        if (raw == List.class) return "must be an array";
+        return "must be a string";
+    }
+
+    /** Bean Validation's answer in the API's terms: JSON field names, one error per field, in declaration order. */
+    private List<FieldError> violations(Object value) {
+        record Found(String field, int[] order, String message) {}
+        List<Found> found = new ArrayList<>();
+        for (ConstraintViolation<Object> v : validator.validate(value)) {
+            StringBuilder path = new StringBuilder();
+            List<Integer> order = new ArrayList<>();
+            Class<?> bean = value.getClass();
+            Field leaf = null;
+            for (Path.Node n : v.getPropertyPath()) {
+                if (n.isInIterable() && n.getIndex() != null) {
+                    path.append('[').append(n.getIndex()).append(']');
+                    order.add(n.getIndex());
+                    if (leaf != null) bean = elementClass(leaf);
+                }
+                if (n.getName() == null) continue;
+                leaf = declaredField(bean, n.getName());
+                if (path.length() > 0) path.append('.');
+                path.append(leaf == null ? SNAKE.translate(n.getName()) : jsonName(leaf));
+                order.add(componentIndex(bean, n.getName()));
+            }
+            @SuppressWarnings("unchecked")
+            Object dynamic = ((HibernateConstraintViolation<Object>) v.unwrap(HibernateConstraintViolation.class))
+                    .getDynamicPayload(String.class);
+            String field = path.toString();
+            if (dynamic != null) field = field.substring(0, field.lastIndexOf('.') + 1) + dynamic;
+            order.add(annotationIndex(leaf, v.getConstraintDescriptor().getAnnotation()));
+            if (dynamic instanceof String d && d.endsWith("]") && d.contains("[")) { // a list limit's entries in order
+                order.add(Integer.parseInt(d.substring(d.lastIndexOf('[') + 1, d.length() - 1)));
+            }
+            found.add(new Found(field, order.stream().mapToInt(Integer::intValue).toArray(), v.getMessage()));
+        }
+        found.sort(Comparator.comparing(Found::order, Arrays::compare));
+        List<FieldError> out = new ArrayList<>();
+        Set<String> seen = new HashSet<>();
+        for (Found f : found) if (seen.add(f.field())) out.add(new FieldError(f.field(), f.message()));
+        return out;
+    }
+
+    private static Class<?> elementClass(Field list) {
+        Type t = list.getGenericType();
+        return t instanceof ParameterizedType p && p.getActualTypeArguments()[0] instanceof Class<?> c ? c : Object.class;
+    }
+
+    private static Field declaredField(Class<?> bean, String name) {
+        try {
+            return bean.getDeclaredField(name);
+        } catch (NoSuchFieldException e) {
+            return null;
+        }
+    }
+
+    private static int componentIndex(Class<?> bean, String name) {
+        RecordComponent[] cs = bean.getRecordComponents();
+        if (cs != null) for (int i = 0; i < cs.length; i++) if (cs[i].getName().equals(name)) return i;
+        return Integer.MAX_VALUE;
+    }
+
+    private static int annotationIndex(Field field, Annotation a) {
+        if (field == null) return Integer.MAX_VALUE;
+        Annotation[] all = field.getDeclaredAnnotations();
+        for (int i = 0; i < all.length; i++) if (all[i].annotationType() == a.annotationType()) return i;
+        return Integer.MAX_VALUE;
+    }
+
+    private static Field field(RecordComponent c) {
+        try {
+            return c.getDeclaringRecord().getDeclaredField(c.getName());
+        } catch (NoSuchFieldException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static String jsonName(RecordComponent c) {
+        return jsonName(field(c));
+    }
+
+    private static String jsonName(Field f) {
+        JsonProperty p = f.getAnnotation(JsonProperty.class);
+        return p != null && !p.value().isEmpty() ? p.value() : SNAKE.translate(f.getName());
+    }
+
+    private static <T> T construct(Class<T> type, RecordComponent[] components, Object[] args) {
+        try {
+            Constructor<T> c = type.getDeclaredConstructor(
+                    Arrays.stream(components).map(RecordComponent::getType).toArray(Class<?>[]::new));
+            c.setAccessible(true);
+            return c.newInstance(args);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("cannot construct " + type.getName(), e);
+        }
+    }
+}

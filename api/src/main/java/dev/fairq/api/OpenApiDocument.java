@@ -1,0 +1,191 @@
+package dev.fairq.api;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.fairq.schema.TenantLimit;
+import io.swagger.v3.core.converter.ModelConverters;
+import io.swagger.v3.core.jackson.ModelResolver;
+import io.swagger.v3.core.util.Json;
+import io.swagger.v3.jaxrs2.Reader;
+import io.swagger.v3.oas.annotations.Operation;
+import io.swagger.v3.oas.annotations.media.Content;
+import io.swagger.v3.oas.annotations.responses.ApiResponse;
+import io.swagger.v3.oas.annotations.tags.Tag;
+import io.swagger.v3.oas.integration.SwaggerConfiguration;
+import io.swagger.v3.oas.models.Components;
+import io.swagger.v3.oas.models.OpenAPI;
+import io.swagger.v3.oas.models.PathItem;
+import io.swagger.v3.oas.models.Paths;
+import io.swagger.v3.oas.models.headers.Header;
+import io.swagger.v3.oas.models.info.Info;
+import io.swagger.v3.oas.models.media.ArraySchema;
+import io.swagger.v3.oas.models.media.MediaType;
+import io.swagger.v3.oas.models.media.Schema;
+import io.swagger.v3.oas.models.media.StringSchema;
+import io.swagger.v3.oas.models.responses.ApiResponses;
+import io.swagger.v3.oas.models.security.SecurityRequirement;
+import io.swagger.v3.oas.models.security.SecurityScheme;
+import jakarta.ws.rs.GET;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.core.Response;
+
+import java.math.BigDecimal;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.function.Supplier;
+
+/**
+ * {@code GET /openapi.json}, without authentication: the OpenAPI 3 document of every resource Jersey serves,
+ * read by swagger-core from the resources' JAX-RS, swagger and Bean Validation annotations (so a new endpoint
+ * appears without anyone writing it down), then completed by the rules every endpoint shares: the bearer
+ * schemes, 401 and 403 on /v1, 400 and 422 where there is a body, the error body on every 4xx, and the tenant
+ * limits' ranges from {@link TenantLimit}. Built once, on the first request.
+ */
+@Path("/openapi.json")
+@Tag(name = "contract")
+public final class OpenApiDocument {
+    static final String TENANT_KEY = "tenantKey";
+    static final String ADMIN_TOKEN = "adminToken";
+    private static final String ERROR = "#/components/schemas/Error";
+
+    private final Supplier<Set<Class<?>>> resources;
+    private final ObjectMapper mapper;
+    private volatile String document;
+
+    /** @param resources the resource classes Jersey serves, asked for once the application is built */
+    OpenApiDocument(Supplier<Set<Class<?>>> resources, ObjectMapper mapper) {
+        this.resources = resources;
+        this.mapper = mapper;
+    }
+
+    @GET
+    @Produces(jakarta.ws.rs.core.MediaType.APPLICATION_JSON)
+    @Operation(summary = "This document: OpenAPI 3 of every endpoint", security = {}, responses =
+            @ApiResponse(responseCode = "200", content = @Content(schema = @io.swagger.v3.oas.annotations.media.Schema(type = "object"))))
+    public Response get() {
+        String d = document;
+        if (d == null) {
+            synchronized (this) {
+                if (document == null) document = Json.pretty(build());
+                d = document;
+            }
+        }
+        return Response.ok(d).build();
+    }
+
+    OpenAPI build() {
+        useNamesOf(mapper);
+        OpenAPI base = new OpenAPI()
+                .info(new Info().title("fairq").version("1")
+                        .description("Multi-tenant, fair-scheduling background jobs on PostgreSQL. Tenants call /v1 "
+                                + "with their API key, admins /v1/admin with the admin token; see api/README.md."))
+                .components(new Components()
+                        .addSecuritySchemes(TENANT_KEY, new SecurityScheme().type(SecurityScheme.Type.HTTP).scheme("bearer")
+                                .description("a tenant's API key (fqk_...), made by POST /v1/admin/tenants/{id}/keys"))
+                        .addSecuritySchemes(ADMIN_TOKEN, new SecurityScheme().type(SecurityScheme.Type.HTTP).scheme("bearer")
+                                .description("the admin token (fqa_..., printed on the first start, or FAIRQ_ADMIN_TOKEN)")));
+        SwaggerConfiguration config = new SwaggerConfiguration().openAPI(base).readAllResources(true)
+                .sortOutput(true).prettyPrint(true);
+        Set<Class<?>> classes = new LinkedHashSet<>(resources.get());
+        OpenAPI api = new Reader(config).read(classes);
+        complete(api);
+        return api;
+    }
+
+    private static boolean snakeCase;
+
+    /**
+     * swagger's Reader reads models through the process-wide ModelConverters; the first converter added wins,
+     * and ours names properties as the application's mapper does (snake_case). Once per process.
+     */
+    private static synchronized void useNamesOf(ObjectMapper mapper) {
+        if (snakeCase) return;
+        ModelConverters.getInstance().addConverter(new ModelResolver(mapper.copy()));
+        snakeCase = true;
+    }
+
+    private static void complete(OpenAPI api) {
+        Paths sorted = new Paths();
+        new TreeMap<>(api.getPaths()).forEach(sorted::addPathItem);
+        api.setPaths(sorted);
+        sorted.forEach((path, item) -> item.readOperationsMap().forEach((method, op) -> {
+            ApiResponses responses = op.getResponses();
+            responses.forEach((code, r) -> {
+                if (r.getDescription() == null) {
+                    Response.Status status = Response.Status.fromStatusCode(Integer.parseInt(code));
+                    r.setDescription(status == null ? code : status.getReasonPhrase());
+                }
+            });
+            if (path.startsWith("/v1/")) {
+                boolean admin = path.startsWith("/v1/admin/");
+                if (op.getSecurity() == null || op.getSecurity().isEmpty()) {
+                    op.addSecurityItem(new SecurityRequirement().addList(admin ? ADMIN_TOKEN : TENANT_KEY));
+                }
+                responses.putIfAbsent("401", new io.swagger.v3.oas.models.responses.ApiResponse()
+                        .description("no bearer token, or an unknown or revoked one")
+                        .addHeaderObject("WWW-Authenticate", new Header().schema(new StringSchema())));
+                responses.putIfAbsent("403", new io.swagger.v3.oas.models.responses.ApiResponse().description(admin
+                        ? "a tenant key on the admin API" : "the admin token on a tenant's endpoint"));
+                if (op.getRequestBody() != null) {
+                    responses.putIfAbsent("400", new io.swagger.v3.oas.models.responses.ApiResponse()
+                            .description("the body is not a JSON object"));
+                    responses.putIfAbsent("422", new io.swagger.v3.oas.models.responses.ApiResponse()
+                            .description("invalid or unknown fields, each named in errors; nothing was written"));
+                }
+                responses.forEach((code, r) -> {
+                    if (code.startsWith("4") && r.getContent() == null) {
+                        r.setContent(new io.swagger.v3.oas.models.media.Content().addMediaType("application/json",
+                                new MediaType().schema(new Schema<>().$ref(ERROR))));
+                    }
+                });
+            }
+        }));
+        Map<String, Schema> schemas = api.getComponents().getSchemas();
+        ModelConverters.getInstance().readAll(new io.swagger.v3.core.converter.AnnotatedType(ErrorBody.class))
+                .forEach(schemas::putIfAbsent);
+        // "any JSON value": no type at all (swagger would describe Jackson's JsonNode class)
+        for (Schema<?> s : schemas.values()) {
+            if (s.getProperties() == null) continue;
+            s.getProperties().replaceAll((name, p) -> "#/components/schemas/JsonNode".equals(p.get$ref())
+                    ? new Schema<>().description(p.getDescription() != null ? p.getDescription() : "any JSON value") : p);
+        }
+        for (String s : List.of("JobSubmission", "Job")) {
+            schemas.get(s).getProperties().put("payload", new Schema<>().description("any JSON value"));
+        }
+        // unknown fields are a 422: say so, so that generated clients refuse them too
+        for (String s : List.of("JobSubmission", "BatchSubmission", "TenantLimitsChange")) {
+            schemas.get(s).setAdditionalProperties(false);
+        }
+        schemas.remove("JsonNode"); // Jackson's tree type, once named by the payload fields replaced above
+        schemas.get("TenantLimitsChange").addProperty("id", new StringSchema().description("ignored: the path names the tenant"));
+        for (String s : List.of("TenantLimitsChange", "Tenant", "TenantLimits")) limits(schemas.get(s));
+    }
+
+    /** Each limit's range and default, from its one declaration. */
+    @SuppressWarnings({"rawtypes", "unchecked"})
+    private static void limits(Schema<?> schema) {
+        for (TenantLimit l : TenantLimit.values()) {
+            Schema p = (Schema) schema.getProperties().get(l.field());
+            if (p == null) continue;
+            p.setDescription("default " + l.defaultValue());
+            switch (l.kind()) {
+                case WHOLE -> {
+                    p.setMinimum(BigDecimal.valueOf(l.min()));
+                    p.setMaximum(BigDecimal.valueOf(l.max()));
+                }
+                case POSITIVE_NUMBER -> {
+                    p.setMinimum(BigDecimal.valueOf(l.min()));
+                    p.setExclusiveMinimum(true);
+                    p.setMaximum(BigDecimal.valueOf(l.max()));
+                }
+                case HOST_LIST -> {
+                    if (p instanceof ArraySchema a && a.getItems() != null) a.getItems().setMaxLength((int) l.max());
+                }
+                default -> { }
+            }
+        }
+    }
+}

@@ -1,0 +1,44 @@
+package dev.fairq.api;
+
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+import dev.fairq.schema.TenantLimit;
+import io.swagger.v3.oas.annotations.media.Schema;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The limits of a PUT (the rest take the defaults) or a PATCH (the rest stay) on /v1/admin/tenants/{id}. Each
+ * is checked by its {@link TenantLimit} (the one declaration of its range, shared with tenants.yml and the
+ * tenants table's CHECK constraints); a limit given as null is refused. {@code id} is allowed for symmetry with
+ * GET and ignored: the path names the tenant.
+ */
+@JsonIgnoreProperties({"id"})
+@Schema(name = "TenantLimitsChange", description = "Tenant limits; unknown fields are refused (422)")
+public record TenantLimitsChange(
+        @Limit(TenantLimit.WEIGHT) Integer weight,
+        @Limit(TenantLimit.RATE_PER_SECOND) Double ratePerSecond,
+        @Limit(TenantLimit.BURST) Integer burst,
+        @Limit(TenantLimit.MAX_RUNNING) Integer maxRunning,
+        @Limit(TenantLimit.MAX_QUEUED) Integer maxQueued,
+        @Limit(TenantLimit.PAUSED) Boolean paused,
+        @Limit(TenantLimit.WEBHOOK_ALLOW) List<String> webhookAllow) implements RequestBody {
+
+    /** The limits given, field -> value in their stored form (as {@link TenantLimit#accept} returns it). */
+    Map<String, Object> given() {
+        Map<String, Object> out = new LinkedHashMap<>();
+        put(out, TenantLimit.WEIGHT, weight);
+        put(out, TenantLimit.RATE_PER_SECOND, ratePerSecond);
+        put(out, TenantLimit.BURST, burst);
+        put(out, TenantLimit.MAX_RUNNING, maxRunning);
+        put(out, TenantLimit.MAX_QUEUED, maxQueued);
+        put(out, TenantLimit.PAUSED, paused);
+        put(out, TenantLimit.WEBHOOK_ALLOW, webhookAllow);
+        return out;
+    }
+
+    private static void put(Map<String, Object> out, TenantLimit limit, Object value) {
+        if (value != null) out.put(limit.field(), limit.accept(value));
+    }
+}

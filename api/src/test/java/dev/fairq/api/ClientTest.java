@@ -1,0 +1,180 @@
+package dev.fairq.api;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.fairq.client.FairqClient;
+import dev.fairq.client.FairqException;
+import dev.fairq.client.Model;
+import dev.fairq.client.NewJob;
+import dev.fairq.client.RetryPolicy;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The Java client against the running server: every call, every error type, and retries that honour Retry-After. */
+class ClientTest {
+    static TestApp app;
+    static FairqClient admin;
+
+    @BeforeAll
+    static void start() throws Exception {
+        app = TestApp.get();
+        admin = app.client(TestApp.ADMIN_TOKEN);
+    }
+
+    private static JsonNode json(String text) {
+        try {
+            return TestApp.JSON.readTree(text);
+        } catch (Exception e) {
+            throw new IllegalArgumentException(e);
+        }
+    }
+
+    @Test
+    void submitReplayConflictGetListCancelRetryExplainStats() {
+        String tenant = TestApp.uniqueTenant("cli-jobs");
+        FairqClient c = app.client(app.newTenantKey(tenant));
+
+        Model.Submitted first = c.submit(NewJob.of("record", json("{\"x\": 1, \"y\": [2]}")).jobKey("k-1").delayMs(3_600_000L)
+                .queue("emails").priority(5).maxAttempts(3));
+        assertFalse(first.idempotentReplay());
+        Model.Job job = first.job();
+        assertEquals(tenant, job.tenant());
+        assertEquals("emails", job.queue());
+        assertEquals(5, job.priority());
+        assertEquals(3, job.maxAttempts());
+        assertEquals("pending", job.status());
+        assertEquals(2, job.payload().get("y").get(0).asInt());
+
+        Model.Submitted again = c.submit(NewJob.of("record", json("{\"y\": [2], \"x\": 1}")).jobKey("k-1").delayMs(3_600_000L)
+                .queue("emails").priority(5).maxAttempts(3));
+        assertTrue(again.idempotentReplay(), "the same request with the same job_key is a replay");
+        assertEquals(job.id(), again.job().id());
+        FairqException.ConflictException conflict = assertThrows(FairqException.ConflictException.class,
+                () -> c.submit(NewJob.of("record", json("{}")).jobKey("k-1")));
+        assertEquals("job_key", conflict.fieldErrors().get(0).field());
+
+        assertEquals(job.id(), c.get(job.id()).id());
+        assertThrows(FairqException.NotFoundException.class, () -> c.get(999_999_999L));
+
+        List<Long> ids = new ArrayList<>(List.of(job.id()));
+        for (int i = 0; i < 4; i++) ids.add(c.submit(NewJob.of("record", json("" + i)).delayMs(3_600_000L)).job().id());
+        List<Long> listed = new ArrayList<>();
+        for (Model.Job j : c.jobs(FairqClient.JobFilter.all().pageSize(2))) listed.add(j.id());
+        java.util.Collections.reverse(ids);
+        assertEquals(ids, listed, "every job, newest first, across three pages of two");
+        assertEquals(1, c.listPage(FairqClient.JobFilter.status("pending").queue("emails"), null, null).jobs().size());
+
+        // all five wait an hour: nothing moves them until the cancel and the retry below (a retried job runs at once)
+        Model.Stats stats = c.stats();
+        assertEquals(tenant, stats.tenant());
+        assertEquals(5, stats.pending());
+        assertEquals(1000, stats.limits().maxRunning());
+
+        assertEquals("scheduled", c.explain(job.id()).reason());
+        assertNotNull(c.explain(job.id()).data().get("run_at"));
+        assertEquals("cancelled", c.cancel(job.id()).status());
+        assertThrows(FairqException.ConflictException.class, () -> c.cancel(job.id()));
+        assertEquals("pending", c.retry(job.id()).status());
+
+    }
+
+    @Test
+    void aBatchComesBackInOrderWithItsReplays() {
+        FairqClient c = app.client(app.newTenantKey(TestApp.uniqueTenant("cli-batch")));
+        c.submit(NewJob.of("record", json("{}")).jobKey("b-1").delayMs(3_600_000L));
+        List<Model.Submitted> out = c.submitBatch(List.of(
+                NewJob.of("record", json("{}")).jobKey("b-1").delayMs(3_600_000L),
+                NewJob.of("record", json("{\"n\": 2}")).delayMs(3_600_000L)));
+        assertEquals(2, out.size());
+        assertTrue(out.get(0).idempotentReplay());
+        assertFalse(out.get(1).idempotentReplay());
+        assertEquals(2, out.get(1).job().payload().get("n").asInt());
+    }
+
+    @Test
+    void errorsAreTypesWithTheServersFieldsAndNothingIsWritten() {
+        String tenant = TestApp.uniqueTenant("cli-err");
+        String key = app.newTenantKey(tenant);
+        FairqClient c = app.client(key);
+        List<Object> before = app.snapshot();
+
+        FairqException.ValidationException one = assertThrows(FairqException.ValidationException.class,
+                () -> c.submit(NewJob.of("record", json("{}")).priority(1000)));
+        assertEquals(422, one.status());
+        assertEquals(List.of(new Model.FieldError("priority", "must be between -100 and 100")), one.fieldErrors());
+        FairqException.ValidationException batch = assertThrows(FairqException.ValidationException.class,
+                () -> c.submitBatch(List.of(NewJob.of("record", json("{}")), NewJob.of("bad type!", json("{}")))));
+        assertEquals("jobs[1].type", batch.fieldErrors().get(0).field());
+        assertThrows(FairqException.PayloadTooLargeException.class,
+                () -> c.submit(NewJob.of("record", json("\"" + "x".repeat(2000) + "\""))));
+        assertThrows(FairqException.UnauthorizedException.class, () -> app.client("fqk_nobody").stats());
+        assertThrows(FairqException.ForbiddenException.class, () -> c.tenants());
+        assertThrows(FairqException.ForbiddenException.class, () -> admin.stats());
+        assertEquals(before, app.snapshot());
+    }
+
+    /**
+     * A full queue answers 429 with Retry-After and writes nothing, so the client may resubmit any job: it
+     * waits what the server asked (the sleeper records the wait and meanwhile room is made) and tries again.
+     */
+    @Test
+    void aFullQueueIsQueueFullExceptionAndRetriesWaitRetryAfter() {
+        String tenant = TestApp.uniqueTenant("cli-full");
+        String key = app.newTenantKey(tenant);
+        admin.patchTenant(tenant, Map.of("max_queued", 1));
+        FairqClient c = app.client(key);
+        long waiting = c.submit(NewJob.of("record", json("{}")).delayMs(3_600_000L)).job().id();
+
+        FairqException.QueueFullException full = assertThrows(FairqException.QueueFullException.class,
+                () -> c.submit(NewJob.of("record", json("{}")).delayMs(3_600_000L)));
+        assertEquals(Duration.ofSeconds(5), full.retryAfter());
+
+        List<Duration> waits = new CopyOnWriteArrayList<>();
+        FairqClient patient = FairqClient.builder("http://localhost:" + app.support.getLocalPort()).token(key)
+                .retries(RetryPolicy.attempts(3).withSleeper(d -> {
+                    waits.add(d);
+                    c.cancel(waiting); // room for one more
+                })).build();
+        Model.Submitted s = patient.submit(NewJob.of("record", json("{}")).delayMs(3_600_000L));
+        assertEquals(List.of(Duration.ofSeconds(5)), waits, "one wait, as long as Retry-After");
+        assertEquals("pending", s.job().status());
+        assertEquals(1, c.listPage(FairqClient.JobFilter.status("pending"), null, null).jobs().size());
+    }
+
+    @Test
+    void anAdminManagesTenantsAndKeys() {
+        String tenant = TestApp.uniqueTenant("cli-adm");
+        Model.Tenant created = admin.putTenant(tenant, Map.of("weight", 3, "max_running", 5));
+        assertEquals(3, created.weight());
+        assertEquals(200, created.burst(), "defaults for the rest");
+        Model.Tenant patched = admin.patchTenant(tenant, Map.of("rate_per_second", 2.5, "webhook_allow", List.of("Hooks.Example.com")));
+        assertEquals(2.5, patched.ratePerSecond());
+        assertEquals(5, patched.maxRunning(), "a patch keeps the others");
+        assertEquals(List.of("hooks.example.com"), patched.webhookAllow());
+        assertEquals(patched, admin.tenant(tenant));
+        assertTrue(admin.tenants().stream().anyMatch(t -> t.id().equals(tenant)));
+        FairqException.ValidationException bad = assertThrows(FairqException.ValidationException.class,
+                () -> admin.patchTenant(tenant, Map.of("weight", 0)));
+        assertEquals("weight", bad.fieldErrors().get(0).field());
+        assertThrows(FairqException.NotFoundException.class, () -> admin.tenant(TestApp.uniqueTenant("none")));
+
+        Model.NewKey k = admin.createKey(tenant);
+        assertTrue(k.key().startsWith("fqk_"));
+        assertEquals(tenant, app.client(k.key()).stats().tenant());
+        assertEquals(List.of(k.keyId()), admin.keys(tenant).stream().map(Model.ApiKey::keyId).toList());
+        admin.revokeKey(tenant, k.keyId());
+        assertNotNull(admin.keys(tenant).get(0).revokedAt());
+        assertThrows(FairqException.UnauthorizedException.class, () -> app.client(k.key()).stats());
+    }
+}

@@ -1,0 +1,76 @@
+package dev.fairq.api;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The README's command line for real: {@code java -jar api/target/fairq.jar jobs ...} in its own process, with
+ * FAIRQ_URL and FAIRQ_TOKEN from the environment, against the running server: exit status 0 and the API's JSON
+ * with {@code --json}; on an error a non-zero status and one line on stderr, never a stack trace.
+ */
+class CommandLineIT {
+    static TestApp app;
+
+    @BeforeAll
+    static void start() throws Exception {
+        app = TestApp.get();
+    }
+
+    record Exit(int status, String out, String err) {}
+
+    private static Exit fairq(Map<String, String> env, String... args) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx128m", "-jar", Path.of(System.getProperty("fairq.jar", "target/fairq.jar")).toAbsolutePath().toString()));
+        cmd.addAll(List.of(args));
+        ProcessBuilder pb = new ProcessBuilder(cmd);
+        pb.environment().keySet().removeIf(k -> k.startsWith("FAIRQ_"));
+        pb.environment().putAll(env);
+        Process p = pb.start();
+        p.getOutputStream().close();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(120, TimeUnit.SECONDS), "fairq " + String.join(" ", args) + " did not end");
+        return new Exit(p.exitValue(), out, err);
+    }
+
+    @Test
+    void theJarSubmitsReadsAndFailsClearly() throws Exception {
+        String tenant = TestApp.uniqueTenant("jar");
+        Map<String, String> admin = Map.of("FAIRQ_URL", "http://localhost:" + app.support.getLocalPort(), "FAIRQ_TOKEN", TestApp.ADMIN_TOKEN);
+        Exit set = fairq(admin, "tenants", "set", tenant, "--json", "{\"max_running\": 3}");
+        assertEquals(0, set.status(), set.err());
+        Exit key = fairq(admin, "tenants", "keys", "create", tenant, "--json");
+        assertEquals(0, key.status(), key.err());
+        Map<String, String> env = Map.of("FAIRQ_URL", "http://localhost:" + app.support.getLocalPort(),
+                "FAIRQ_TOKEN", TestApp.JSON.readTree(key.out()).get("key").asText());
+
+        Exit submit = fairq(env, "jobs", "submit", "--type", "record", "--payload", "{\"n\": 1}", "--delay-ms", "3600000", "--json");
+        assertEquals(0, submit.status(), submit.err());
+        JsonNode job = TestApp.JSON.readTree(submit.out());
+        assertEquals(tenant, job.get("tenant").asText());
+        Exit get = fairq(env, "jobs", "get", job.get("id").asText());
+        assertEquals(0, get.status(), get.err());
+        assertTrue(get.out().startsWith("job " + job.get("id").asText() + ": pending"), get.out());
+
+        Exit missing = fairq(env, "jobs", "cancel", "999999999");
+        assertNotEquals(0, missing.status());
+        assertEquals("fairq: no job 999999999 (HTTP 404)", missing.err().strip());
+        Exit nowhere = fairq(Map.of("FAIRQ_URL", "http://127.0.0.1:1", "FAIRQ_TOKEN", "x"), "stats");
+        assertNotEquals(0, nowhere.status());
+        assertTrue(nowhere.err().startsWith("fairq: cannot reach fairq at http://127.0.0.1:1"), nowhere.err());
+        for (Exit e : List.of(missing, nowhere)) assertFalse(e.err().contains("\tat "), "no stack trace: " + e.err());
+    }
+}

@@ -1,0 +1,156 @@
+package dev.fairq.api;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.dropwizard.core.cli.Cli;
+import io.dropwizard.core.setup.Bootstrap;
+import io.dropwizard.util.JarLocation;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The command line (jobs, stats, tenants) against the running server, in this JVM through Dropwizard's own
+ * Cli, as {@code java -jar fairq.jar} runs it (CommandLineIT runs the jar itself): the README's walk-through,
+ * {@code --json} printing the API's answer, and one clear message without a stack trace for every error.
+ */
+class CommandLineTest {
+    static TestApp app;
+
+    @BeforeAll
+    static void start() throws Exception {
+        app = TestApp.get();
+    }
+
+    record Run(boolean ok, String out, String err) {
+        JsonNode json() {
+            try {
+                return TestApp.JSON.readTree(out);
+            } catch (Exception e) {
+                throw new AssertionError("not one JSON document: " + out, e);
+            }
+        }
+    }
+
+    static Run run(String token, String... args) {
+        Map<String, String> env = new HashMap<>();
+        env.put("FAIRQ_URL", "http://localhost:" + app.support.getLocalPort());
+        if (token != null) env.put("FAIRQ_TOKEN", token);
+        return run(env, args);
+    }
+
+    static Run run(Map<String, String> env, String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        Bootstrap<FairqConfiguration> bootstrap = new Bootstrap<>(new FairqApplication());
+        ClientCommands.addTo(bootstrap, env, new PrintStream(out, true, StandardCharsets.UTF_8));
+        Cli cli = new Cli(new JarLocation(FairqApplication.class), bootstrap, out, err);
+        Optional<Throwable> failed;
+        try {
+            failed = cli.run(args);
+        } catch (Exception e) {
+            throw new AssertionError(e);
+        }
+        Run r = new Run(failed.isEmpty(), out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        assertFalse(r.err().contains("\tat ") || r.err().contains("Exception"), "no stack trace: " + r.err());
+        return r;
+    }
+
+    static Run ok(String token, String... args) {
+        Run r = run(token, args);
+        assertTrue(r.ok(), String.join(" ", args) + " failed: " + r.err() + r.out());
+        return r;
+    }
+
+    @Test
+    void theWalkThroughFromATenantToItsJobsAndBack() {
+        String tenant = TestApp.uniqueTenant("cli");
+        String admin = TestApp.ADMIN_TOKEN;
+        assertTrue(ok(admin, "tenants", "set", tenant, "--json", "{\"max_running\": 5, \"rate_per_second\": 1000, \"burst\": 1000}")
+                .out().startsWith("tenant " + tenant + " created"));
+        Run raised = ok(admin, "tenants", "set", tenant, "--json", "{\"max_running\": 7}");
+        assertTrue(raised.out().startsWith("tenant " + tenant + " updated"), raised.out());
+        assertEquals(1000, app.admin("GET", "/v1/admin/tenants/" + tenant, null).body().get("burst").asInt(), "set changes only what it names");
+        assertEquals(app.admin("GET", "/v1/admin/tenants/" + tenant, null).body(), ok(admin, "tenants", "get", tenant, "--json").json());
+        assertTrue(ok(admin, "tenants", "list").out().contains(tenant));
+
+        JsonNode created = ok(admin, "tenants", "keys", "create", tenant, "--json").json();
+        String key = created.get("key").asText();
+        String keyId = created.get("key_id").asText();
+        assertTrue(ok(admin, "tenants", "keys", "list", tenant).out().contains(keyId));
+
+        Run submitted = ok(key, "jobs", "submit", "--type", "record", "--payload", "{\"to\": \"a@example.com\"}",
+                "--job-key", "welcome-1", "--delay-ms", "3600000", "--priority", "3", "--queue", "emails");
+        assertTrue(submitted.out().contains(" submitted"), submitted.out());
+        JsonNode replay = ok(key, "jobs", "submit", "--type", "record", "--payload", "{\"to\": \"a@example.com\"}",
+                "--job-key", "welcome-1", "--delay-ms", "3600000", "--priority", "3", "--queue", "emails", "--json").json();
+        long id = replay.get("id").asLong();
+        assertTrue(submitted.out().startsWith("job " + id + " submitted"), "the replay is the same job");
+        assertTrue(ok(key, "jobs", "submit", "--type", "record", "--payload", "{\"to\": \"a@example.com\"}",
+                "--job-key", "welcome-1", "--delay-ms", "3600000", "--priority", "3", "--queue", "emails").out().contains("already exists"));
+
+        assertEquals(app.call("GET", "/v1/jobs/" + id, key, null).body(), ok(key, "jobs", "get", Long.toString(id), "--json").json());
+        assertTrue(ok(key, "jobs", "get", Long.toString(id)).out().contains("a@example.com"));
+        Run list = ok(key, "jobs", "list", "--status", "pending");
+        assertTrue(list.out().contains(Long.toString(id)) && list.out().contains("emails"), list.out());
+        assertEquals(1, ok(key, "jobs", "list", "--json").json().get("jobs").size());
+        assertTrue(ok(key, "jobs", "explain", Long.toString(id)).out().contains("scheduled"));
+        // the oldest pending job's age moves between two reads: the rest is the same document
+        com.fasterxml.jackson.databind.node.ObjectNode api = (com.fasterxml.jackson.databind.node.ObjectNode) app.call("GET", "/v1/stats", key, null).body();
+        com.fasterxml.jackson.databind.node.ObjectNode cli = (com.fasterxml.jackson.databind.node.ObjectNode) ok(key, "stats", "--json").json();
+        api.remove("oldest_pending_age_ms");
+        assertTrue(cli.remove("oldest_pending_age_ms").asLong() >= 0);
+        assertEquals(api, cli);
+
+        assertEquals("cancelled", ok(key, "jobs", "cancel", Long.toString(id), "--json").json().get("status").asText());
+        assertTrue(ok(key, "jobs", "retry", Long.toString(id)).out().contains("pending"));
+        assertTrue(ok(key, "stats").out().contains("max_running 7"));
+
+        assertTrue(ok(admin, "tenants", "keys", "revoke", tenant, keyId).out().contains("revoked"));
+        Run revoked = run(key, "jobs", "list");
+        assertFalse(revoked.ok());
+        assertTrue(revoked.err().startsWith("fairq: unknown or revoked API key (HTTP 401)"), revoked.err());
+    }
+
+    @Test
+    void everyErrorIsOneClearMessageAndAFailure() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("cli-err"));
+        Run missing = run(key, "jobs", "get", "999999999");
+        assertFalse(missing.ok());
+        assertEquals("fairq: no job 999999999 (HTTP 404)\n", missing.err());
+
+        Run invalid = run(key, "jobs", "submit", "--type", "bad type!", "--payload", "{}", "--priority", "1000");
+        assertFalse(invalid.ok());
+        assertTrue(invalid.err().contains("(HTTP 422)") && invalid.err().contains("\n  priority: must be between -100 and 100")
+                && invalid.err().contains("\n  type: must be 1-100"), invalid.err());
+
+        Run notJson = run(key, "jobs", "submit", "--type", "record", "--payload", "{oops");
+        assertFalse(notJson.ok());
+        assertTrue(notJson.err().startsWith("fairq: --payload is not JSON"), notJson.err());
+
+        Run forbidden = run(key, "tenants", "list");
+        assertFalse(forbidden.ok());
+        assertTrue(forbidden.err().contains("(HTTP 403)"), forbidden.err());
+
+        Run noToken = run((String) null, "stats");
+        assertFalse(noToken.ok());
+        assertTrue(noToken.err().startsWith("fairq: FAIRQ_TOKEN is not set"), noToken.err());
+
+        Run unreachable = run(Map.of("FAIRQ_URL", "http://127.0.0.1:1", "FAIRQ_TOKEN", key), "stats");
+        assertFalse(unreachable.ok());
+        assertTrue(unreachable.err().startsWith("fairq: cannot reach fairq at http://127.0.0.1:1"), unreachable.err());
+
+        Run badId = run(key, "jobs", "get", "abc");
+        assertFalse(badId.ok());
+        assertTrue(badId.err().contains("abc"), badId.err());
+    }
+}

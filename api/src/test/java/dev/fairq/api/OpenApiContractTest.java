@@ -1,0 +1,166 @@
+package dev.fairq.api;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.swagger.v3.parser.OpenAPIV3Parser;
+import io.swagger.v3.parser.core.models.ParseOptions;
+import io.swagger.v3.parser.core.models.SwaggerParseResult;
+import org.glassfish.jersey.server.model.Resource;
+import org.glassfish.jersey.server.model.ResourceMethod;
+import org.glassfish.jersey.server.model.ResourceModel;
+import org.glassfish.jersey.servlet.ServletContainer;
+import org.glassfish.jersey.server.ExtendedResourceContext;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * GET /openapi.json against the running server: a valid OpenAPI 3 document (swagger-parser), every route
+ * Jersey serves in it (read from Jersey's own routing model, so a resource added by anyone shows up here), and
+ * the document agreeing with real answers (field names, status codes, headers).
+ */
+class OpenApiContractTest {
+    static TestApp app;
+    static JsonNode doc;
+
+    @BeforeAll
+    static void start() throws Exception {
+        app = TestApp.get();
+        TestApp.Res r = app.call("GET", "/openapi.json", null, null);
+        assertEquals(200, r.status(), "served without authentication: " + r);
+        doc = r.body();
+        // kept for a look, or for a generator: api/target/openapi.json
+        java.nio.file.Files.writeString(java.nio.file.Path.of("target", "openapi.json"), TestApp.JSON.writerWithDefaultPrettyPrinter().writeValueAsString(doc));
+    }
+
+    @Test
+    void theDocumentIsAValidOpenApi3Document() throws Exception {
+        ParseOptions options = new ParseOptions();
+        options.setResolve(true);
+        SwaggerParseResult result = new OpenAPIV3Parser().readContents(TestApp.JSON.writeValueAsString(doc), null, options);
+        assertNotNull(result.getOpenAPI(), String.valueOf(result.getMessages()));
+        assertEquals(List.of(), result.getMessages(), "swagger-parser's complaints");
+        assertTrue(doc.get("openapi").asText().startsWith("3."));
+    }
+
+    @Test
+    void everyRouteJerseyServesIsInTheDocument() {
+        Set<String> routes = new TreeSet<>();
+        ServletContainer jersey = (ServletContainer) app.support.getEnvironment().getJerseyServletContainer();
+        ResourceModel model = jersey.getApplicationHandler().getInjectionManager()
+                .getInstance(ExtendedResourceContext.class).getResourceModel();
+        for (Resource r : model.getRootResources()) collect(r, "", routes);
+        assertTrue(routes.size() >= 25, "Jersey's routes: " + routes);
+
+        Set<String> documented = new TreeSet<>();
+        doc.get("paths").fields().forEachRemaining(p -> p.getValue().fieldNames().forEachRemaining(m ->
+                documented.add(m.toUpperCase() + " " + p.getKey())));
+        Set<String> missing = new TreeSet<>(routes);
+        missing.removeAll(documented);
+        assertEquals(Set.of(), missing, "routes Jersey serves that /openapi.json leaves out");
+        Set<String> extra = new TreeSet<>(documented);
+        extra.removeAll(routes);
+        assertEquals(Set.of(), extra, "documented routes Jersey does not serve");
+    }
+
+    private static void collect(Resource r, String parent, Set<String> out) {
+        String path = join(parent, r.getPath());
+        for (ResourceMethod m : r.getResourceMethods()) {
+            // Jersey's own OPTIONS and HEAD answers are "extended": no resource of ours declares them
+            if (!m.isExtended()) out.add(m.getHttpMethod() + " " + path);
+        }
+        for (Resource child : r.getChildResources()) collect(child, path, out);
+    }
+
+    /** "/v1/jobs" + "{id}" -> "/v1/jobs/{id}"; a template's regular expression ({id: \d+}) is not part of the name. */
+    private static String join(String parent, String path) {
+        String p = path == null ? "" : path.replaceAll("\\{\\s*(\\w+)\\s*:[^}]*}", "{$1}");
+        String s = (parent + "/" + p).replaceAll("/+", "/");
+        return s.length() > 1 && s.endsWith("/") ? s.substring(0, s.length() - 1) : s;
+    }
+
+    @Test
+    void securityStatusCodesAndHeadersAreDeclared() {
+        JsonNode schemes = doc.at("/components/securitySchemes");
+        assertEquals("bearer", schemes.at("/tenantKey/scheme").asText());
+        assertEquals("bearer", schemes.at("/adminToken/scheme").asText());
+
+        JsonNode submit = doc.at("/paths/~1v1~1jobs/post");
+        assertEquals("tenantKey", submit.at("/security/0").fieldNames().next());
+        for (String code : List.of("200", "201", "400", "401", "403", "409", "413", "422", "429")) {
+            assertFalse(submit.at("/responses/" + code).isMissingNode(), "POST /v1/jobs answers " + code);
+        }
+        assertFalse(submit.at("/responses/201/headers/Location").isMissingNode());
+        assertFalse(submit.at("/responses/200/headers/Idempotent-Replay").isMissingNode());
+        assertFalse(submit.at("/responses/429/headers/Retry-After").isMissingNode());
+        assertEquals("#/components/schemas/Error", submit.at("/responses/422/content/application~1json/schema/$ref").asText());
+        assertEquals("#/components/schemas/JobSubmission", submit.at("/requestBody/content/application~1json/schema/$ref").asText());
+
+        JsonNode put = doc.at("/paths/~1v1~1admin~1tenants~1{id}/put");
+        assertEquals("adminToken", put.at("/security/0").fieldNames().next());
+        assertFalse(put.at("/responses/201").isMissingNode());
+        assertTrue(doc.at("/paths/~1openapi.json/get/security").isMissingNode()
+                || doc.at("/paths/~1openapi.json/get/security").isEmpty(), "the document needs no credential");
+
+        // the bounds come from schema's JobRequest and TenantLimit constants
+        JsonNode job = doc.at("/components/schemas/JobSubmission");
+        assertEquals(-100, job.at("/properties/priority/minimum").asInt());
+        assertEquals(100, job.at("/properties/priority/maximum").asInt());
+        assertEquals(255, job.at("/properties/job_key/maxLength").asInt());
+        assertTrue(job.get("required").toString().contains("\"type\""), job.toString());
+        assertFalse(job.at("/additionalProperties").asBoolean(true), "unknown fields are refused");
+        JsonNode limits = doc.at("/components/schemas/TenantLimitsChange/properties");
+        assertEquals(1, limits.at("/weight/minimum").asInt());
+        assertEquals(1000, limits.at("/weight/maximum").asInt());
+        assertTrue(limits.at("/rate_per_second/exclusiveMinimum").asBoolean());
+    }
+
+    /** The schemas name exactly the fields the server answers with (snake_case), checked on real answers. */
+    @Test
+    void theSchemasNameTheFieldsOfRealAnswers() {
+        String tenant = TestApp.uniqueTenant("oas");
+        String key = app.newTenantKey(tenant);
+        TestApp.Res job = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000}");
+        long id = job.body().get("id").asLong();
+        assertFields("Job", job.body());
+        assertFields("JobPage", app.call("GET", "/v1/jobs", key, null).body());
+        assertFields("Explanation", app.call("GET", "/v1/jobs/" + id + "/explain", key, null).body());
+        assertFields("Stats", app.call("GET", "/v1/stats", key, null).body());
+        assertFields("TenantLimits", app.call("GET", "/v1/stats", key, null).body().get("limits"));
+        assertFields("TenantDashboard", app.call("GET", "/v1/dashboard", key, null).body());
+        assertFields("BatchAnswer", app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [{\"type\": \"record\", \"payload\": 1, \"delay_ms\": 3600000}]}").body());
+        assertFields("Tenant", app.admin("GET", "/v1/admin/tenants/" + tenant, null).body());
+        assertFields("KeyList", app.admin("GET", "/v1/admin/tenants/" + tenant + "/keys", null).body());
+        assertFields("KeyInfo", app.admin("GET", "/v1/admin/tenants/" + tenant + "/keys", null).body().get("keys").get(0));
+        assertFields("CreatedKey", app.admin("POST", "/v1/admin/tenants/" + tenant + "/keys", null).body());
+        assertFields("AuditPage", app.admin("GET", "/v1/admin/audit?tenant=" + tenant, null).body());
+        assertFields("Overview", app.admin("GET", "/v1/admin/overview", null).body());
+        assertFields("OverviewRow", app.admin("GET", "/v1/admin/overview", null).body().get("tenants").get(0));
+        assertFields("Error", app.call("POST", "/v1/jobs", key, "{\"priority\": 1000}").body());
+        assertFields("FieldError", app.call("POST", "/v1/jobs", key, "{\"priority\": 1000}").body().get("errors").get(0));
+    }
+
+    private static void assertFields(String schema, JsonNode answer) {
+        JsonNode props = doc.at("/components/schemas/" + schema + "/properties");
+        assertFalse(props.isMissingNode(), "no schema " + schema);
+        Set<String> declared = new TreeSet<>(iterable(props.fieldNames()));
+        Set<String> actual = new TreeSet<>(iterable(answer.fieldNames()));
+        if (schema.equals("Error")) declared.retainAll(actual); // errors is left out when empty
+        assertEquals(declared, actual, schema + " against " + answer);
+    }
+
+    private static <T> List<T> iterable(Iterator<T> it) {
+        List<T> out = new ArrayList<>();
+        it.forEachRemaining(out::add);
+        return out;
+    }
+}

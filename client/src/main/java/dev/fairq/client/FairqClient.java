@@ -1,0 +1,379 @@
+package dev.fairq.client;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.PropertyNamingStrategies;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.Objects;
+import java.util.StringJoiner;
+
+/**
+ * A client for the fairq API, for tenants (a key, {@code fqk_...}) and admins (the admin token):
+ * <pre>{@code
+ * FairqClient fairq = FairqClient.builder("http://localhost:8080").token(key).retries(RetryPolicy.attempts(5)).build();
+ * Model.Submitted s = fairq.submit(NewJob.of("send-email", payload).jobKey("welcome-42"));
+ * for (Model.Job j : fairq.jobs(JobFilter.status("dead"))) ...
+ * }</pre>
+ * Errors are {@link FairqException}s by kind ({@code QueueFullException} carries Retry-After,
+ * {@code ValidationException} the fields). Thread-safe; one instance per token.
+ */
+public final class FairqClient {
+    private final URI base;
+    private final String token;
+    private final HttpClient http;
+    private final RetryPolicy retries;
+    private final Duration timeout;
+    private final ObjectMapper mapper = mapper();
+
+    private FairqClient(Builder b) {
+        String u = b.url.endsWith("/") ? b.url.substring(0, b.url.length() - 1) : b.url;
+        this.base = URI.create(u);
+        if (base.getScheme() == null || base.getHost() == null) {
+            throw new IllegalArgumentException("not an http(s) URL: " + b.url);
+        }
+        this.token = b.token;
+        this.retries = b.retries;
+        this.timeout = b.timeout;
+        this.http = HttpClient.newBuilder().connectTimeout(b.timeout).version(HttpClient.Version.HTTP_1_1).build();
+    }
+
+    public static Builder builder(String url) {
+        return new Builder(url);
+    }
+
+    public static final class Builder {
+        private final String url;
+        private String token;
+        private RetryPolicy retries = RetryPolicy.NONE;
+        private Duration timeout = Duration.ofSeconds(30);
+
+        private Builder(String url) {
+            this.url = Objects.requireNonNull(url, "url");
+        }
+
+        /** The bearer token: a tenant key, or the admin token. */
+        public Builder token(String t) { this.token = t; return this; }
+
+        public Builder retries(RetryPolicy r) { this.retries = Objects.requireNonNull(r); return this; }
+
+        /** Connect and request timeout (default 30 s). */
+        public Builder timeout(Duration t) { this.timeout = t; return this; }
+
+        public FairqClient build() { return new FairqClient(this); }
+    }
+
+    /** The mapper the client reads and writes JSON with (snake_case, RFC 3339 times, unknown fields ignored). */
+    public static ObjectMapper mapper() {
+        return new ObjectMapper().registerModule(new JavaTimeModule())
+                .setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
+                .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
+                .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
+    }
+
+    // ---- tenants' endpoints -------------------------------------------------------------------------------
+
+    /** Submits one job: created, or (same job_key, same request) the earlier job with {@code idempotentReplay}. */
+    public Model.Submitted submit(NewJob job) {
+        Answer a = send("POST", "/v1/jobs", job, job.jobKey() != null);
+        return new Model.Submitted(read(a.body(), Model.Job.class), a.status() == 200);
+    }
+
+    /** Submits up to 1000 jobs, all or nothing; the answer is in the request's order. */
+    public List<Model.Submitted> submitBatch(List<NewJob> jobs) {
+        boolean keyed = !jobs.isEmpty() && jobs.stream().allMatch(j -> j.jobKey() != null);
+        return read(send("POST", "/v1/jobs/batch", Map.of("jobs", jobs), keyed).body(), Model.Batch.class).jobs();
+    }
+
+    public Model.Job get(long id) {
+        return read(get("/v1/jobs/" + id).body(), Model.Job.class);
+    }
+
+    /** One page; {@code after} is the previous page's {@code next} (null for the first), {@code limit} 1-500 or null. */
+    public Model.JobPage listPage(JobFilter filter, String after, Integer limit) {
+        return read(get("/v1/jobs" + filter.query(after, limit)).body(), Model.JobPage.class);
+    }
+
+    /** Every job that matches, newest first, fetched a page at a time as the iteration goes. */
+    public Iterable<Model.Job> jobs(JobFilter filter) {
+        return () -> new Pages(filter, "/v1/jobs");
+    }
+
+    public Model.Job cancel(long id) {
+        return read(send("POST", "/v1/jobs/" + id + "/cancel", null, false).body(), Model.Job.class);
+    }
+
+    /** A dead or cancelled job runs again, attempts reset. */
+    public Model.Job retry(long id) {
+        return read(send("POST", "/v1/jobs/" + id + "/retry", null, false).body(), Model.Job.class);
+    }
+
+    public Model.Explanation explain(long id) {
+        return read(get("/v1/jobs/" + id + "/explain").body(), Model.Explanation.class);
+    }
+
+    public Model.Stats stats() {
+        return read(get("/v1/stats").body(), Model.Stats.class);
+    }
+
+    // ---- admin's endpoints --------------------------------------------------------------------------------
+
+    public List<Model.Tenant> tenants() {
+        return read(get("/v1/admin/tenants").body(), Model.Tenants.class).tenants();
+    }
+
+    public Model.Tenant tenant(String id) {
+        return read(get("/v1/admin/tenants/" + path(id)).body(), Model.Tenant.class);
+    }
+
+    /** Creates or replaces a tenant: limits left out take the defaults. {@code limits}: API name -> value. */
+    public Model.Tenant putTenant(String id, Map<String, ?> limits) {
+        return read(send("PUT", "/v1/admin/tenants/" + path(id), limits, true).body(), Model.Tenant.class);
+    }
+
+    /** Changes only the limits given. */
+    public Model.Tenant patchTenant(String id, Map<String, ?> limits) {
+        return read(send("PATCH", "/v1/admin/tenants/" + path(id), limits, false).body(), Model.Tenant.class);
+    }
+
+    public Model.NewKey createKey(String tenant) {
+        return read(send("POST", "/v1/admin/tenants/" + path(tenant) + "/keys", null, false).body(), Model.NewKey.class);
+    }
+
+    public List<Model.ApiKey> keys(String tenant) {
+        return read(get("/v1/admin/tenants/" + path(tenant) + "/keys").body(), Model.Keys.class).keys();
+    }
+
+    public void revokeKey(String tenant, String keyId) {
+        send("DELETE", "/v1/admin/tenants/" + path(tenant) + "/keys/" + path(keyId), null, true);
+    }
+
+    /** Any tenant's job. */
+    public Model.Job adminJob(long id) {
+        return read(get("/v1/admin/jobs/" + id).body(), Model.Job.class);
+    }
+
+    /** Any tenant's jobs ({@link JobFilter#tenant} narrows them). */
+    public Iterable<Model.Job> adminJobs(JobFilter filter) {
+        return () -> new Pages(filter, "/v1/admin/jobs");
+    }
+
+    public Model.Job adminRetry(long id) {
+        return read(send("POST", "/v1/admin/jobs/" + id + "/retry", null, false).body(), Model.Job.class);
+    }
+
+    /** A dead job becomes cancelled (its ordering key moves on). */
+    public Model.Job discard(long id) {
+        return read(send("POST", "/v1/admin/jobs/" + id + "/discard", null, false).body(), Model.Job.class);
+    }
+
+    // ---- any endpoint -------------------------------------------------------------------------------------
+
+    /** An answer: the status, the headers that matter and the JSON body (null when empty). */
+    public record Answer(int status, Map<String, String> headers, JsonNode body) {}
+
+    /**
+     * Any endpoint, with the retries and errors of the typed methods: the answer as the server sent it (what
+     * the command line's {@code --json} prints). {@code safeToRepeat}: whether the request may be sent again
+     * when its answer is lost (GET, PUT and DELETE always are).
+     */
+    public Answer send(String method, String path, Object body, boolean safeToRepeat) {
+        boolean idempotent = safeToRepeat || method.equals("GET") || method.equals("PUT") || method.equals("DELETE");
+        String json = null;
+        if (body != null) {
+            try {
+                json = body instanceof JsonNode n ? n.toString() : mapper.writeValueAsString(body);
+            } catch (JsonProcessingException e) {
+                throw new IllegalArgumentException("the body cannot be written as JSON", e);
+            }
+        }
+        Duration backoff = retries.backoff();
+        for (int attempt = 1; ; attempt++) {
+            boolean last = attempt >= retries.maxAttempts();
+            Duration wait;
+            try {
+                Answer a = exchange(method, path, json);
+                if (a.status() < 400) return a;
+                FairqException e = error(a);
+                if (last) throw e;
+                if (e instanceof FairqException.QueueFullException q) wait = q.retryAfter();
+                else if (idempotent && (a.status() == 502 || a.status() == 503 || a.status() == 504)) wait = retryAfter(a, backoff);
+                else throw e;
+            } catch (IOException e) {
+                FairqException x = new FairqException.ConnectionException("cannot reach fairq at " + base + ": " + why(e), e);
+                if (last || !idempotent) throw x;
+                wait = backoff;
+            }
+            backoff = backoff.multipliedBy(2);
+            try {
+                retries.sleeper().sleep(wait);
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+                throw new FairqException.ConnectionException("interrupted while waiting to retry", ie);
+            }
+        }
+    }
+
+    private static String why(IOException e) {
+        if (e instanceof java.net.http.HttpTimeoutException) return "timed out";
+        if (e instanceof java.net.ConnectException) return "connection refused";
+        if (e.getMessage() != null) return e.getMessage();
+        return "the connection failed";
+    }
+
+    private Answer get(String path) {
+        return send("GET", path, null, true);
+    }
+
+    private Answer exchange(String method, String path, String json) throws IOException {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path)).timeout(timeout)
+                .header("Accept", "application/json")
+                .method(method, json == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(json));
+        if (json != null) b.header("Content-Type", "application/json");
+        if (token != null) b.header("Authorization", "Bearer " + token);
+        HttpResponse<String> r;
+        try {
+            r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted", e);
+        } catch (IllegalArgumentException e) {
+            throw new IOException(e.getMessage(), e);
+        }
+        Map<String, String> headers = new LinkedHashMap<>();
+        for (String h : List.of("Location", "Retry-After", "Idempotent-Replay", "WWW-Authenticate")) {
+            r.headers().firstValue(h).ifPresent(v -> headers.put(h, v));
+        }
+        JsonNode body = null;
+        if (!r.body().isEmpty()) {
+            try {
+                body = mapper.readTree(r.body());
+            } catch (JsonProcessingException e) {
+                // not JSON (a proxy's page, a framework's plain answer): keep the text as the message
+                body = mapper.getNodeFactory().objectNode().put("error", r.body().strip());
+            }
+        }
+        return new Answer(r.statusCode(), headers, body);
+    }
+
+    private FairqException error(Answer a) {
+        Model.ErrorBody e = null;
+        if (a.body() != null && a.body().isObject()) {
+            try {
+                e = mapper.treeToValue(a.body(), Model.ErrorBody.class);
+            } catch (JsonProcessingException ignored) {
+                // an unexpected shape: the status line says enough
+            }
+        }
+        String message = e != null && e.error() != null ? e.error()
+                : a.body() != null && a.body().has("message") ? a.body().get("message").asText() : "HTTP " + a.status();
+        return FairqException.of(a.status(), message, e == null ? List.of() : e.errors(), retryAfter(a, Duration.ofSeconds(1)));
+    }
+
+    /** Retry-After in seconds (the form fairq sends); {@code otherwise} when missing or a date. */
+    private static Duration retryAfter(Answer a, Duration otherwise) {
+        String v = a.headers().get("Retry-After");
+        try {
+            return v == null ? otherwise : Duration.ofSeconds(Math.max(0, Long.parseLong(v.trim())));
+        } catch (NumberFormatException e) {
+            return otherwise;
+        }
+    }
+
+    private <T> T read(JsonNode body, Class<T> type) {
+        try {
+            return mapper.treeToValue(body, type);
+        } catch (JsonProcessingException e) {
+            throw new FairqException(0, "unexpected answer from fairq: " + e.getOriginalMessage(), List.of(), e);
+        }
+    }
+
+    private static String path(String segment) {
+        return URLEncoder.encode(segment, StandardCharsets.UTF_8).replace("+", "%20");
+    }
+
+    /** Which jobs to list. {@code JobFilter.all().status("dead").queue("emails")}. */
+    public record JobFilter(String tenant, String status, String queue, String type, String orderingKey, Integer pageSize) {
+        public static JobFilter all() { return new JobFilter(null, null, null, null, null, null); }
+
+        public static JobFilter status(String s) { return all().withStatus(s); }
+
+        public JobFilter withStatus(String s) { return new JobFilter(tenant, s, queue, type, orderingKey, pageSize); }
+
+        public JobFilter queue(String q) { return new JobFilter(tenant, status, q, type, orderingKey, pageSize); }
+
+        public JobFilter type(String t) { return new JobFilter(tenant, status, queue, t, orderingKey, pageSize); }
+
+        public JobFilter orderingKey(String k) { return new JobFilter(tenant, status, queue, type, k, pageSize); }
+
+        /** Admin listings only. */
+        public JobFilter tenant(String t) { return new JobFilter(t, status, queue, type, orderingKey, pageSize); }
+
+        /** Jobs per request while iterating (1-500; the server's default 50). */
+        public JobFilter pageSize(Integer n) { return new JobFilter(tenant, status, queue, type, orderingKey, n); }
+
+        /** The query string of one page: {@code ?status=dead&limit=100&after=...}, or "" when there is nothing to ask. */
+        public String query(String after, Integer limit) {
+            StringJoiner q = new StringJoiner("&", "?", "").setEmptyValue("");
+            add(q, "tenant", tenant);
+            add(q, "status", status);
+            add(q, "queue", queue);
+            add(q, "type", type);
+            add(q, "ordering_key", orderingKey);
+            add(q, "limit", limit != null ? limit.toString() : pageSize == null ? null : pageSize.toString());
+            add(q, "after", after);
+            return q.toString();
+        }
+
+        private static void add(StringJoiner q, String name, String value) {
+            if (value != null) q.add(name + "=" + URLEncoder.encode(value, StandardCharsets.UTF_8));
+        }
+    }
+
+    /** Fetches the next page when the current one is used up. */
+    private final class Pages implements Iterator<Model.Job> {
+        private final JobFilter filter;
+        private final String path;
+        private Iterator<Model.Job> page = List.<Model.Job>of().iterator();
+        private String next;
+        private boolean started;
+
+        Pages(JobFilter filter, String path) {
+            this.filter = filter;
+            this.path = path;
+        }
+
+        @Override
+        public boolean hasNext() {
+            while (!page.hasNext() && (!started || next != null)) {
+                Model.JobPage p = read(get(path + filter.query(next, null)).body(), Model.JobPage.class);
+                started = true;
+                next = p.next();
+                page = p.jobs().iterator();
+            }
+            return page.hasNext();
+        }
+
+        @Override
+        public Model.Job next() {
+            if (!hasNext()) throw new NoSuchElementException();
+            return page.next();
+        }
+    }
+}

@@ -1,0 +1,68 @@
+package dev.fairq.client;
+
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.JsonNode;
+
+import java.time.Instant;
+import java.util.List;
+
+/**
+ * The API's answers as the client reads them (snake_case JSON, RFC 3339 times). Fields the server adds later
+ * are ignored, so an older client keeps working; /openapi.json is the full contract.
+ */
+public final class Model {
+    private Model() {}
+
+    /**
+     * A job. {@code status}: pending, ready, running, succeeded, dead or cancelled. {@code cancelRequestedAt} is
+     * set once someone cancelled it while it ran (a cancel answered 202: the job is stopping).
+     */
+    public record Job(long id, String tenant, String queue, String type, JsonNode payload, int priority, String status,
+                      int attempts, int maxAttempts, Instant runAt, String jobKey, String orderingKey, Instant createdAt,
+                      Instant startedAt, Instant finishedAt, String lastError, Long timeoutMs,
+                      Instant cancelRequestedAt) {}
+
+    /** A page of jobs, newest first; {@code next} is null on the last page. */
+    public record JobPage(List<Job> jobs, String next) {}
+
+    /** A submitted job; {@code idempotentReplay} when an identical request with the same job_key made it earlier. */
+    public record Submitted(Job job, boolean idempotentReplay) {}
+
+    /** Why a job is not running: {@code reason} (e.g. rate_limited), a sentence, and the reason's figures. */
+    public record Explanation(long jobId, String status, String reason, String message, JsonNode data) {}
+
+    /** A tenant's limits, by their API names. */
+    public record Limits(int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued, boolean paused,
+                         List<String> webhookAllow) {}
+
+    /** GET /v1/stats: the caller's counts (the recent ones over five minutes) and limits. */
+    public record Stats(String tenant, long pending, long ready, long running,
+                        @JsonProperty("succeeded_last_5m") long succeededLast5m,
+                        @JsonProperty("dead_last_5m") long deadLast5m, long deadTotal, Long oldestPendingAgeMs,
+                        long blockedOrderingKeys, Limits limits) {}
+
+    public record Tenant(String id, int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued,
+                         boolean paused, List<String> webhookAllow, Instant createdAt, Instant updatedAt) {}
+
+    /** A tenant's key as listed: never the key itself. */
+    public record ApiKey(String keyId, String tenant, Instant createdAt, Instant revokedAt) {}
+
+    /** A new key: {@code key} is shown in this answer only. */
+    public record NewKey(String keyId, String key, String tenant, Instant createdAt) {}
+
+    /** One field at fault in a 4xx answer, e.g. {@code jobs[3].type}. */
+    public record FieldError(String field, String message) {
+        @Override
+        public String toString() {
+            return field + ": " + message;
+        }
+    }
+
+    record ErrorBody(String error, List<FieldError> errors) {}
+
+    record Batch(List<Submitted> jobs) {}
+
+    record Tenants(List<Tenant> tenants) {}
+
+    record Keys(List<ApiKey> keys) {}
+}

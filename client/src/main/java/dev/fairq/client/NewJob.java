@@ -1,0 +1,53 @@
+package dev.fairq.client;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.databind.JsonNode;
+
+import java.time.Instant;
+
+/**
+ * A job to submit. {@code NewJob.of("send-email", payload).jobKey("order-42")}: fields left null take the
+ * server's defaults. With a {@code job_key} a resubmission is safe (the server answers the first job), so
+ * only such jobs are resubmitted after a lost connection.
+ */
+@JsonInclude(JsonInclude.Include.NON_NULL)
+public record NewJob(String type, String queue, JsonNode payload, Integer priority, Instant runAt, Long delayMs,
+                     String jobKey, String orderingKey, Integer maxAttempts, Long timeoutMs) {
+
+    public static NewJob of(String type, JsonNode payload) {
+        return new NewJob(type, null, payload, null, null, null, null, null, null, null);
+    }
+
+    public NewJob queue(String q) {
+        return new NewJob(type, q, payload, priority, runAt, delayMs, jobKey, orderingKey, maxAttempts, timeoutMs);
+    }
+
+    public NewJob priority(Integer p) {
+        return new NewJob(type, queue, payload, p, runAt, delayMs, jobKey, orderingKey, maxAttempts, timeoutMs);
+    }
+
+    public NewJob runAt(Instant t) {
+        return new NewJob(type, queue, payload, priority, t, delayMs, jobKey, orderingKey, maxAttempts, timeoutMs);
+    }
+
+    public NewJob delayMs(Long ms) {
+        return new NewJob(type, queue, payload, priority, runAt, ms, jobKey, orderingKey, maxAttempts, timeoutMs);
+    }
+
+    public NewJob jobKey(String k) {
+        return new NewJob(type, queue, payload, priority, runAt, delayMs, k, orderingKey, maxAttempts, timeoutMs);
+    }
+
+    public NewJob orderingKey(String k) {
+        return new NewJob(type, queue, payload, priority, runAt, delayMs, jobKey, k, maxAttempts, timeoutMs);
+    }
+
+    public NewJob maxAttempts(Integer n) {
+        return new NewJob(type, queue, payload, priority, runAt, delayMs, jobKey, orderingKey, n, timeoutMs);
+    }
+
+    /** The time limit of each attempt (1 ms to 24 h); null: the job type's. */
+    public NewJob timeoutMs(Long ms) {
+        return new NewJob(type, queue, payload, priority, runAt, delayMs, jobKey, orderingKey, maxAttempts, ms);
+    }
+}

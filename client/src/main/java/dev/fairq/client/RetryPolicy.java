@@ -1,0 +1,38 @@
+package dev.fairq.client;
+
+import java.time.Duration;
+
+/**
+ * Opt-in retries. A 429 (queue full: nothing was written) is retried after its Retry-After, whatever the
+ * request. A lost connection or a 502/503/504 (the request may or may not have been carried out) is retried
+ * only when repeating it is safe: reads, PUT and DELETE, and submissions whose every job has a job_key (the
+ * server answers a repeat with the first job). {@code maxAttempts} counts the first try.
+ *
+ * @param backoff the wait before retrying a lost connection or a 5xx without Retry-After (doubled each time)
+ * @param sleeper how to wait (tests record the waits instead of sleeping)
+ */
+public record RetryPolicy(int maxAttempts, Duration backoff, Sleeper sleeper) {
+    /** One try: every error is the caller's to handle. The default. */
+    public static final RetryPolicy NONE = new RetryPolicy(1, Duration.ZERO, Sleeper.THREAD);
+
+    public RetryPolicy {
+        if (maxAttempts < 1) throw new IllegalArgumentException("maxAttempts must be at least 1");
+    }
+
+    /** Up to {@code maxAttempts} tries, 500 ms before the first retry of a lost connection, then doubling. */
+    public static RetryPolicy attempts(int maxAttempts) {
+        return new RetryPolicy(maxAttempts, Duration.ofMillis(500), Sleeper.THREAD);
+    }
+
+    public RetryPolicy withSleeper(Sleeper s) {
+        return new RetryPolicy(maxAttempts, backoff, s);
+    }
+
+    /** Waits between tries. */
+    @FunctionalInterface
+    public interface Sleeper {
+        Sleeper THREAD = d -> Thread.sleep(d.toMillis());
+
+        void sleep(Duration d) throws InterruptedException;
+    }
+}

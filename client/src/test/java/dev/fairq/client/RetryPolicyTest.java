@@ -1,0 +1,66 @@
+package dev.fairq.client;
+
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import org.junit.jupiter.api.Test;
+
+import java.net.ServerSocket;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * What the client resends when no answer comes (a port nothing listens on): reads and keyed submissions, with
+ * a doubling backoff; a submission without job_key never, since the lost answer may have been a created job.
+ */
+class RetryPolicyTest {
+    private static String deadUrl() throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        } // closed: connections are refused
+        return "http://127.0.0.1:" + port;
+    }
+
+    private static FairqClient client(String url, List<Duration> waits) {
+        return FairqClient.builder(url).token("t").timeout(Duration.ofSeconds(5))
+                .retries(RetryPolicy.attempts(3).withSleeper(waits::add)).build();
+    }
+
+    @Test
+    void aSubmissionWithoutJobKeyIsSentOnce() throws Exception {
+        List<Duration> waits = new CopyOnWriteArrayList<>();
+        FairqException.ConnectionException e = assertThrows(FairqException.ConnectionException.class,
+                () -> client(deadUrl(), waits).submit(NewJob.of("t", JsonNodeFactory.instance.objectNode())));
+        assertEquals(0, e.status());
+        assertTrue(e.getMessage().startsWith("cannot reach fairq at http://127.0.0.1:"), e.getMessage());
+        assertEquals(List.of(), waits, "not resent: the first try may have created the job");
+    }
+
+    @Test
+    void aKeyedSubmissionAndAReadAreResentWithBackoff() throws Exception {
+        List<Duration> waits = new CopyOnWriteArrayList<>();
+        FairqClient c = client(deadUrl(), waits);
+        assertThrows(FairqException.ConnectionException.class,
+                () -> c.submit(NewJob.of("t", JsonNodeFactory.instance.objectNode()).jobKey("k")));
+        assertEquals(List.of(Duration.ofMillis(500), Duration.ofSeconds(1)), waits, "three tries, two waits");
+        waits.clear();
+        assertThrows(FairqException.ConnectionException.class, c::stats);
+        assertEquals(2, waits.size());
+        waits.clear();
+        // a batch is resent only when every job has a key
+        assertThrows(FairqException.ConnectionException.class, () -> c.submitBatch(List.of(
+                NewJob.of("t", JsonNodeFactory.instance.objectNode()).jobKey("a"), NewJob.of("t", JsonNodeFactory.instance.objectNode()))));
+        assertEquals(List.of(), waits);
+    }
+
+    @Test
+    void noRetriesByDefaultAndABadUrlIsRefusedAtOnce() {
+        assertThrows(IllegalArgumentException.class, () -> FairqClient.builder("localhost:8080").build());
+        assertThrows(IllegalArgumentException.class, () -> RetryPolicy.attempts(0));
+        assertEquals(1, RetryPolicy.NONE.maxAttempts());
+    }
+}
