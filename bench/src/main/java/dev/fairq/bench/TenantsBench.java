@@ -43,7 +43,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *   <li>stats: 1,000,000 of one tenant's finished jobs retained; 16 concurrent callers on stats, dashboard and
  *       explain, then on single and batch submits.</li>
  * </ul>
- * A drain: the jobs are enqueued (JobStore.enqueueAll, 5,000 a call) in one transaction, so nothing can
+ * A drain: the jobs are enqueued (JobStore.enqueueAll, a call per tenant) in one transaction, so nothing can
  * start before the last is stored; the rate is jobs / (last finished_at - first admitted_at), the database's
  * clock. Two warm-up drains of the same 50,000 jobs over the first 10 tenants
  * come first in each drain phase (before any idle tenant is registered). A drain still running 120 s after
@@ -239,7 +239,7 @@ final class TenantsBench implements Bench.Benchmark {
 
     /**
      * Enqueues {@code JOBS} noop jobs spread evenly over {@code tenants} in one transaction (JobStore.enqueueAll,
-     * 5,000 a call), so that no job can be admitted before the last is stored: the drain starts at the commit,
+     * a call per tenant), so that no job can be admitted before the last is stored: the drain starts at the commit,
      * or, with {@code release} (the tenants were paused), when it unpauses them. {@code analyze}: ANALYZE jobs
      * inside that transaction (ANALYZE counts its own transaction's rows), so the drain starts with fresh
      * statistics. Then waits until every job succeeded, and checks that each ran exactly once (attempts = 1).
@@ -315,8 +315,8 @@ final class TenantsBench implements Bench.Benchmark {
     }
 
     /**
-     * JobStore.enqueueAll, 5,000 jobs a call (as ThroughputBench); returns the lowest and highest id, which
-     * must span exactly these jobs (nothing else inserts jobs meanwhile), else it throws.
+     * JobStore.enqueueAll, one tenant's jobs a call, 5,000 at most; returns the lowest and highest id, which must
+     * span exactly these jobs (nothing else inserts jobs meanwhile), else it throws.
      */
     private long[] enqueue(PhaseDatabase db, List<JobRequest> jobs) {
         return enqueue(db.dsl(), jobs);
@@ -334,9 +334,17 @@ final class TenantsBench implements Bench.Benchmark {
     }
 
     private long[] enqueueAny(org.jooq.DSLContext dsl, List<JobRequest> jobs) {
+        // each tenant's jobs in calls of their own (as each tenant's app would submit them): the max_queued check
+        // counts the queue of every tenant in a call, so mixing 5,000 tenants in one call costs 5,000 counts
+        Map<String, List<JobRequest>> byTenant = new LinkedHashMap<>();
+        for (JobRequest j : jobs) byTenant.computeIfAbsent(j.tenantId(), k -> new ArrayList<>()).add(j);
+        List<List<JobRequest>> calls = new ArrayList<>();
+        for (List<JobRequest> own : byTenant.values()) {
+            for (int i = 0; i < own.size(); i += CHUNK) calls.add(own.subList(i, Math.min(own.size(), i + CHUNK)));
+        }
         long min = Long.MAX_VALUE, max = Long.MIN_VALUE;
-        for (int i = 0; i < jobs.size(); i += CHUNK) {
-            for (EnqueueResult r : store.enqueueAll(dsl, jobs.subList(i, Math.min(jobs.size(), i + CHUNK)))) {
+        for (List<JobRequest> call : calls) {
+            for (EnqueueResult r : store.enqueueAll(dsl, call)) {
                 if (!r.created()) throw new IllegalStateException("enqueue did not create job " + r.job().getId());
                 min = Math.min(min, r.job().getId());
                 max = Math.max(max, r.job().getId());
@@ -547,73 +555,77 @@ final class TenantsBench implements Bench.Benchmark {
 
                 progress("trickle: warm-up, alone, then the flood");
                 Trickle trickle = new Trickle(server, keys);
-                trickle.start();
-                Thread.sleep(TRICKLE_WARMUP_MS);
-                double aloneFrom = db.now();
-                Thread.sleep(TRICKLE_ALONE_MS);
-                double aloneTo = db.now();
-                List<JobRequest> flood = new ArrayList<>(FLOOD);
-                for (int i = 0; i < FLOOD; i++) flood.add(JobRequest.builder("flood", "sleep").payload("{\"ms\": 5}").build());
-                double floodFrom = db.now();
-                long[] floodIds = enqueueAny(db, flood);
-                out.put("flood_enqueue_s", Stats.round(db.now() - floodFrom));
-                // until no flood job waits, or FLOOD_CAP_MS: then the flood window ends there (capped)
-                long floodDeadline = System.nanoTime() + FLOOD_CAP_MS * 1_000_000;
-                boolean floodCapped = false;
-                while (db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'flood' AND status IN ('pending', 'ready')") > 0) {
-                    if (System.nanoTime() > floodDeadline) {
-                        floodCapped = true;
-                        break;
+                try {
+                    trickle.start();
+                    Thread.sleep(TRICKLE_WARMUP_MS);
+                    double aloneFrom = db.now();
+                    Thread.sleep(TRICKLE_ALONE_MS);
+                    double aloneTo = db.now();
+                    List<JobRequest> flood = new ArrayList<>(FLOOD);
+                    for (int i = 0; i < FLOOD; i++) flood.add(JobRequest.builder("flood", "sleep").payload("{\"ms\": 5}").build());
+                    double floodFrom = db.now();
+                    long[] floodIds = enqueueAny(db, flood);
+                    out.put("flood_enqueue_s", Stats.round(db.now() - floodFrom));
+                    // until no flood job waits, or FLOOD_CAP_MS: then the flood window ends there (capped)
+                    long floodDeadline = System.nanoTime() + FLOOD_CAP_MS * 1_000_000;
+                    boolean floodCapped = false;
+                    while (db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'flood' AND status IN ('pending', 'ready')") > 0) {
+                        if (System.nanoTime() > floodDeadline) {
+                            floodCapped = true;
+                            break;
+                        }
+                        if (!server.alive()) throw new IllegalStateException("the server exited; see " + server.log);
+                        Thread.sleep(100);
                     }
-                    if (!server.alive()) throw new IllegalStateException("the server exited; see " + server.log);
-                    Thread.sleep(100);
-                }
-                double floodEnd = floodCapped ? db.now() : ((Number) db.dsl().fetchValue(
-                        "SELECT fairq_epoch(max(started_at)) FROM jobs WHERE tenant_id = 'flood' AND id BETWEEN ? AND ?",
-                        floodIds[0], floodIds[1])).doubleValue();
-                trickle.stop();
-                out.put("flood_capped", floodCapped);
-                out.put("flood_started_by_end", db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'flood' AND id BETWEEN ? AND ? "
-                        + "AND fairq_epoch(started_at) <= ?", floodIds[0], floodIds[1], floodEnd));
-                // every accepted trickle job must run, flood or not
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-                while (db.count("SELECT count(*) FROM jobs WHERE tenant_id <> 'flood' AND status IN ('pending', 'ready', 'running')") > 0) {
-                    if (System.nanoTime() > deadline) throw new IllegalStateException("trickle jobs not all done 120 s after the trickle stopped");
-                    Thread.sleep(100);
-                }
+                    double floodEnd = floodCapped ? db.now() : ((Number) db.dsl().fetchValue(
+                            "SELECT fairq_epoch(max(started_at)) FROM jobs WHERE tenant_id = 'flood' AND id BETWEEN ? AND ?",
+                            floodIds[0], floodIds[1])).doubleValue();
+                    trickle.stop();
+                    out.put("flood_capped", floodCapped);
+                    out.put("flood_started_by_end", db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'flood' AND id BETWEEN ? AND ? "
+                            + "AND fairq_epoch(started_at) <= ?", floodIds[0], floodIds[1], floodEnd));
+                    // every accepted trickle job must run, flood or not
+                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+                    while (db.count("SELECT count(*) FROM jobs WHERE tenant_id <> 'flood' AND status IN ('pending', 'ready', 'running')") > 0) {
+                        if (System.nanoTime() > deadline) throw new IllegalStateException("trickle jobs not all done 120 s after the trickle stopped");
+                        Thread.sleep(100);
+                    }
 
-                // A refused submit (5xx, timeout) is the platform's answer under load, reported, not a broken run;
-                // an accepted job that is not stored is (one the client gave up on may or may not have been stored)
-                long stored = db.count("SELECT count(*) FROM jobs WHERE tenant_id <> 'flood'");
-                if (stored < trickle.ok.get() || stored > trickle.ok.get() + trickle.failed.get()) {
-                    throw new IllegalStateException(stored + " trickle jobs stored, " + trickle.ok.get() + " accepted (201), "
-                            + trickle.failed.get() + " refused or unanswered");
+                    // A refused submit (5xx, timeout) is the platform's answer under load, reported, not a broken run;
+                    // an accepted job that is not stored is (one the client gave up on may or may not have been stored)
+                    long stored = db.count("SELECT count(*) FROM jobs WHERE tenant_id <> 'flood'");
+                    if (stored < trickle.ok.get() || stored > trickle.ok.get() + trickle.failed.get()) {
+                        throw new IllegalStateException(stored + " trickle jobs stored, " + trickle.ok.get() + " accepted (201), "
+                                + trickle.failed.get() + " refused or unanswered");
+                    }
+                    long notOnce = db.count("SELECT count(*) FROM jobs WHERE tenant_id <> 'flood' AND (status <> 'succeeded' OR attempts <> 1)");
+                    if (notOnce != 0) throw new IllegalStateException(notOnce + " trickle jobs did not succeed exactly once");
+                    List<Double> alone = latencies(db, aloneFrom, aloneTo), flooded = latencies(db, floodFrom, floodEnd);
+                    if (flooded.size() < 500) {
+                        throw new IllegalStateException("only " + flooded.size() + " trickle jobs were submitted while the flood waited: nothing measured");
+                    }
+                    out.put("trickle_jobs_accepted", trickle.ok.get());
+                    out.put("trickle_submits_failed", trickle.failed.get());
+                    if (trickle.failed.get() > 0) out.put("trickle_first_failure", trickle.firstError.get());
+                    out.put("trickle_http_submit_p50_ms", Stats.round(Stats.percentile(trickle.httpMs(), 50)));
+                    out.put("trickle_http_submit_p99_ms", Stats.round(Stats.percentile(trickle.httpMs(), 99)));
+                    out.put("alone_samples", alone.size());
+                    out.put("flood_samples", flooded.size());
+                    out.put("flood_s", Stats.round(floodEnd - floodFrom));
+                    out.put("flood_jobs_per_s", Math.round(((Number) out.get("flood_started_by_end")).doubleValue() / (floodEnd - floodFrom)));
+                    out.put("trickle_p50_ms_alone", Stats.round(Stats.percentile(alone, 50)));
+                    out.put("trickle_p99_ms_alone", Stats.round(Stats.percentile(alone, 99)));
+                    out.put("trickle_p50_ms_flood", Stats.round(Stats.percentile(flooded, 50)));
+                    out.put("trickle_p99_ms_flood", Stats.round(Stats.percentile(flooded, 99)));
+                    out.put("trickle_max_ms_flood", Stats.round(Stats.percentile(flooded, 100)));
+                    out.put("trickle_p99_ratio", Stats.ratio(Stats.percentile(flooded, 99), Stats.percentile(alone, 99)));
+                    Map<String, Object> tAlone = server.tickSummary(aloneFrom, aloneTo), tFlood = server.tickSummary(floodFrom, floodEnd);
+                    tAlone.forEach((k, v) -> out.put("alone_" + k, v));
+                    tFlood.forEach((k, v) -> out.put("flood_" + k, v));
+                    out.put("tick_p99_ms", tFlood.get("tick_p99_ms"));
+                } finally {
+                    trickle.timer.shutdownNow();
                 }
-                long notOnce = db.count("SELECT count(*) FROM jobs WHERE tenant_id <> 'flood' AND (status <> 'succeeded' OR attempts <> 1)");
-                if (notOnce != 0) throw new IllegalStateException(notOnce + " trickle jobs did not succeed exactly once");
-                List<Double> alone = latencies(db, aloneFrom, aloneTo), flooded = latencies(db, floodFrom, floodEnd);
-                if (flooded.size() < 500) {
-                    throw new IllegalStateException("only " + flooded.size() + " trickle jobs were submitted while the flood waited: nothing measured");
-                }
-                out.put("trickle_jobs_accepted", trickle.ok.get());
-                out.put("trickle_submits_failed", trickle.failed.get());
-                if (trickle.failed.get() > 0) out.put("trickle_first_failure", trickle.firstError.get());
-                out.put("trickle_http_submit_p50_ms", Stats.round(Stats.percentile(trickle.httpMs(), 50)));
-                out.put("trickle_http_submit_p99_ms", Stats.round(Stats.percentile(trickle.httpMs(), 99)));
-                out.put("alone_samples", alone.size());
-                out.put("flood_samples", flooded.size());
-                out.put("flood_s", Stats.round(floodEnd - floodFrom));
-                out.put("flood_jobs_per_s", Math.round(((Number) out.get("flood_started_by_end")).doubleValue() / (floodEnd - floodFrom)));
-                out.put("trickle_p50_ms_alone", Stats.round(Stats.percentile(alone, 50)));
-                out.put("trickle_p99_ms_alone", Stats.round(Stats.percentile(alone, 99)));
-                out.put("trickle_p50_ms_flood", Stats.round(Stats.percentile(flooded, 50)));
-                out.put("trickle_p99_ms_flood", Stats.round(Stats.percentile(flooded, 99)));
-                out.put("trickle_max_ms_flood", Stats.round(Stats.percentile(flooded, 100)));
-                out.put("trickle_p99_ratio", Stats.ratio(Stats.percentile(flooded, 99), Stats.percentile(alone, 99)));
-                Map<String, Object> tAlone = server.tickSummary(aloneFrom, aloneTo), tFlood = server.tickSummary(floodFrom, floodEnd);
-                tAlone.forEach((k, v) -> out.put("alone_" + k, v));
-                tFlood.forEach((k, v) -> out.put("flood_" + k, v));
-                out.put("tick_p99_ms", tFlood.get("tick_p99_ms"));
             }
         }
         return out;
@@ -632,7 +644,11 @@ final class TenantsBench implements Bench.Benchmark {
     private static final class Trickle {
         private final FairqServer server;
         private final List<String> keys;
-        private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
+        private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "bench-trickle");
+            t.setDaemon(true); // a failed run must not be kept alive (and submitting) by it
+            return t;
+        });
         private final AtomicInteger next = new AtomicInteger(), inFlight = new AtomicInteger();
         final AtomicLong ok = new AtomicLong(), failed = new AtomicLong();
         final AtomicReference<String> firstError = new AtomicReference<>();
@@ -876,6 +892,7 @@ final class TenantsBench implements Bench.Benchmark {
                     }
                 }
             }, "bench-caller-" + c);
+            thread.setDaemon(true);
             thread.start();
             threads.add(thread);
         }
