@@ -1,0 +1,64 @@
+package dev.fairq.bench;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.fairq.schema.Database;
+import org.jooq.DSLContext;
+
+import java.net.URI;
+
+/**
+ * A fresh database for one phase of a benchmark, on the bench's PostgreSQL server (embedded or the scratch
+ * server of {@code FAIRQ_DATABASE_URL}): created empty, migrated, dropped at close. Fresh tables, fresh
+ * statistics, no leftovers from an earlier phase.
+ */
+final class PhaseDatabase implements AutoCloseable {
+    final String name;
+    final String jdbcUrl;
+    final String user;
+    final String password;
+    private final BenchDatabase server;
+    private final HikariDataSource pool;
+
+    private PhaseDatabase(BenchDatabase server, String name) {
+        this.server = server;
+        this.name = name;
+        this.user = server.user;
+        this.password = server.password;
+        URI uri = URI.create(server.jdbcUrl.substring("jdbc:".length()));
+        this.jdbcUrl = "jdbc:postgresql://" + server.host + ":" + server.port + "/" + name
+                + (uri.getQuery() == null ? "" : "?" + uri.getQuery());
+        server.dsl().execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+        server.dsl().execute("CREATE DATABASE " + name);
+        this.pool = Database.pool(jdbcUrl, user, password, 8, "fairq-bench-" + name);
+        Database.migrate(pool);
+    }
+
+    /** {@code phase}: lower case letters and digits (it becomes part of the database's name). */
+    static PhaseDatabase create(BenchDatabase server, String phase) {
+        if (!phase.matches("[a-z0-9]+")) throw new IllegalArgumentException("phase name: " + phase);
+        return new PhaseDatabase(server, server.databaseName + "_" + phase);
+    }
+
+    DSLContext dsl() {
+        return Database.dsl(pool);
+    }
+
+    /** Seconds since the epoch on the database clock (clock_timestamp(), not the transaction's start). */
+    double now() {
+        return ((Number) dsl().fetchValue("SELECT fairq_epoch(clock_timestamp())")).doubleValue();
+    }
+
+    long count(String sql, Object... args) {
+        return ((Number) dsl().fetchValue(sql, args)).longValue();
+    }
+
+    @Override
+    public void close() {
+        pool.close();
+        try {
+            server.dsl().execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+        } catch (RuntimeException e) {
+            System.err.println("could not drop phase database " + name + ": " + e.getMessage());
+        }
+    }
+}
