@@ -66,7 +66,13 @@ class StaleStatisticsTest extends StoreTestSupport {
         assertNoTableWalk("claim", plan(Leases.CLAIM.bind().clock(clock).set("worker_id", "w").set("lease_ms", 30_000L)
                 .set("limit", 100), Leases.CLAIM));
         assertNoTableWalk("heartbeat", plan(Leases.HEARTBEAT.bind().clock(clock).set("worker_id", "w").set("capacity", 8)
-                .set("lease_ms", 30_000L).set("ids", idArray), Leases.HEARTBEAT));
+                .set("lease_ms", 30_000L).set("ids", idArray).set("attempts", ones), Leases.HEARTBEAT));
+        assertNoTableWalk("hand-back", plan(Leases.RELEASE.bind().clock(clock).set("worker_id", "w").set("ids", idArray)
+                .set("attempts", ones), Leases.RELEASE));
+        assertNoTableWalk("cancel requests", plan(Leases.CANCEL_REQUESTS.bind().set("worker_id", "w").set("ids", idArray)
+                .set("attempts", ones), Leases.CANCEL_REQUESTS));
+        assertNoTableWalk("cancelled attempts", plan(Completion.CANCEL.bind().clock(clock).set("ids", idArray)
+                .set("attempts", ones).set("errors", new String[idArray.length]).set("worker_id", "w"), Completion.CANCEL));
         assertNoTableWalk("reaper", plan(Leases.REAP.bind().clock(clock).set("limit", 1000), Leases.REAP));
         assertNoTableWalk("complete", plan(Completion.COMPLETE.bind().clock(clock).set("ids", idArray).set("attempts", ones)
                 .set("worker_id", "w"), Completion.COMPLETE));

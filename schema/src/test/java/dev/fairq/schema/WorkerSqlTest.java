@@ -154,7 +154,7 @@ class WorkerSqlTest extends StoreTestSupport {
         assertNull(reaped.getLockedBy());
         assertNull(reaped.getLockedUntil());
         assertEquals(1, reaped.getAttempts());
-        assertTrue(reaped.getLastError().contains("lease expired: worker w1"), reaped.getLastError());
+        assertTrue(reaped.getLastError().contains("lease expired: its worker stopped renewing it during attempt 1"), reaped.getLastError());
 
         // w1 comes back late: its result is dropped
         assertEquals(Set.of(), store.finish(dsl, "w1", List.of(new JobOutcome.Succeeded(id, w1.attempt()))));
