@@ -140,7 +140,8 @@ public final class TenantsFile {
         return new TenantLimits((String) v.get("id"), (Integer) v.get(TenantLimit.WEIGHT.field()),
                 (Double) v.get(TenantLimit.RATE_PER_SECOND.field()), (Integer) v.get(TenantLimit.BURST.field()),
                 (Integer) v.get(TenantLimit.MAX_RUNNING.field()), (Integer) v.get(TenantLimit.MAX_QUEUED.field()),
-                (Boolean) v.get(TenantLimit.PAUSED.field()), allow);
+                (Boolean) v.get(TenantLimit.PAUSED.field()), allow, (Integer) v.get(TenantLimit.MAX_SCHEDULES.field()),
+                (Integer) v.get(TenantLimit.MIN_SCHEDULE_INTERVAL_S.field()));
     }
 
     private static Map<String, Object> limits(MappingNode m, String source, String where, boolean allowId) {
