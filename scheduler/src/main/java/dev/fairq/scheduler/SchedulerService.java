@@ -39,6 +39,11 @@ public final class SchedulerService implements AutoCloseable {
     static final Duration ROLLUP_EVERY = Duration.ofSeconds(10);
     static final int ROLLUP_MINUTES = 2;
     static final Duration ROLLUP_RETENTION = Duration.ofDays(7);
+    /**
+     * Schedules are fired this often (one probe of schedules_due_idx when nothing is due): an 'overlap: skip'
+     * fire, decided when due, starts within half a second of its instant; the others are created ahead.
+     */
+    static final Duration FIRE_EVERY = Duration.ofMillis(500);
 
     @FunctionalInterface
     public interface ConnectionFactory {
@@ -46,6 +51,7 @@ public final class SchedulerService implements AutoCloseable {
     }
 
     private final Scheduler scheduler;
+    private final ScheduleFirer firer;
     private final JobStore store;
     private final DashboardStore dashboards = new DashboardStore();
     private final SchedulerConfig config;
@@ -56,7 +62,14 @@ public final class SchedulerService implements AutoCloseable {
     private volatile Connection current;
 
     public SchedulerService(Scheduler scheduler, JobStore store, SchedulerConfig config, ConnectionFactory connections) {
+        this(scheduler, new ScheduleFirer(store, ScheduleObserver.NONE), store, config, connections);
+    }
+
+    /** With the schedules' firer (its observer reports fires to this process's metrics). */
+    public SchedulerService(Scheduler scheduler, ScheduleFirer firer, JobStore store, SchedulerConfig config,
+                            ConnectionFactory connections) {
         this.scheduler = scheduler;
+        this.firer = firer;
         this.store = store;
         this.config = config;
         this.connections = connections;
@@ -125,6 +138,7 @@ public final class SchedulerService implements AutoCloseable {
         long nextMaintenance = System.nanoTime() + config.maintenanceEvery().toNanos();
         long nextPublish = System.nanoTime();
         long nextRollup = System.nanoTime();
+        long nextFire = System.nanoTime();
         while (!stopped) {
             long started = System.nanoTime();
             Scheduler.TickResult r = scheduler.tick(ctx);
@@ -143,12 +157,17 @@ public final class SchedulerService implements AutoCloseable {
                 maintain(ctx);
                 nextMaintenance = System.nanoTime() + config.maintenanceEvery().toNanos();
             }
+            if (System.nanoTime() >= nextFire) {
+                fireSchedules(ctx);
+                nextFire = firer.behind() ? System.nanoTime() : System.nanoTime() + FIRE_EVERY.toNanos();
+            }
             // saturated: more work is waiting, come back soon; buffer full: the workers are busy, look again
             // after a few busy intervals; otherwise idle, unless a rate-limited tenant gets a token sooner.
             long waitMillis;
             if (r.saturated()) waitMillis = config.busyInterval().toMillis();
             else if (r.wanted() == 0) waitMillis = config.busyInterval().toMillis() * 5;
             else waitMillis = Math.min(config.idleInterval().toMillis(), r.nanosUntilNextToken() / 1_000_000 + 1);
+            if (firer.behind()) waitMillis = config.busyInterval().toMillis(); // more fires due: come back soon
             pg.getNotifications((int) Math.max(1, waitMillis)); // an enqueue wakes us early
         }
     }
@@ -170,6 +189,16 @@ public final class SchedulerService implements AutoCloseable {
             if (log.isDebugEnabled()) log.debug("rollup: {} rows in {} ms", rows, (System.nanoTime() - started) / 1_000_000);
         } catch (RuntimeException e) {
             log.warn("could not write the dashboard rollup", e);
+        }
+    }
+
+    /** Fires due schedules (ScheduleFirer: exactly once from job_keys and row locks, not from leadership). */
+    private void fireSchedules(DSLContext ctx) {
+        try {
+            int jobs = firer.fire(ctx);
+            if (jobs > 0 && log.isDebugEnabled()) log.debug("schedules: {} fires enqueued", jobs);
+        } catch (RuntimeException e) {
+            log.warn("could not fire schedules", e);
         }
     }
 
