@@ -1,5 +1,6 @@
 package dev.fairq.api;
 
+import dev.fairq.scheduler.ScheduleService;
 import dev.fairq.schema.DashboardStore;
 import dev.fairq.schema.JobQueries;
 import dev.fairq.schema.TenantStore;
@@ -38,8 +39,11 @@ final class DashboardFigures {
     private final TenantStore tenantStore = new TenantStore();
     private final DSLContext db;
 
-    DashboardFigures(DSLContext db) {
+    private final ScheduleService schedules;
+
+    DashboardFigures(DSLContext db, ScheduleService schedules) {
         this.db = db;
+        this.schedules = schedules;
     }
 
     /** The tenant dashboard: summary, per-minute series of the last hour, running jobs, blocked keys, dead letters. */
@@ -94,6 +98,8 @@ final class DashboardFigures {
             dead.add(m);
         }
         out.put("dead_letters", dead);
+        // the tenant's schedules, next to fire first, with the last fire's job status (at most max_schedules)
+        out.put("schedules", schedules.byNextFire(db, tenantId, LIST_LIMIT));
         return out;
     }
 

@@ -1,5 +1,6 @@
 package dev.fairq.api;
 
+import dev.fairq.scheduler.ScheduleObserver;
 import dev.fairq.schema.ClaimedJob;
 import dev.fairq.schema.JobOutcome;
 import dev.fairq.schema.JobQueries;
@@ -26,7 +27,7 @@ import java.util.Map;
  * admission to a worker starting it (the time in the ready buffer); {@code fairq_claim_statement_seconds}
  * the claim statement's round trip.
  */
-final class FairqMetrics implements WorkerObserver {
+final class FairqMetrics implements WorkerObserver, ScheduleObserver {
     private static final Logger log = LoggerFactory.getLogger(FairqMetrics.class);
     private static final double[] LATENCY_BUCKETS = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
             5, 10, 30, 60, 300};
@@ -41,6 +42,9 @@ final class FairqMetrics implements WorkerObserver {
     private final Histogram claim;
     private final Histogram claimStatement;
     private final Histogram duration;
+    private final Counter scheduleFires;
+    private final Counter scheduleSkipped;
+    private final Histogram scheduleLag;
 
     FairqMetrics(DSLContext db) {
         JobQueries queries = new JobQueries();
@@ -53,6 +57,13 @@ final class FairqMetrics implements WorkerObserver {
         claim = histogram("fairq_claim_latency_seconds", "admission to start by a worker", true);
         claimStatement = histogram("fairq_claim_statement_seconds", "round trip of one claim statement", false);
         duration = histogram("fairq_job_duration_seconds", "handler run time", true);
+        // schedules: totals (a tenant may have thousands of schedules; no per-schedule or per-tenant series)
+        scheduleFires = Counter.builder().name("fairq_schedule_fires").help("schedule fires that enqueued their job "
+                + "(counted by the active scheduler of this process)").register(registry);
+        scheduleSkipped = Counter.builder().name("fairq_schedule_skipped_fires").help("schedule fires that enqueued "
+                + "nothing, by reason: missed, overlap, queue_full, invalid").labelNames("reason").register(registry);
+        scheduleLag = histogram("fairq_schedule_fire_lag_seconds", "from a fire's instant to the enqueue of its job "
+                + "(0 when the job was created ahead)", false);
         GaugeWithCallback.builder().name("fairq_jobs").help("jobs in the table by tenant and status (finished "
                         + "jobs other than dead are counted by the counters)")
                 .labelNames("tenant", "status")
@@ -121,6 +132,17 @@ final class FairqMetrics implements WorkerObserver {
     @Override
     public void leaseLost(ClaimedJob job) {
         leaseLost.labelValues(job.tenantId()).inc();
+    }
+
+    @Override
+    public void fired(String tenantId, Duration lag) {
+        scheduleFires.inc();
+        scheduleLag.observe(lag.toNanos() / 1e9);
+    }
+
+    @Override
+    public void skipped(String tenantId, String reason, long fires) {
+        scheduleSkipped.labelValues(reason).inc(fires);
     }
 
     private static double seconds(OffsetDateTime from, OffsetDateTime to) {

@@ -127,6 +127,10 @@ final class JobRequestParser {
                         List.of(new FieldError(prefix + "payload", "must be at most " + maxPayloadBytes + " bytes")), Map.of());
             }
         }
+        if (jobKey != null && jobKey.startsWith(dev.fairq.scheduler.ScheduleKeys.PREFIX)) {
+            errors.add(new FieldError(prefix + "job_key", "job keys starting with '"
+                    + dev.fairq.scheduler.ScheduleKeys.PREFIX + "' are reserved for the jobs schedules fire"));
+        }
         // The store's own checks too, for the fields not already reported, so one answer names every field.
         JobRequest.Builder b = JobRequest.builder(tenantId, type)
                 .queue(queue == null ? JobRequest.DEFAULT_QUEUE : queue)
