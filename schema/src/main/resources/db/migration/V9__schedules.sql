@@ -54,8 +54,9 @@ CREATE TABLE schedules (
 -- Firing reads only what is due: one range scan in fire order. 'overlap: skip' schedules are decided at their
 -- fire instant (the previous job's state then is what counts), the others up to 30 s ahead, so the two are
 -- kept apart in the index and each firer query is one range of one of them. Paused schedules and finished
--- ones (next_fire_at null) are not in it at all.
-CREATE INDEX schedules_due_idx ON schedules ((overlap = 'skip'), next_fire_at)
+-- ones (next_fire_at null) are not in it at all. tenant_id last: fires of one instant come tenant by tenant, so a
+-- batch of 1,000 "every minute" fires touches about ten tenants (one max_queued check each), not a thousand.
+CREATE INDEX schedules_due_idx ON schedules ((overlap = 'skip'), next_fire_at, tenant_id)
     WHERE NOT paused AND next_fire_at IS NOT NULL;
 
 -- Listing (a tenant's, or every tenant's page by page for admins) reads the primary key: a tenant has at most

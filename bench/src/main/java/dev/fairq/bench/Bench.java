@@ -20,7 +20,8 @@ public final class Bench {
             "starvation", new StarvationBench(),
             "ordering", new OrderingBench(),
             "crash", new CrashBench(),
-            "longtx", new LongTxBench()));
+            "longtx", new LongTxBench(),
+            "schedules", new SchedulesBench()));
 
     private Bench() {}
 

@@ -143,7 +143,7 @@ public final class Schedules {
             FROM schedules s LEFT JOIN jobs j ON j.id = s.latest_job_id
             WHERE NOT s.paused AND s.next_fire_at IS NOT NULL AND (s.overlap = 'skip') = :skip_group
               AND s.next_fire_at <= :now + :ahead_ms * interval '1 millisecond'
-            ORDER BY (s.overlap = 'skip'), s.next_fire_at
+            ORDER BY (s.overlap = 'skip'), s.next_fire_at, s.tenant_id
             LIMIT :limit
             FOR UPDATE OF s SKIP LOCKED
             """);
