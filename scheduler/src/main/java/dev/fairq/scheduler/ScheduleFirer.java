@@ -299,10 +299,11 @@ public final class ScheduleFirer {
         Instant onTimeFrom = now.minus(missedAfter);
         if (f.isBefore(onTimeFrom)) {
             Instant firstOnTime = steps.firstAtOrAfter(cron, onTimeFrom, end);
-            long missed = countFires(cron, f, onTimeFrom, steps);
+            Instant missedUntil = end != null && end.isBefore(onTimeFrom) ? end : onTimeFrom; // fires in [f, missedUntil)
+            long missed = countFires(cron, f, missedUntil, steps);
             List<Instant> catchUp = switch (s.getMissedRuns()) {
-                case "run_once" -> latest(cron, f, onTimeFrom, 1);
-                case "run_all" -> latest(cron, f, onTimeFrom, s.getBackfillLimit());
+                case "run_once" -> latest(cron, f, missedUntil, 1);
+                case "run_all" -> latest(cron, f, missedUntil, s.getBackfillLimit());
                 default -> List.of();
             };
             for (Instant x : catchUp) p.fires.add(new Fire(x, true));
