@@ -205,7 +205,21 @@
       function (r) { return r.ordering_key; }, function (r) { return '#' + r.dead_job_id; },
       function (r) { return time(r.dead_since); }, function (r) { return r.waiting; },
       col(function (r) { return r.last_error; }, 'err')], 'no ordering key is blocked');
+    fillTable($('schedules'), d.schedules || [], [
+      function (r) { return r.name; }, function (r) { return r.cron; }, function (r) { return r.time_zone; },
+      function (r) { return r.paused ? 'paused' : (r.next_fires.length ? dateTime(r.next_fires[0]) : 'none (ended)'); },
+      function (r) { return r.last_fire ? dateTime(r.last_fire.fire_at) + (r.last_fire.outcome === 'enqueued' ? '' : ' (' + r.last_fire.outcome + ')') : '–'; },
+      function (r, tr) {
+        var f = r.last_fire;
+        if (!f || !f.job_id) return '–';
+        if (!f.job_status) return '#' + f.job_id + ' (gone after retention)';
+        tr.setAttribute('data-status', f.job_status);
+        var span = el('span', null, '#' + f.job_id + ' ');
+        span.appendChild(statusPill(f.job_status));
+        return span;
+      }], 'no schedules: create one with PUT /v1/schedules/{name}');
   }
+  function dateTime(iso) { return iso ? new Date(iso).toLocaleString() : '–'; }
 
   function replay(id, button) {
     button.disabled = true;

@@ -1,5 +1,6 @@
 package dev.fairq.api;
 
+import dev.fairq.scheduler.ScheduleService;
 import dev.fairq.schema.DashboardStore;
 import dev.fairq.schema.JobQueries;
 import dev.fairq.schema.TenantStore;
@@ -36,8 +37,11 @@ final class DashboardFigures {
     private final TenantStore tenantStore = new TenantStore();
     private final DSLContext db;
 
-    DashboardFigures(DSLContext db) {
+    private final ScheduleService schedules;
+
+    DashboardFigures(DSLContext db, ScheduleService schedules) {
         this.db = db;
+        this.schedules = schedules;
     }
 
     /** The tenant dashboard: summary, per-minute series of the last hour, running jobs, blocked keys, dead letters. */
@@ -64,8 +68,10 @@ final class DashboardFigures {
             dead.add(new DashboardViews.DeadLetter(j.getId(), j.getType(), j.getQueue(), j.getAttempts(), j.getOrderingKey(),
                     JobView.utc(j.getFinishedAt()), j.getLastError()));
         }
+        // the tenant's schedules, next to fire first, with the last fire's job status (at most max_schedules)
         return new DashboardViews.TenantDashboard(now.toInstant(), summary(t, live, totals),
-                series(dashboards.minuteStats(db, tenantId, WINDOW), now), running, blocked, dead);
+                series(dashboards.minuteStats(db, tenantId, WINDOW), now), running, blocked, dead,
+                schedules.byNextFire(db, tenantId, LIST_LIMIT));
     }
 
     /** The overview's page size when none is asked for, and the most a page may hold. */

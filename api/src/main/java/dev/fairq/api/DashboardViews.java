@@ -14,7 +14,9 @@ final class DashboardViews {
     @Schema(name = "TenantDashboard")
     public record TenantDashboard(Instant generatedAt, @JsonUnwrapped Summary summary,
                                   @Schema(description = "one point per minute of the last hour, oldest first") List<SeriesPoint> series,
-                                  List<RunningJob> runningJobs, List<BlockedKey> blockedKeys, List<DeadLetter> deadLetters) {}
+                                  List<RunningJob> runningJobs, List<BlockedKey> blockedKeys, List<DeadLetter> deadLetters,
+                                  @Schema(description = "the tenant's schedules, next to fire first")
+                                  List<dev.fairq.scheduler.ScheduleInfo> schedules) {}
 
     @Schema(name = "Overview", description = "totals over the active tenants and one page of tenants, sorted "
             + "(over their share first, then by backlog, then by id)")

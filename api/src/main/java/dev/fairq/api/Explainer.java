@@ -1,5 +1,6 @@
 package dev.fairq.api;
 
+import dev.fairq.scheduler.ScheduleKeys;
 import dev.fairq.scheduler.SchedulerService;
 import dev.fairq.schema.JobQueries;
 import dev.fairq.schema.TenantStore;
@@ -61,6 +62,20 @@ final class Explainer {
                               Map<String, Object> data) {}
 
     Explanation explain(JobsRecord job) {
+        Explanation e = explainWaiting(job);
+        // a fired job names its schedule (from its job_key, which only schedules may use: ScheduleKeys)
+        Optional<ScheduleKeys.Origin> origin = ScheduleKeys.parse(job.getJobKey());
+        if (origin.isEmpty()) return e;
+        Map<String, Object> data = new LinkedHashMap<>();
+        data.put("schedule", origin.get().schedule());
+        data.put(origin.get().triggered() ? "triggered_at" : "fire_at", origin.get().at());
+        data.putAll(e.data());
+        return new Explanation(e.jobId(), e.status(), e.reason(), e.message() + " (" + (origin.get().triggered()
+                ? "triggered by hand from schedule '" + origin.get().schedule() + "' at "
+                : "fired by schedule '" + origin.get().schedule() + "' for ") + origin.get().at() + ")", data);
+    }
+
+    private Explanation explainWaiting(JobsRecord job) {
         Map<String, Object> data = new LinkedHashMap<>();
         JobStatus status = job.getStatus();
         String st = status.getLiteral();

@@ -3,6 +3,7 @@ package dev.fairq.api;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.fairq.scheduler.ScheduleService;
 import dev.fairq.scheduler.SchedulerService;
 import dev.fairq.schema.Database;
 import dev.fairq.schema.JobStore;
@@ -83,7 +84,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
                 () -> scheduler.get() == null || !scheduler.get().isLeader() ? null : scheduler.get().scheduler());
         if (config.runScheduler) {
             env.lifecycle().manage(new Managed() {
-                @Override public void start() { scheduler.set(Roles.startScheduler(config, store, target)); }
+                @Override public void start() { scheduler.set(Roles.startScheduler(config, store, target, metrics)); }
                 @Override public void stop() { if (scheduler.get() != null) scheduler.get().close(); }
             });
         }
@@ -118,10 +119,13 @@ public class FairqApplication extends Application<FairqConfiguration> {
         env.jersey().register(new StatsResource(db));
         env.jersey().register(new AdminTenantsResource(tenants, keys));
         env.jersey().register(new AdminJobsResource(store, db, tenants));
-        DashboardFigures dashboards = new DashboardFigures(db);
+        ScheduleService schedules = new ScheduleService(store, config.maxPayloadBytes);
+        DashboardFigures dashboards = new DashboardFigures(db, schedules);
         env.jersey().register(new DashboardResource(dashboards));
         env.jersey().register(new AdminOverviewResource(dashboards));
         env.jersey().register(new DashboardPages());
+        env.jersey().register(new SchedulesResource(schedules, db));
+        env.jersey().register(new SchedulesResource.Admin(schedules, db));
         env.jersey().register(new OpenApiDocument(() -> resourceClasses(env), env.getObjectMapper()));
 
         env.admin().addServlet("prometheus", new PrometheusServlet(metrics)).addMapping("/metrics");

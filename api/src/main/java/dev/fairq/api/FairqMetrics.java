@@ -2,6 +2,7 @@ package dev.fairq.api;
 
 import dev.fairq.scheduler.Scheduler;
 import dev.fairq.scheduler.TickStats;
+import dev.fairq.scheduler.ScheduleObserver;
 import dev.fairq.schema.ClaimedJob;
 import dev.fairq.schema.JobOutcome;
 import dev.fairq.schema.JobQueries;
@@ -47,7 +48,7 @@ import java.util.function.Supplier;
  * to a worker starting it (the time in the ready buffer); {@code fairq_claim_statement_seconds} the claim
  * statement's round trip.
  */
-final class FairqMetrics implements WorkerObserver {
+final class FairqMetrics implements WorkerObserver, ScheduleObserver {
     private static final Logger log = LoggerFactory.getLogger(FairqMetrics.class);
     private static final double[] LATENCY_BUCKETS = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
             5, 10, 30, 60, 300};
@@ -74,6 +75,9 @@ final class FairqMetrics implements WorkerObserver {
     private volatile Set<String> tracked = Set.of();
     /** Last activity (nanoTime) and how many events, per tenant active in this process lately (pruned at scrapes). */
     private final Map<String, long[]> recent = new ConcurrentHashMap<>();
+    private final Counter scheduleFires;
+    private final Counter scheduleSkipped;
+    private final Histogram scheduleLag;
 
     /**
      * @param topTenants K: the most tenants with series of their own (FAIRQ_METRICS_TENANTS)
@@ -93,6 +97,13 @@ final class FairqMetrics implements WorkerObserver {
         claim = histogram("fairq_claim_latency_seconds", "admission to start by a worker", true);
         claimStatement = histogram("fairq_claim_statement_seconds", "round trip of one claim statement", false);
         duration = histogram("fairq_job_duration_seconds", "handler run time", true);
+        // schedules: totals (a tenant may have thousands of schedules; no per-schedule or per-tenant series)
+        scheduleFires = Counter.builder().name("fairq_schedule_fires").help("schedule fires that enqueued their job "
+                + "(counted by the active scheduler of this process)").register(registry);
+        scheduleSkipped = Counter.builder().name("fairq_schedule_skipped_fires").help("schedule fires that enqueued "
+                + "nothing, by reason: missed, overlap, queue_full, invalid").labelNames("reason").register(registry);
+        scheduleLag = histogram("fairq_schedule_fire_lag_seconds", "from a fire's instant to the enqueue of its job "
+                + "(0 when the job was created ahead)", false);
         perTenant = List.of(starts, successes, retries, deadLetters, leaseLost, admission, claim, duration);
         for (StatefulMetric<?, ?> m : perTenant) m.initLabelValues(OTHER);
         GaugeWithCallback.builder().name("fairq_scheduler_tick_seconds")
@@ -259,6 +270,17 @@ final class FairqMetrics implements WorkerObserver {
     @Override
     public void leaseLost(ClaimedJob job) {
         leaseLost.labelValues(label(job.tenantId())).inc();
+    }
+
+    @Override
+    public void fired(String tenantId, Duration lag) {
+        scheduleFires.inc();
+        scheduleLag.observe(lag.toNanos() / 1e9);
+    }
+
+    @Override
+    public void skipped(String tenantId, String reason, long fires) {
+        scheduleSkipped.labelValues(reason).inc(fires);
     }
 
     private static double seconds(OffsetDateTime from, OffsetDateTime to) {

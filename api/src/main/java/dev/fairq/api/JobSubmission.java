@@ -80,6 +80,10 @@ public record JobSubmission(
     public List<FieldError> check() {
         List<FieldError> out = new ArrayList<>();
         for (FieldError e : builder("-").buildUnchecked().validate()) if (!e.field().equals("tenant_id")) out.add(e);
+        if (jobKey != null && jobKey.startsWith(dev.fairq.scheduler.ScheduleKeys.PREFIX)) {
+            out.add(new FieldError("job_key", "job keys starting with '" + dev.fairq.scheduler.ScheduleKeys.PREFIX
+                    + "' are reserved for the jobs schedules fire"));
+        }
         return out;
     }
 

@@ -1,6 +1,7 @@
 package dev.fairq.api;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.fairq.scheduler.ScheduleObserver;
 import dev.fairq.scheduler.SchedulerService;
 import dev.fairq.schema.Database;
 import dev.fairq.schema.JobStore;
@@ -56,7 +57,8 @@ final class RoleCommands {
             Database.migrate(pool);
             Roles.seedTenants(config, Database.dsl(pool));
             pool.close();
-            SchedulerService scheduler = Roles.startScheduler(config, new JobStore(), target);
+            // a scheduler-only process has no metrics endpoint: fires are counted where /metrics is served
+            SchedulerService scheduler = Roles.startScheduler(config, new JobStore(), target, ScheduleObserver.NONE);
             ShutdownSignals.onTerminate(scheduler::close);
             new CountDownLatch(1).await();
         }

@@ -1,6 +1,8 @@
 package dev.fairq.api;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.fairq.scheduler.ScheduleFirer;
+import dev.fairq.scheduler.ScheduleObserver;
 import dev.fairq.scheduler.Scheduler;
 import dev.fairq.scheduler.SchedulerConfig;
 import dev.fairq.scheduler.SchedulerService;
@@ -34,10 +36,12 @@ final class Roles {
         return Database.queuePool(db.url(), db.user(), db.password(), size, name);
     }
 
-    static SchedulerService startScheduler(FairqConfiguration fairq, JobStore store, DatabaseTarget db) {
+    /** The scheduler, leader or standby; {@code schedules} hears of each schedule fire (metrics). */
+    static SchedulerService startScheduler(FairqConfiguration fairq, JobStore store, DatabaseTarget db,
+                                           ScheduleObserver schedules) {
         SchedulerConfig config = SchedulerConfig.builder().retention(
                 java.time.Duration.ofHours(fairq.retentionHours), java.time.Duration.ofHours(fairq.deadRetentionHours)).build();
-        return new SchedulerService(new Scheduler(store, config), store, config,
+        return new SchedulerService(new Scheduler(store, config), new ScheduleFirer(store, schedules), store, config,
                 () -> db.dedicated("fairq-scheduler")).start();
     }
 

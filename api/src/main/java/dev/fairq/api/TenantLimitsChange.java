@@ -23,7 +23,9 @@ public record TenantLimitsChange(
         @Limit(TenantLimit.MAX_RUNNING) Integer maxRunning,
         @Limit(TenantLimit.MAX_QUEUED) Integer maxQueued,
         @Limit(TenantLimit.PAUSED) Boolean paused,
-        @Limit(TenantLimit.WEBHOOK_ALLOW) List<String> webhookAllow) implements RequestBody {
+        @Limit(TenantLimit.WEBHOOK_ALLOW) List<String> webhookAllow,
+        @Limit(TenantLimit.MAX_SCHEDULES) Integer maxSchedules,
+        @Limit(TenantLimit.MIN_SCHEDULE_INTERVAL_S) Integer minScheduleIntervalS) implements RequestBody {
 
     /** The limits given, field -> value in their stored form (as {@link TenantLimit#accept} returns it). */
     Map<String, Object> given() {
@@ -35,6 +37,8 @@ public record TenantLimitsChange(
         put(out, TenantLimit.MAX_QUEUED, maxQueued);
         put(out, TenantLimit.PAUSED, paused);
         put(out, TenantLimit.WEBHOOK_ALLOW, webhookAllow);
+        put(out, TenantLimit.MAX_SCHEDULES, maxSchedules);
+        put(out, TenantLimit.MIN_SCHEDULE_INTERVAL_S, minScheduleIntervalS);
         return out;
     }
 

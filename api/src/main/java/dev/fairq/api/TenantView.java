@@ -9,19 +9,21 @@ import java.util.List;
 /** A tenant and its limits as the admin API shows them (the limits are schema's TenantLimit, by field name). */
 @Schema(name = "Tenant")
 public record TenantView(String id, int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued,
-                         boolean paused, List<String> webhookAllow, Instant createdAt, Instant updatedAt) {
+                         boolean paused, List<String> webhookAllow, int maxSchedules, int minScheduleIntervalS,
+                         Instant createdAt, Instant updatedAt) {
     static TenantView of(TenantsRecord r) {
         return new TenantView(r.getId(), r.getWeight(), r.getRatePerSecond(), r.getBurst(), r.getMaxRunning(),
                 r.getMaxQueued(), r.getPaused(), r.getWebhookAllow() == null ? List.of() : List.of(r.getWebhookAllow()),
-                JobView.utc(r.getCreatedAt()), JobView.utc(r.getUpdatedAt()));
+                r.getMaxSchedules(), r.getMinScheduleIntervalS(), JobView.utc(r.getCreatedAt()), JobView.utc(r.getUpdatedAt()));
     }
 
     /** Just the limits (GET /v1/stats); the same fields as TenantLimit's, which LimitsViewTest checks. */
     @Schema(name = "TenantLimits")
     public record Limits(int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued, boolean paused,
-                         List<String> webhookAllow) {}
+                         List<String> webhookAllow, int maxSchedules, int minScheduleIntervalS) {}
 
     Limits limits() {
-        return new Limits(weight, ratePerSecond, burst, maxRunning, maxQueued, paused, webhookAllow);
+        return new Limits(weight, ratePerSecond, burst, maxRunning, maxQueued, paused, webhookAllow, maxSchedules,
+                minScheduleIntervalS);
     }
 }

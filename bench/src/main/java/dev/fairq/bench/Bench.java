@@ -21,7 +21,8 @@ public final class Bench {
             "ordering", new OrderingBench(),
             "crash", new CrashBench(),
             "longtx", new LongTxBench(),
-            "tenants", new TenantsBench()));
+            "tenants", new TenantsBench(),
+            "schedules", new SchedulesBench()));
 
     private Bench() {}
 

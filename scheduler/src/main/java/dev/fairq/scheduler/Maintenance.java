@@ -39,12 +39,12 @@ final class Maintenance implements AutoCloseable {
     private volatile boolean stopped;
     private volatile Connection current;
 
-    Maintenance(SchedulerService.ConnectionFactory connections, Duration statementTimeout, List<Duty> duties) {
+    Maintenance(String name, SchedulerService.ConnectionFactory connections, Duration statementTimeout, List<Duty> duties) {
         this.connections = connections;
         this.statementTimeout = statementTimeout;
         this.duties = new ArrayList<>(duties);
         this.nextRun = new long[duties.size()];
-        this.thread = new Thread(this::loop, "fairq-maintenance");
+        this.thread = new Thread(this::loop, name);
         this.thread.setDaemon(true);
     }
 

@@ -53,6 +53,13 @@ public final class SchedulerService implements AutoCloseable {
     static final int RETENTION_BATCH = 5000, RETENTION_BATCHES_PER_RUN = 20;
     /** Registry rows of worker processes silent this long are removed (they died without unregistering). */
     static final Duration WORKER_REGISTRY_KEEP = Duration.ofHours(1);
+    /**
+     * Schedules are fired this often (one probe of schedules_due_idx when nothing is due): an 'overlap: skip'
+     * fire, decided when due, starts within half a second of its instant; the others are created ahead.
+     */
+    static final Duration FIRE_EVERY = Duration.ofMillis(500);
+    /** A firing run goes on while fires are due, up to this long, then lets the next run continue. */
+    static final Duration FIRE_RUN_MAX = Duration.ofSeconds(5);
 
     @FunctionalInterface
     public interface ConnectionFactory {
@@ -60,6 +67,7 @@ public final class SchedulerService implements AutoCloseable {
     }
 
     private final Scheduler scheduler;
+    private final ScheduleFirer firer;
     private final JobStore store;
     private final DashboardStore dashboards;
     private final SchedulerConfig config;
@@ -74,7 +82,14 @@ public final class SchedulerService implements AutoCloseable {
     private long publishedAllAt;
 
     public SchedulerService(Scheduler scheduler, JobStore store, SchedulerConfig config, ConnectionFactory connections) {
+        this(scheduler, new ScheduleFirer(store, ScheduleObserver.NONE), store, config, connections);
+    }
+
+    /** With the schedules' firer (its observer reports fires to this process's metrics). */
+    public SchedulerService(Scheduler scheduler, ScheduleFirer firer, JobStore store, SchedulerConfig config,
+                            ConnectionFactory connections) {
         this.scheduler = scheduler;
+        this.firer = firer;
         this.store = store;
         this.dashboards = new DashboardStore(store.clock());
         this.config = config;
@@ -148,7 +163,11 @@ public final class SchedulerService implements AutoCloseable {
         published = null;
         leader = true;
         log.info("this process is now the active scheduler");
-        try (Maintenance maintenance = new Maintenance(connections, config.maintenanceStatementTimeout(), duties()).start()) {
+        // schedules fire on a thread and connection of their own: a long retention run never delays a fire
+        try (Maintenance maintenance = new Maintenance("fairq-maintenance", connections,
+                     config.maintenanceStatementTimeout(), duties()).start();
+             Maintenance firing = new Maintenance("fairq-schedules", connections, config.maintenanceStatementTimeout(),
+                     List.of(new Maintenance.Duty("fire schedules", FIRE_EVERY, this::fireSchedules))).start()) {
             while (!stopped) {
                 long started = System.nanoTime();
                 Scheduler.TickResult r = scheduler.tick(ctx);
@@ -212,6 +231,18 @@ public final class SchedulerService implements AutoCloseable {
         long started = System.nanoTime();
         int rows = dashboards.rollup(ctx, scheduler.recentlyActive(ROLLUP_ACTIVE_WINDOW.toNanos()));
         if (log.isDebugEnabled()) log.debug("rollup: {} rows in {} ms", rows, (System.nanoTime() - started) / 1_000_000);
+    }
+
+    /**
+     * Fires due schedules (ScheduleFirer: exactly once from job_keys and row locks, not from leadership), and
+     * goes on while it is behind (each call stops after its time budget), up to {@link #FIRE_RUN_MAX}.
+     */
+    private void fireSchedules(DSLContext ctx) {
+        long until = System.nanoTime() + FIRE_RUN_MAX.toNanos();
+        do {
+            int jobs = firer.fire(ctx);
+            if (jobs > 0 && log.isDebugEnabled()) log.debug("schedules: {} fires enqueued", jobs);
+        } while (firer.behind() && !stopped && System.nanoTime() < until);
     }
 
     private void retention(DSLContext ctx) {

@@ -1,5 +1,11 @@
 package dev.fairq.scheduler;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.fairq.schema.JobStore;
+import dev.fairq.schema.Json;
 import dev.fairq.schema.TenantLimit;
 import dev.fairq.schema.TenantLimits;
 import dev.fairq.schema.TenantStore;
@@ -12,6 +18,7 @@ import org.yaml.snakeyaml.nodes.Node;
 import org.yaml.snakeyaml.nodes.NodeTuple;
 import org.yaml.snakeyaml.nodes.ScalarNode;
 import org.yaml.snakeyaml.nodes.SequenceNode;
+import org.yaml.snakeyaml.nodes.Tag;
 
 import java.io.IOException;
 import java.io.Reader;
@@ -39,6 +46,11 @@ import java.util.regex.Pattern;
  *   - id: acme
  *     weight: 3
  *     webhook_allow: [hooks.acme.example]
+ *     schedules:        # optional: the tenant's recurring schedules (ScheduleDefinition's fields, plus name)
+ *       - name: nightly-report
+ *         cron: "30 2 * * *"
+ *         time_zone: Europe/Berlin
+ *         job: {type: report, payload: {format: pdf}}
  *   - id: globex
  *     paused: true
  * </pre>
@@ -46,7 +58,8 @@ import java.util.regex.Pattern;
  * Validated before anything is written: an unknown key, a wrong type, a value out of range or a duplicate
  * id fails start-up with the line and the field at fault. {@link #seed} inserts the tenants the database
  * does not have yet; a tenant that exists keeps its stored limits, because those may have been changed live
- * through the admin API since (the database is the source of truth once a tenant exists).
+ * through the admin API since (the database is the source of truth once a tenant exists). Schedules are seeded
+ * the same way: a schedule the tenant does not have is created, one it has keeps its stored definition.
  */
 public final class TenantsFile {
     /** What a tenant id may be (the tenants table checks the same). */
@@ -60,9 +73,17 @@ public final class TenantsFile {
     }
 
     private final List<TenantLimits> tenants;
+    /** Per tenant id, its schedules by name, in file order. */
+    private final Map<String, Map<String, ScheduleDefinition>> schedules;
 
-    private TenantsFile(List<TenantLimits> tenants) {
+    private TenantsFile(List<TenantLimits> tenants, Map<String, Map<String, ScheduleDefinition>> schedules) {
         this.tenants = List.copyOf(tenants);
+        this.schedules = schedules;
+    }
+
+    /** The schedules declared per tenant id (tenants without any are left out). */
+    public Map<String, Map<String, ScheduleDefinition>> schedules() {
+        return schedules;
     }
 
     public List<TenantLimits> tenants() {
@@ -86,7 +107,7 @@ public final class TenantsFile {
         } catch (YAMLException e) {
             throw new IllegalArgumentException(source + ": not valid YAML: " + e.getMessage(), e);
         }
-        if (root == null) return new TenantsFile(List.of());
+        if (root == null) return new TenantsFile(List.of(), Map.of());
         MappingNode top = mapping(root, source, "(top level)");
         Map<String, Object> defaults = builtInDefaults();
         SequenceNode list = null;
@@ -104,6 +125,7 @@ public final class TenantsFile {
             }
         }
         List<TenantLimits> out = new ArrayList<>();
+        Map<String, Map<String, ScheduleDefinition>> schedules = new LinkedHashMap<>();
         Map<String, Integer> seen = new HashMap<>();
         if (list != null) {
             for (int i = 0; i < list.getValue().size(); i++) {
@@ -119,14 +141,95 @@ public final class TenantsFile {
                     throw error(source, m, where + ".id", "duplicate tenant '" + id + "' (first defined on line " + previous + ")");
                 }
                 out.add(toLimits(values));
+                Node declared = valueOf(m, "schedules");
+                if (declared != null) schedules.put(id, schedules(declared, source, where + ".schedules"));
             }
         }
-        return new TenantsFile(out);
+        return new TenantsFile(out, schedules);
     }
 
-    /** Inserts the tenants that do not exist yet; returns how many were inserted. */
+    /** A tenant's {@code schedules:} list, each checked as the API checks a schedule (errors name line and field). */
+    private static Map<String, ScheduleDefinition> schedules(Node node, String source, String where) {
+        if (!(node instanceof SequenceNode list)) throw error(source, node, where, "must be a list of schedules");
+        Map<String, ScheduleDefinition> out = new LinkedHashMap<>();
+        for (int i = 0; i < list.getValue().size(); i++) {
+            String at = where + "[" + i + "]";
+            MappingNode m = mapping(list.getValue().get(i), source, at);
+            Node nameNode = valueOf(m, "name");
+            if (nameNode == null) throw error(source, m, at + ".name", "is required");
+            String name = scalar(nameNode, source, at + ".name");
+            if (!ScheduleDefinition.checkName(name).isEmpty()) {
+                throw error(source, nameNode, at + ".name", ScheduleDefinition.checkName(name).get(0).message());
+            }
+            if (out.containsKey(name)) throw error(source, nameNode, at + ".name", "duplicate schedule '" + name + "'");
+            ObjectNode body = (ObjectNode) json(m);
+            body.remove("name");
+            try {
+                ScheduleDefinition d = ScheduleDefinition.fromJson(body);
+                d.resolve(ScheduleService.DEFAULT_MAX_PAYLOAD_BYTES);
+                out.put(name, d);
+            } catch (InvalidScheduleException e) {
+                dev.fairq.schema.FieldError first = e.errors().get(0);
+                throw error(source, nodeAt(m, first.field()), at + "." + first.field(), first.message());
+            }
+        }
+        return out;
+    }
+
+    /** The value of {@code key} in a mapping, or null. */
+    private static Node valueOf(MappingNode m, String key) {
+        for (NodeTuple t : m.getValue()) {
+            if (t.getKeyNode() instanceof ScalarNode k && k.getValue().equals(key)) return t.getValueNode();
+        }
+        return null;
+    }
+
+    /** The node of a dotted field ({@code job.type}) for its line; the mapping itself when there is none. */
+    private static Node nodeAt(MappingNode m, String field) {
+        Node at = m;
+        for (String part : field.split("\\.")) {
+            Node next = at instanceof MappingNode mm ? valueOf(mm, part) : null;
+            if (next == null) return at;
+            at = next;
+        }
+        return at;
+    }
+
+    /** A YAML node as JSON: scalars by their resolved YAML type (so {@code priority: 5} is a number). */
+    private static JsonNode json(Node n) {
+        if (n instanceof MappingNode m) {
+            ObjectNode o = Json.MAPPER.createObjectNode();
+            for (NodeTuple t : m.getValue()) {
+                String key = t.getKeyNode() instanceof ScalarNode k ? k.getValue() : t.getKeyNode().toString();
+                o.set(key, json(t.getValueNode()));
+            }
+            return o;
+        }
+        if (n instanceof SequenceNode s) {
+            ArrayNode a = Json.MAPPER.createArrayNode();
+            for (Node item : s.getValue()) a.add(json(item));
+            return a;
+        }
+        ScalarNode sc = (ScalarNode) n;
+        String v = sc.getValue();
+        Tag tag = sc.getTag();
+        try {
+            if (Tag.INT.equals(tag)) return JsonNodeFactory.instance.numberNode(Long.parseLong(v));
+            if (Tag.FLOAT.equals(tag)) return JsonNodeFactory.instance.numberNode(Double.parseDouble(v));
+        } catch (NumberFormatException e) {
+            return JsonNodeFactory.instance.textNode(v); // 0x1F, 1_000 and the like: left as text, refused as such
+        }
+        if (Tag.BOOL.equals(tag)) return JsonNodeFactory.instance.booleanNode(Boolean.parseBoolean(v));
+        if (Tag.NULL.equals(tag)) return JsonNodeFactory.instance.nullNode();
+        return JsonNodeFactory.instance.textNode(v);
+    }
+
+    /** Inserts the tenants that do not exist yet, then their schedules that do not; returns how many tenants were inserted. */
     public int seed(DSLContext ctx) {
-        return new TenantStore().seed(ctx, tenants);
+        int inserted = new TenantStore().seed(ctx, tenants);
+        ScheduleService service = new ScheduleService(new JobStore());
+        schedules.forEach((tenant, defs) -> service.seed(ctx, tenant, defs));
+        return inserted;
     }
 
     /** The limits a tenant gets for what neither its entry nor {@code defaults:} says (a fresh, mutable map). */
@@ -140,7 +243,8 @@ public final class TenantsFile {
         return new TenantLimits((String) v.get("id"), (Integer) v.get(TenantLimit.WEIGHT.field()),
                 (Double) v.get(TenantLimit.RATE_PER_SECOND.field()), (Integer) v.get(TenantLimit.BURST.field()),
                 (Integer) v.get(TenantLimit.MAX_RUNNING.field()), (Integer) v.get(TenantLimit.MAX_QUEUED.field()),
-                (Boolean) v.get(TenantLimit.PAUSED.field()), allow);
+                (Boolean) v.get(TenantLimit.PAUSED.field()), allow, (Integer) v.get(TenantLimit.MAX_SCHEDULES.field()),
+                (Integer) v.get(TenantLimit.MIN_SCHEDULE_INTERVAL_S.field()));
     }
 
     private static Map<String, Object> limits(MappingNode m, String source, String where, boolean allowId) {
@@ -149,6 +253,7 @@ public final class TenantsFile {
             String key = key(t, source);
             String field = where + "." + key;
             Node v = t.getValueNode();
+            if (key.equals("schedules") && allowId) continue; // read by schedules()
             if (key.equals("id") && allowId) {
                 String id = scalar(v, source, field);
                 if (!TENANT_ID.matcher(id).matches()) {
@@ -159,7 +264,7 @@ public final class TenantsFile {
             }
             TenantLimit limit = TenantLimit.byField(key);
             if (limit == null) {
-                throw error(source, t.getKeyNode(), field, "unknown key (expected one of id, "
+                throw error(source, t.getKeyNode(), field, "unknown key (expected one of id, schedules, "
                         + String.join(", ", TenantLimit.fields().stream().sorted().toList()) + ")");
             }
             try {

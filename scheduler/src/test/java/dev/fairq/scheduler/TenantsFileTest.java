@@ -72,6 +72,57 @@ class TenantsFileTest {
         assertEquals(0, file.seed(db.dsl()), "seeding twice changes nothing");
     }
 
+    static final String WITH_SCHEDULES = """
+            tenants:
+              - id: acme
+                max_schedules: 50
+                schedules:
+                  - name: nightly-report
+                    cron: "30 2 * * *"
+                    time_zone: Europe/Berlin
+                    job: {type: report, payload: {format: pdf}, priority: 5}
+                  - name: hourly
+                    cron: "@hourly"
+                    time_zone: UTC
+                    overlap: skip
+                    job: {type: sync}
+            """;
+
+    @Test
+    void schedulesAreDeclaredPerTenantAndSeededLikeTheTenants() {
+        TenantsFile file = TenantsFile.parse(WITH_SCHEDULES);
+        assertEquals(50, file.tenants().get(0).maxSchedules());
+        assertEquals(List.of("nightly-report", "hourly"), List.copyOf(file.schedules().get("acme").keySet()));
+        ScheduleDefinition nightly = file.schedules().get("acme").get("nightly-report");
+        assertEquals(5, nightly.job().priority());
+        assertEquals("pdf", nightly.job().payload().get("format").asText());
+
+        TestDatabase db = TestDatabase.get();
+        db.reset();
+        file.seed(db.dsl());
+        assertEquals(2, db.count("SELECT count(*) FROM schedules WHERE tenant_id = 'acme' AND next_fire_at IS NOT NULL"));
+        // changed through the API since: a restart keeps the stored definition
+        db.dsl().execute("UPDATE schedules SET cron = '0 3 * * *' WHERE name = 'nightly-report'");
+        db.dsl().execute("DELETE FROM schedules WHERE name = 'hourly'");
+        file.seed(db.dsl());
+        assertEquals("0 3 * * *", db.dsl().fetchValue("SELECT cron FROM schedules WHERE name = 'nightly-report'"));
+        assertEquals(1, db.count("SELECT count(*) FROM schedules WHERE name = 'hourly'"), "a missing one is created again");
+    }
+
+    @Test
+    void scheduleErrorsNameTheLineAndTheField() {
+        assertError(WITH_SCHEDULES.replace("Europe/Berlin", "Europe/Berln"),
+                "tenants.yml:7: tenants[0].schedules[0].time_zone: unknown time zone 'Europe/Berln'");
+        assertError(WITH_SCHEDULES.replace("\"30 2 * * *\"", "\"30 25 * * *\""),
+                "tenants.yml:6: tenants[0].schedules[0].cron: must be five fields");
+        assertError(WITH_SCHEDULES.replace("{type: sync}", "{type: sync, colour: red}"),
+                "tenants.yml:13: tenants[0].schedules[1].job.colour: unknown field");
+        assertError(WITH_SCHEDULES.replace("name: hourly", "name: nightly-report"),
+                "tenants.yml:9: tenants[0].schedules[1].name: duplicate schedule 'nightly-report'");
+        assertError(WITH_SCHEDULES.replace("overlap: skip", "overlap: sometimes"),
+                "tenants.yml:12: tenants[0].schedules[1].overlap: must be one of");
+    }
+
     private static void assertError(String yaml, String expectedStart) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> TenantsFile.parse(yaml));
         assertTrue(e.getMessage().startsWith(expectedStart), "got: " + e.getMessage());

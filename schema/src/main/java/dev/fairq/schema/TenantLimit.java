@@ -10,7 +10,7 @@ import java.util.Map;
 /**
  * Every tenant limit, declared once: its field name (tenants.yml and the API), its range and its default.
  * tenants.yml ({@code TenantsFile}) and the admin API validate with {@link #accept}; the tenants table's
- * CHECK constraints (V1__queue.sql) hold the same ranges, which {@code LimitRangesMatchTheSchemaTest} proves
+ * CHECK constraints (V1__queue.sql, V9__schedules.sql) hold the same ranges, which {@code LimitRangesMatchTheSchemaTest} proves
  * against the database, so the three can no longer drift apart.
  */
 public enum TenantLimit {
@@ -27,7 +27,14 @@ public enum TenantLimit {
     /** Jobs are accepted but none starts. */
     PAUSED("paused", Kind.BOOLEAN, 0, 0, false),
     /** Where the http handler may deliver: host names, *.domains, IPs or CIDR ranges, each with an optional :port (see WebhookAllowList). */
-    WEBHOOK_ALLOW("webhook_allow", Kind.HOST_LIST, 0, 253, List.of());
+    WEBHOOK_ALLOW("webhook_allow", Kind.HOST_LIST, 0, 253, List.of()),
+    /** Schedules the tenant may have (0: none); a create beyond it is refused. */
+    MAX_SCHEDULES("max_schedules", Kind.WHOLE, 0, 1_000_000, 1000),
+    /**
+     * The shortest time between two fires of one of the tenant's schedules, checked when a schedule is written.
+     * From 60 s (a five-field cron fires once a minute at most) to a leap year.
+     */
+    MIN_SCHEDULE_INTERVAL_S("min_schedule_interval_s", Kind.WHOLE, 60, 31_622_400, 60);
 
     /** What a limit's values are. */
     public enum Kind { WHOLE, POSITIVE_NUMBER, BOOLEAN, HOST_LIST }

@@ -8,12 +8,20 @@ import java.util.Map;
 
 /** A tenant's limits as stored in the tenants table (the fields are {@link TenantLimit}'s). */
 public record TenantLimits(String id, int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued,
-                           boolean paused, List<String> webhookAllow) {
+                           boolean paused, List<String> webhookAllow, int maxSchedules, int minScheduleIntervalS) {
+
+    /** A tenant with the schedule limits at their defaults. */
+    public TenantLimits(String id, int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued,
+                        boolean paused, List<String> webhookAllow) {
+        this(id, weight, ratePerSecond, burst, maxRunning, maxQueued, paused, webhookAllow,
+                (Integer) TenantLimit.MAX_SCHEDULES.defaultValue(), (Integer) TenantLimit.MIN_SCHEDULE_INTERVAL_S.defaultValue());
+    }
 
     public static TenantLimits of(TenantsRecord r) {
         return new TenantLimits(r.getId(), r.getWeight(), r.getRatePerSecond(), r.getBurst(), r.getMaxRunning(),
                 r.getMaxQueued(), r.getPaused(),
-                r.getWebhookAllow() == null ? List.of() : List.of(r.getWebhookAllow()));
+                r.getWebhookAllow() == null ? List.of() : List.of(r.getWebhookAllow()), r.getMaxSchedules(),
+                r.getMinScheduleIntervalS());
     }
 
     /** A tenant with the values of {@code limits} (field -> value, as {@link TenantLimit#accept} returns them). */
@@ -23,7 +31,9 @@ public record TenantLimits(String id, int weight, double ratePerSecond, int burs
                 (Double) limits.get(TenantLimit.RATE_PER_SECOND.field()), (Integer) limits.get(TenantLimit.BURST.field()),
                 (Integer) limits.get(TenantLimit.MAX_RUNNING.field()), (Integer) limits.get(TenantLimit.MAX_QUEUED.field()),
                 (Boolean) limits.get(TenantLimit.PAUSED.field()),
-                List.copyOf((List<String>) limits.get(TenantLimit.WEBHOOK_ALLOW.field())));
+                List.copyOf((List<String>) limits.get(TenantLimit.WEBHOOK_ALLOW.field())),
+                (Integer) limits.get(TenantLimit.MAX_SCHEDULES.field()),
+                (Integer) limits.get(TenantLimit.MIN_SCHEDULE_INTERVAL_S.field()));
     }
 
     /** Just the limits, field -> value (what the audit log stores as old and new values). */
@@ -36,6 +46,8 @@ public record TenantLimits(String id, int weight, double ratePerSecond, int burs
         m.put(TenantLimit.MAX_QUEUED.field(), maxQueued);
         m.put(TenantLimit.PAUSED.field(), paused);
         m.put(TenantLimit.WEBHOOK_ALLOW.field(), webhookAllow);
+        m.put(TenantLimit.MAX_SCHEDULES.field(), maxSchedules);
+        m.put(TenantLimit.MIN_SCHEDULE_INTERVAL_S.field(), minScheduleIntervalS);
         return m;
     }
 }

@@ -25,8 +25,10 @@ import static dev.fairq.schema.generated.Tables.TENANTS;
 public final class TenantStore {
     /** A tenant that does not exist yet is created; one that exists keeps its stored (maybe live-changed) limits. */
     static final NamedSql SEED = NamedSql.of("""
-            INSERT INTO tenants (id, weight, rate_per_second, burst, max_running, max_queued, paused, webhook_allow)
-            VALUES (:id, :weight, :rate_per_second, :burst, :max_running, :max_queued, :paused, :webhook_allow::text[])
+            INSERT INTO tenants (id, weight, rate_per_second, burst, max_running, max_queued, paused, webhook_allow,
+                                 max_schedules, min_schedule_interval_s)
+            VALUES (:id, :weight, :rate_per_second, :burst, :max_running, :max_queued, :paused, :webhook_allow::text[],
+                    :max_schedules, :min_schedule_interval_s)
             ON CONFLICT (id) DO NOTHING
             """);
 
@@ -53,11 +55,15 @@ public final class TenantStore {
     static final NamedSql LOCK = NamedSql.of("SELECT * FROM tenants WHERE id = :id FOR NO KEY UPDATE");
 
     static final NamedSql UPSERT = NamedSql.of("""
-            INSERT INTO tenants (id, weight, rate_per_second, burst, max_running, max_queued, paused, webhook_allow)
-            VALUES (:id, :weight, :rate_per_second, :burst, :max_running, :max_queued, :paused, :webhook_allow::text[])
+            INSERT INTO tenants (id, weight, rate_per_second, burst, max_running, max_queued, paused, webhook_allow,
+                                 max_schedules, min_schedule_interval_s)
+            VALUES (:id, :weight, :rate_per_second, :burst, :max_running, :max_queued, :paused, :webhook_allow::text[],
+                    :max_schedules, :min_schedule_interval_s)
             ON CONFLICT (id) DO UPDATE SET weight = excluded.weight, rate_per_second = excluded.rate_per_second,
                 burst = excluded.burst, max_running = excluded.max_running, max_queued = excluded.max_queued,
-                paused = excluded.paused, webhook_allow = excluded.webhook_allow, updated_at = now()
+                paused = excluded.paused, webhook_allow = excluded.webhook_allow,
+                max_schedules = excluded.max_schedules, min_schedule_interval_s = excluded.min_schedule_interval_s,
+                updated_at = now()
             RETURNING *
             """);
 
@@ -86,7 +92,8 @@ public final class TenantStore {
     private static NamedSql.Binding limits(NamedSql.Binding b, TenantLimits t) {
         return b.set("weight", t.weight()).set("rate_per_second", t.ratePerSecond()).set("burst", t.burst())
                 .set("max_running", t.maxRunning()).set("max_queued", t.maxQueued()).set("paused", t.paused())
-                .set("webhook_allow", t.webhookAllow().toArray(String[]::new));
+                .set("webhook_allow", t.webhookAllow().toArray(String[]::new))
+                .set("max_schedules", t.maxSchedules()).set("min_schedule_interval_s", t.minScheduleIntervalS());
     }
 
     public Optional<TenantsRecord> find(DSLContext ctx, String id) {

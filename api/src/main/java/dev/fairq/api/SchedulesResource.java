@@ -1,0 +1,196 @@
+package dev.fairq.api;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.fairq.scheduler.InvalidScheduleException;
+import dev.fairq.scheduler.ScheduleDefinition;
+import dev.fairq.scheduler.ScheduleInfo;
+import dev.fairq.scheduler.ScheduleLimitException;
+import dev.fairq.scheduler.ScheduleService;
+import dev.fairq.schema.EnqueueResult;
+import dev.fairq.schema.FieldError;
+import io.swagger.v3.oas.annotations.Operation;
+import io.swagger.v3.oas.annotations.headers.Header;
+import io.swagger.v3.oas.annotations.media.Content;
+import io.swagger.v3.oas.annotations.media.Schema;
+import io.swagger.v3.oas.annotations.responses.ApiResponse;
+import io.swagger.v3.oas.annotations.security.SecurityRequirement;
+import io.swagger.v3.oas.annotations.tags.Tag;
+import jakarta.ws.rs.Consumes;
+import jakarta.ws.rs.DELETE;
+import jakarta.ws.rs.GET;
+import jakarta.ws.rs.PATCH;
+import jakarta.ws.rs.POST;
+import jakarta.ws.rs.PUT;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.PathParam;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.QueryParam;
+import jakarta.ws.rs.core.Context;
+import jakarta.ws.rs.core.MediaType;
+import jakarta.ws.rs.core.Response;
+import jakarta.ws.rs.core.SecurityContext;
+import jakarta.ws.rs.core.UriInfo;
+import org.jooq.DSLContext;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+
+/**
+ * A tenant's recurring schedules (always the caller's tenant): create or replace, read (with the next five
+ * fires and the last fire's job), list, change, delete, trigger. Requests are {@link ScheduleDefinition}s,
+ * answers {@link ScheduleInfo}s; a field at fault is a 422 naming it.
+ */
+@Path("/v1/schedules")
+@Produces(MediaType.APPLICATION_JSON)
+@Tag(name = "schedules", description = "a tenant's own recurring schedules")
+@SecurityRequirement(name = OpenApiDocument.TENANT_KEY)
+public final class SchedulesResource {
+    static final int DEFAULT_LIMIT = 50;
+    static final int MAX_LIMIT = 500;
+
+    private final ScheduleService schedules;
+    private final DSLContext db;
+
+    SchedulesResource(ScheduleService schedules, DSLContext db) {
+        this.schedules = schedules;
+        this.db = db;
+    }
+
+    /** A page of schedules by name: pass {@code next} back as {@code after}. */
+    public record Page(List<ScheduleInfo> schedules, String next) {}
+
+    /** Create (201 + Location) or replace (200): fields left out take their defaults. */
+    @PUT
+    @Path("/{name}")
+    @Consumes(MediaType.APPLICATION_JSON)
+    @Operation(summary = "Create (201) or replace (200) a schedule", responses = {
+            @ApiResponse(responseCode = "201", description = "created", headers = @Header(name = "Location", description = "the schedule's URL"),
+                    content = @Content(schema = @Schema(implementation = ScheduleInfo.class))),
+            @ApiResponse(responseCode = "200", description = "replaced", content = @Content(schema = @Schema(implementation = ScheduleInfo.class))),
+            @ApiResponse(responseCode = "409", description = "the tenant is at max_schedules")})
+    public Response put(@Context SecurityContext sc, @Context UriInfo uri, @PathParam("name") String name,
+                        @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true, content = @Content(schema = @Schema(implementation = ScheduleDefinition.class))) String body) {
+        ScheduleDefinition definition = checked(() -> ScheduleDefinition.fromJson(JsonBodyReader.readObject(body)));
+        ScheduleService.Written w = checked(() -> schedules.put(db, BearerAuthFilter.tenant(sc), name, definition));
+        if (w.created()) return Response.created(uri.getAbsolutePath()).entity(w.schedule()).build();
+        return Response.ok(w.schedule()).build();
+    }
+
+    @GET
+    @Path("/{name}")
+    public ScheduleInfo get(@Context SecurityContext sc, @PathParam("name") String name) {
+        return schedules.get(db, BearerAuthFilter.tenant(sc), name).orElseThrow(() -> notFound(name));
+    }
+
+    @GET
+    public Page list(@Context SecurityContext sc, @QueryParam("limit") String limit, @QueryParam("after") String after) {
+        String tenant = BearerAuthFilter.tenant(sc);
+        ScheduleService.Page p = schedules.list(db, tenant, after == null ? null : tenant, blank(after), limit(limit));
+        return new Page(p.schedules(), p.nextName());
+    }
+
+    /** Only the fields given (a JSON merge patch: {@code {"paused": true}}; null resets a field to its default). */
+    @PATCH
+    @Path("/{name}")
+    @Consumes(MediaType.APPLICATION_JSON)
+    @Operation(summary = "Change only the fields given (a JSON merge patch, e.g. {\"paused\": true})", responses = {
+            @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = ScheduleInfo.class))),
+            @ApiResponse(responseCode = "404", description = "no schedule of that name")})
+    public ScheduleInfo patch(@Context SecurityContext sc, @PathParam("name") String name,
+                              @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true, description = "any subset of a schedule's fields",
+                                      content = @Content(schema = @Schema(implementation = ScheduleDefinition.class))) String body) {
+        JsonNode patch = JsonBodyReader.readObject(body);
+        return checked(() -> schedules.patch(db, BearerAuthFilter.tenant(sc), name, patch)).orElseThrow(() -> notFound(name));
+    }
+
+    /** 204; the jobs it fired stay, a fire created ahead is withdrawn. */
+    @DELETE
+    @Path("/{name}")
+    public Response delete(@Context SecurityContext sc, @PathParam("name") String name) {
+        if (!schedules.delete(db, BearerAuthFilter.tenant(sc), name)) throw notFound(name);
+        return Response.noContent().build();
+    }
+
+    /**
+     * Runs the schedule's job now: 201 + the job (job_key {@code schedule:<name>:trigger-<now to the second>});
+     * a second trigger within the same second answers 200 with the same job and {@code Idempotent-Replay: true}.
+     */
+    @POST
+    @Path("/{name}/trigger")
+    public Response trigger(@Context SecurityContext sc, @Context UriInfo uri, @PathParam("name") String name) {
+        EnqueueResult r = schedules.trigger(db, BearerAuthFilter.tenant(sc), name).orElseThrow(() -> notFound(name));
+        JobView job = JobView.of(r.job());
+        if (r.created()) {
+            return Response.created(uri.getBaseUriBuilder().path("v1/jobs/{id}").build(job.id())).entity(job).build();
+        }
+        return Response.ok(job).header("Idempotent-Replay", "true").build();
+    }
+
+    static ApiException notFound(String name) {
+        return ApiException.notFound("no schedule " + name);
+    }
+
+    /** Schedule errors as the API's: a field at fault is a 422, a tenant at max_schedules a 409. */
+    static <T> T checked(Supplier<T> call) {
+        try {
+            return call.get();
+        } catch (InvalidScheduleException e) {
+            throw ApiException.invalid(e.errors());
+        } catch (ScheduleLimitException e) {
+            throw new ApiException(409, e.getMessage(), List.of(new FieldError("name", "the tenant has "
+                    + e.maxSchedules() + " schedules, its max_schedules")), Map.of());
+        }
+    }
+
+    static int limit(String limit) {
+        if (limit == null || limit.isBlank()) return DEFAULT_LIMIT;
+        try {
+            int n = Integer.parseInt(limit);
+            if (n >= 1 && n <= MAX_LIMIT) return n;
+        } catch (NumberFormatException e) {
+            // answered below
+        }
+        throw ApiException.invalid("limit", "must be a whole number between 1 and " + MAX_LIMIT);
+    }
+
+    static String blank(String s) {
+        return s == null || s.isBlank() ? null : s;
+    }
+
+    /** Admin: any tenant's schedules, page by page ({@code next} is {@code <tenant>:<name>}). */
+    @Path("/v1/admin/schedules")
+    @Produces(MediaType.APPLICATION_JSON)
+    @Tag(name = "admin: schedules", description = "any tenant's schedules")
+    @SecurityRequirement(name = OpenApiDocument.ADMIN_TOKEN)
+    public static final class Admin {
+        private final ScheduleService schedules;
+        private final DSLContext db;
+
+        Admin(ScheduleService schedules, DSLContext db) {
+            this.schedules = schedules;
+            this.db = db;
+        }
+
+        @GET
+        public Page list(@QueryParam("tenant") String tenant, @QueryParam("limit") String limit,
+                         @QueryParam("after") String after) {
+            String afterTenant = null, afterName = null;
+            if (blank(after) != null) {
+                int colon = after.indexOf(':');
+                if (colon < 1) throw ApiException.invalid("after", "must be the 'next' of the previous page (<tenant>:<name>)");
+                afterTenant = after.substring(0, colon);
+                afterName = after.substring(colon + 1);
+            }
+            ScheduleService.Page p = schedules.list(db, blank(tenant), afterTenant, afterName, limit(limit));
+            return new Page(new ArrayList<>(p.schedules()), p.nextTenant() == null ? null : p.nextTenant() + ":" + p.nextName());
+        }
+
+        @GET
+        @Path("/{tenant}/{name}")
+        public ScheduleInfo get(@PathParam("tenant") String tenant, @PathParam("name") String name) {
+            return schedules.get(db, tenant, name).orElseThrow(() -> notFound(name));
+        }
+    }
+}

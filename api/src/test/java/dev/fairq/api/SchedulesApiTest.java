@@ -1,0 +1,211 @@
+package dev.fairq.api;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * /v1/schedules over real HTTP against the whole application (its scheduler fires on the real clock): the
+ * walk of api/README.md from creating a schedule to seeing its job, the field errors, limits, isolation.
+ */
+class SchedulesApiTest {
+    static TestApp app;
+
+    @BeforeAll
+    static void start() throws Exception {
+        app = TestApp.get();
+    }
+
+    static final String NIGHTLY = """
+            {"cron": "30 2 * * *", "time_zone": "Europe/Berlin",
+             "job": {"type": "record", "payload": {"report": "nightly"}, "priority": 5}}""";
+
+    @Test
+    void createReadReplacePatchListAndDelete() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("sched"));
+        TestApp.Res created = app.call("PUT", "/v1/schedules/nightly-report", key, NIGHTLY);
+        assertEquals(201, created.status(), created.toString());
+        assertTrue(created.header("Location").endsWith("/v1/schedules/nightly-report"));
+        JsonNode s = created.body();
+        assertEquals("nightly-report", s.get("name").asText());
+        assertEquals("Europe/Berlin", s.get("time_zone").asText());
+        assertEquals("skip", s.get("missed_runs").asText(), "defaults filled in");
+        assertEquals("allow", s.get("overlap").asText());
+        assertEquals(10, s.get("backfill_limit").asInt());
+        assertEquals(5, s.get("job").get("priority").asInt());
+        assertEquals("nightly", s.get("job").get("payload").get("report").asText());
+        JsonNode next = s.get("next_fires");
+        assertEquals(5, next.size());
+        for (JsonNode n : next) {
+            assertTrue(n.asText().endsWith("Z"), "UTC: " + n);
+            int hour = Instant.parse(n.asText()).atZone(java.time.ZoneId.of("Europe/Berlin")).getHour();
+            assertTrue(hour == 2 || hour == 3, "02:30 Berlin (03:30 on a spring-forward day): " + n);
+        }
+        assertTrue(s.get("last_fire").isNull());
+
+        assertEquals(200, app.call("GET", "/v1/schedules/nightly-report", key, null).status());
+        TestApp.Res replaced = app.call("PUT", "/v1/schedules/nightly-report", key,
+                "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}}");
+        assertEquals(200, replaced.status());
+        assertEquals("@daily", replaced.body().get("cron").asText());
+        assertEquals(0, replaced.body().get("job").get("priority").asInt(), "replace: left-out fields back to defaults");
+
+        TestApp.Res paused = app.call("PATCH", "/v1/schedules/nightly-report", key, "{\"paused\": true}");
+        assertEquals(200, paused.status());
+        assertTrue(paused.body().get("paused").asBoolean());
+        assertEquals(0, paused.body().get("next_fires").size(), "paused: no next fires");
+        assertEquals("@daily", paused.body().get("cron").asText(), "patch keeps the rest");
+
+        app.call("PUT", "/v1/schedules/hourly", key, "{\"cron\": \"@hourly\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}}");
+        TestApp.Res page1 = app.call("GET", "/v1/schedules?limit=1", key, null);
+        assertEquals(List.of("hourly"), names(page1.body()));
+        TestApp.Res page2 = app.call("GET", "/v1/schedules?limit=1&after=" + page1.body().get("next").asText(), key, null);
+        assertEquals(List.of("nightly-report"), names(page2.body()));
+
+        assertEquals(204, app.call("DELETE", "/v1/schedules/hourly", key, null).status());
+        assertEquals(404, app.call("DELETE", "/v1/schedules/hourly", key, null).status());
+        assertEquals(404, app.call("GET", "/v1/schedules/hourly", key, null).status());
+    }
+
+    private static List<String> names(JsonNode page) {
+        List<String> out = new ArrayList<>();
+        page.get("schedules").forEach(s -> out.add(s.get("name").asText()));
+        return out;
+    }
+
+    @Test
+    void anInvalidCronOrTimeZoneIsA422NamingTheFieldAndChangesNothing() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("badsched"));
+        List<Object> before = app.snapshot();
+        long schedules = app.db.count("SELECT count(*) FROM schedules");
+        TestApp.Res bad = app.call("PUT", "/v1/schedules/x", key,
+                "{\"cron\": \"61 * * * *\", \"time_zone\": \"Europe/Berln\", \"job\": {\"type\": \"record\"}, \"overlap\": \"never\"}");
+        assertEquals(422, bad.status());
+        List<String> fields = new ArrayList<>();
+        bad.body().get("errors").forEach(e -> fields.add(e.get("field").asText()));
+        assertEquals(List.of("cron", "time_zone", "overlap"), fields);
+        assertTrue(bad.body().get("errors").get(0).get("message").asText().contains("61"));
+        assertTrue(bad.body().get("errors").get(1).get("message").asText().contains("IANA"));
+
+        TestApp.Res noZone = app.call("PUT", "/v1/schedules/x", key, "{\"cron\": \"@daily\", \"job\": {\"type\": \"record\"}}");
+        assertEquals(422, noZone.status());
+        assertEquals("time_zone", noZone.body().get("errors").get(0).get("field").asText(), "no server default");
+        TestApp.Res typo = app.call("PUT", "/v1/schedules/x", key,
+                "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\", \"priorty\": 3}}");
+        assertEquals(422, typo.status());
+        assertEquals("job.priorty", typo.body().get("errors").get(0).get("field").asText());
+        assertEquals(422, app.call("PUT", "/v1/schedules/bad%20name", key, NIGHTLY).status());
+        assertEquals(400, app.call("PUT", "/v1/schedules/x", key, "{nope").status());
+        assertEquals(404, app.call("PATCH", "/v1/schedules/x", key, "{\"paused\": true}").status(),
+                "PATCH of a schedule that does not exist");
+        assertEquals(before, app.snapshot());
+        assertEquals(schedules, app.db.count("SELECT count(*) FROM schedules"));
+
+        // a tenant cannot make jobs that would pass for a schedule's
+        TestApp.Res reserved = app.call("POST", "/v1/jobs", key,
+                "{\"type\": \"record\", \"payload\": {}, \"job_key\": \"schedule:x:2026-01-01T00:00:00Z\"}");
+        assertEquals(422, reserved.status());
+        assertEquals("job_key", reserved.body().get("errors").get(0).get("field").asText());
+    }
+
+    @Test
+    void limitsAreLiveAuditedAndEnforcedAndAdminsSeeEveryTenantsSchedules() {
+        String tenant = TestApp.uniqueTenant("schedlim");
+        String key = app.newTenantKey(tenant);
+        String other = app.newTenantKey(TestApp.uniqueTenant("schedother"));
+        TestApp.Res patched = app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"max_schedules\": 1, \"min_schedule_interval_s\": 3600}");
+        assertEquals(200, patched.status(), patched.toString());
+        assertEquals(1, patched.body().get("max_schedules").asInt());
+        JsonNode audit = app.admin("GET", "/v1/admin/audit?tenant=" + tenant, null).body().get("entries").get(0);
+        assertEquals(3600, audit.get("new_values").get("min_schedule_interval_s").asInt());
+        assertEquals(422, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"min_schedule_interval_s\": 59}").status());
+
+        TestApp.Res often = app.call("PUT", "/v1/schedules/often", key,
+                "{\"cron\": \"*/5 * * * *\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}}");
+        assertEquals(422, often.status());
+        assertEquals("cron", often.body().get("errors").get(0).get("field").asText());
+        assertEquals(201, app.call("PUT", "/v1/schedules/one", key, NIGHTLY).status());
+        TestApp.Res two = app.call("PUT", "/v1/schedules/two", key, NIGHTLY);
+        assertEquals(409, two.status(), "max_schedules");
+        assertTrue(two.body().get("error").asText().contains("max_schedules"));
+        assertEquals(200, app.call("PUT", "/v1/schedules/one", key, NIGHTLY).status(), "replacing is not creating");
+
+        // isolation: another tenant neither sees nor touches it
+        assertEquals(404, app.call("GET", "/v1/schedules/one", other, null).status());
+        assertEquals(404, app.call("POST", "/v1/schedules/one/trigger", other, null).status());
+        assertEquals(0, app.call("GET", "/v1/schedules", other, null).body().get("schedules").size());
+        // admins list any tenant's
+        JsonNode listed = app.admin("GET", "/v1/admin/schedules?tenant=" + tenant, null).body().get("schedules");
+        assertEquals(1, listed.size());
+        assertEquals(tenant, listed.get(0).get("tenant").asText());
+        assertEquals(200, app.admin("GET", "/v1/admin/schedules/" + tenant + "/one", null).status());
+        assertEquals(403, app.call("GET", "/v1/admin/schedules", key, null).status());
+        assertEquals(403, app.admin("GET", "/v1/schedules", null).status());
+    }
+
+    @Test
+    void aTriggeredJobRunsNowAndExplainNamesItsSchedule() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("trig"));
+        app.call("PUT", "/v1/schedules/report", key, NIGHTLY);
+        TestApp.Res t = app.call("POST", "/v1/schedules/report/trigger", key, null);
+        assertEquals(201, t.status(), t.toString());
+        String jobKey = t.body().get("job_key").asText();
+        assertTrue(jobKey.startsWith("schedule:report:trigger-"), jobKey);
+        long id = t.body().get("id").asLong();
+        JsonNode explain = app.call("GET", "/v1/jobs/" + id + "/explain", key, null).body();
+        assertEquals("report", explain.get("data").get("schedule").asText());
+        assertTrue(explain.get("message").asText().contains("schedule 'report'"), explain.toString());
+        await().atMost(Duration.ofSeconds(30)).until(() ->
+                "succeeded".equals(app.call("GET", "/v1/jobs/" + id, key, null).body().get("status").asText()));
+        assertEquals(404, app.call("POST", "/v1/schedules/nope/trigger", key, null).status());
+    }
+
+    /** The README's walk: a schedule every minute, its first fire's job, explain, the dashboard and /metrics. */
+    @Test
+    void aScheduleFiresItsJobAtTheNextMinuteAndTheTenantSeesIt() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("fire"));
+        TestApp.Res put = app.call("PUT", "/v1/schedules/every-minute", key,
+                "{\"cron\": \"* * * * *\", \"time_zone\": \"America/New_York\", \"job\": {\"type\": \"record\", \"payload\": {\"n\": 1}}}");
+        assertEquals(201, put.status());
+        String firstFire = put.body().get("next_fires").get(0).asText();
+        String expectedKey = "schedule:every-minute:" + firstFire;
+        // the job exists up to 30 s before its instant and runs at it: at most a minute and a bit from now
+        JsonNode[] job = new JsonNode[1];
+        await().atMost(Duration.ofSeconds(100)).pollInterval(Duration.ofMillis(500)).until(() -> {
+            for (JsonNode j : app.call("GET", "/v1/jobs?limit=10", key, null).body().get("jobs")) {
+                if (j.get("job_key").asText().equals(expectedKey) && j.get("status").asText().equals("succeeded")) {
+                    job[0] = j;
+                    return true;
+                }
+            }
+            return false;
+        });
+        assertTrue(!Instant.parse(job[0].get("started_at").asText()).isBefore(Instant.parse(firstFire)),
+                "not started before its instant");
+        JsonNode explain = app.call("GET", "/v1/jobs/" + job[0].get("id").asLong() + "/explain", key, null).body();
+        assertEquals("every-minute", explain.get("data").get("schedule").asText());
+        assertEquals(firstFire, explain.get("data").get("fire_at").asText());
+
+        JsonNode s = app.call("GET", "/v1/schedules/every-minute", key, null).body();
+        JsonNode last = s.get("last_fire");
+        assertNotNull(last);
+        assertTrue(!last.isNull(), s.toString());
+        assertEquals(job[0].get("id").asLong(), last.get("job_id").asLong(), s.toString());
+        assertEquals("succeeded", last.get("job_status").asText());
+        JsonNode dash = app.call("GET", "/v1/dashboard", key, null).body().get("schedules");
+        assertEquals("every-minute", dash.get(0).get("name").asText());
+        String metrics = app.adminPort("/metrics").body().asText();
+        assertTrue(metrics.contains("fairq_schedule_fires_total"), "metrics count fires");
+        assertTrue(metrics.contains("fairq_schedule_fire_lag_seconds"), "and their lag");
+    }
+}
