@@ -220,7 +220,7 @@ public final class ScheduleService {
         if (last == null || !last.isAfter(now)) return last;
         Long jobId = s.getLastJobId();
         if (jobId != null) {
-            OperatorActions.ActionOutcome out = store.cancel(tx, s.getTenantId(), jobId);
+            OperatorActions.ActionOutcome out = store.cancelWaiting(tx, s.getTenantId(), jobId);
             if (out.result() == OperatorActions.ActionResult.WRONG_STATUS) return last; // it started: the fire happened
         }
         schedules.undoLastFire(tx, s.getTenantId(), s.getName(), jobId == null ? -1 : jobId);

@@ -18,6 +18,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Schedules through a failover: two {@link SchedulerService}s on their own connections fire 200 every-minute
@@ -85,7 +86,7 @@ class ScheduleFailoverTest {
                 (leader == one ? onePartitioned : twoPartitioned).set(true);
                 long killed = db.count("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) FROM pg_stat_activity "
                         + "WHERE application_name = ?", leader == one ? "sched-fire-1" : "sched-fire-2");
-                assertEquals(1, killed);
+                assertTrue(killed >= 1, "the leader's sessions (admission, maintenance, firing) were killed");
                 System.out.printf("SCHEDULE-FAILOVER killed the leader with %d of %d fires of minute 3 enqueued%n",
                         jobs() - before, SCHEDULES);
             }

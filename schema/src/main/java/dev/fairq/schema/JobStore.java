@@ -149,6 +149,11 @@ public final class JobStore {
         return actions.cancel(ctx, tenantId, id);
     }
 
+    /** pending or ready -> cancelled; a running or ended job is left alone (WRONG_STATUS). */
+    public OperatorActions.ActionOutcome cancelWaiting(DSLContext ctx, String tenantId, long id) {
+        return actions.cancelWaiting(ctx, tenantId, id);
+    }
+
     /** dead or cancelled -> pending, attempts reset, due now. */
     public OperatorActions.ActionOutcome replay(DSLContext ctx, String tenantId, long id) {
         return actions.replay(ctx, tenantId, id);

@@ -125,6 +125,18 @@ public final class OperatorActions {
     }
 
     /**
+     * pending or ready -> cancelled (DONE); any other status is left alone (WRONG_STATUS), a running job too:
+     * no stop is requested. For withdrawing a job that has not started (a schedule's fire created ahead).
+     */
+    public ActionOutcome cancelWaiting(DSLContext ctx, String tenantId, long id) {
+        return act(ctx, tenantId, id, Set.of(JobStatus.pending, JobStatus.ready), (tx, j) -> {
+            JobsRecord after = one(CANCEL.bind().clock(clock).set("id", id).fetch(tx).get(0));
+            if (j.getKeyHead()) KeyHandoff.promoteNext(tx, Set.of(new OrderingKey(j.getTenantId(), j.getOrderingKey())));
+            return after;
+        });
+    }
+
+    /**
      * dead or cancelled -> pending, attempts reset, due now. A job that is not its key's head takes the head
      * if the key has none, otherwise it waits its turn (by id, so it goes next).
      */
