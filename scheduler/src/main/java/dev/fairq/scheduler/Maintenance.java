@@ -117,14 +117,23 @@ final class Maintenance implements AutoCloseable {
     @Override
     public void close() {
         stopped = true;
-        thread.interrupt();
         Connection c = current;
         current = null;
-        if (c != null) {
+        stop(thread, c);
+    }
+
+    /**
+     * Stops a thread that works on a connection of its own: interrupts it, closes the connection (which cuts off
+     * a statement in flight and releases the session's locks; a broken one is closed already), and waits up to
+     * 10 s for the thread to end.
+     */
+    static void stop(Thread thread, Connection connection) {
+        thread.interrupt();
+        if (connection != null) {
             try {
-                c.close();
+                connection.close();
             } catch (SQLException ignored) {
-                // closing to cut off a running statement; a broken connection is closed already
+                // closing is the point; nothing to do when it fails
             }
         }
         try {

@@ -277,19 +277,6 @@ public final class SchedulerService implements AutoCloseable {
     @Override
     public void close() {
         stopped = true;
-        thread.interrupt();
-        Connection c = current;
-        if (c != null) {
-            try {
-                c.close();
-            } catch (SQLException ignored) {
-                // closing to release the lock; a broken connection has released it already
-            }
-        }
-        try {
-            thread.join(10_000);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        Maintenance.stop(thread, current);
     }
 }
