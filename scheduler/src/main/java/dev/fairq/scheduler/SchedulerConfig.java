@@ -28,12 +28,14 @@ import java.time.Duration;
  *                         beside the wake-ups that keep the scheduler's active set current
  * @param maintenanceStatementTimeout  the most one background statement (retention, rollup, publishing)
  *                         may run; past it the duty gives up and tries again at its next run
+ * @param effectRetention  rows of the side-effect store ({@code JobContext.once}) not written for this long are
+ *                         deleted (a re-run later than that would run the effect again)
  */
 public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, int maxBatch, int fixedCapacity,
                               Duration busyInterval, Duration idleInterval, Duration standbyPoll,
                               Duration tenantReload, Duration workerLiveness, Duration maintenanceEvery,
                               Duration retention, Duration deadRetention, boolean grants, Duration activeRescan,
-                              Duration maintenanceStatementTimeout) {
+                              Duration maintenanceStatementTimeout, Duration effectRetention) {
 
     /** A few jobs beyond the free threads, so a worker finishing a job finds the next one already admitted. */
     public static final int DEFAULT_MIN_BUFFER = 8;
@@ -68,6 +70,12 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
     /** A background statement normally takes milliseconds; 10 s means something holds it up. */
     public static final Duration DEFAULT_MAINTENANCE_STATEMENT_TIMEOUT = Duration.ofSeconds(10);
 
+    /**
+     * A week, the dead-job retention: a dead job replayed within it still finds the effects its attempts
+     * completed, and no attempt of a live job comes later than that (25 attempts back off for about 12 hours).
+     */
+    public static final Duration DEFAULT_EFFECT_RETENTION = Duration.ofDays(7);
+
     public static SchedulerConfig defaults() {
         return builder().build();
     }
@@ -94,6 +102,7 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
         b.grants = grants;
         b.activeRescan = activeRescan;
         b.maintenanceStatementTimeout = maintenanceStatementTimeout;
+        b.effectRetention = effectRetention;
         return b;
     }
 
@@ -114,6 +123,7 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
         private boolean grants = true;
         private Duration activeRescan = DEFAULT_ACTIVE_RESCAN;
         private Duration maintenanceStatementTimeout = DEFAULT_MAINTENANCE_STATEMENT_TIMEOUT;
+        private Duration effectRetention = DEFAULT_EFFECT_RETENTION;
 
         private Builder() {}
 
@@ -131,6 +141,7 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
         public Builder grants(boolean on) { this.grants = on; return this; }
         public Builder activeRescan(Duration d) { this.activeRescan = d; return this; }
         public Builder maintenanceStatementTimeout(Duration d) { this.maintenanceStatementTimeout = d; return this; }
+        public Builder effectRetention(Duration d) { this.effectRetention = d; return this; }
 
         /** A fixed buffer: exactly {@code capacity + minBuffer} ready at most, no measured lookahead (tests). */
         public Builder fixedBuffer(int capacity, int minBuffer) {
@@ -146,7 +157,7 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
             }
             return new SchedulerConfig(fair, minBuffer, lookahead, maxBatch, fixedCapacity, busyInterval, idleInterval,
                     standbyPoll, tenantReload, workerLiveness, maintenanceEvery, retention, deadRetention, grants,
-                    activeRescan, maintenanceStatementTimeout);
+                    activeRescan, maintenanceStatementTimeout, effectRetention);
         }
     }
 }
