@@ -450,7 +450,10 @@ public final class Scheduler {
         });
         if (empty.isEmpty()) return;
         empty.forEach(maybeWork::remove);
-        store.admission().nextDueInMs(ctx, empty).forEach((tenant, ms) -> setTimer(tenant, now + ms * 1_000_000L));
+        Set<String> emptySet = new HashSet<>(empty);
+        List<Long> pickedIds = new ArrayList<>();
+        for (AdmissionPolicy.Pick p : picks) if (emptySet.contains(p.tenantId())) pickedIds.add(p.jobId());
+        store.admission().nextDueInMs(ctx, empty, pickedIds).forEach((tenant, ms) -> setTimer(tenant, now + ms * 1_000_000L));
     }
 
     private void setTimer(String tenant, long dueNanos) {

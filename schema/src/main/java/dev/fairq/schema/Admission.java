@@ -110,12 +110,16 @@ public final class Admission {
     /**
      * For tenants that have nothing due now, how long until their next admissible job is due (null: none
      * waits). One probe of jobs_due_later_idx per tenant: only delayed, scheduled and retried jobs are in it.
+     * A job that came due between the candidate probe and this one (a 10 ms retry) is not left out: its
+     * negative wait becomes a timer of 0 (it used to drop out of the active set until the minute's rescan). The
+     * jobs the round is admitting are left out by id (they are still pending at this point).
      */
     static final NamedSql NEXT_DUE = NamedSql.of("""
             SELECT t.tenant_id,
                    (SELECT (fairq_epoch(min(j.run_at)) - fairq_epoch(:now)) * 1000 FROM jobs j
                     WHERE j.tenant_id = t.tenant_id AND j.status = 'pending' AND j.run_at > j.created_at
-                      AND (j.ordering_key IS NULL OR j.key_head) AND j.no_worker_since IS NULL AND j.run_at > :now)
+                      AND (j.ordering_key IS NULL OR j.key_head) AND j.no_worker_since IS NULL
+                      AND j.id <> ALL(:picked_ids::bigint[]))
             FROM unnest(:tenant_ids::text[]) AS t(tenant_id)
             """);
 
@@ -253,9 +257,15 @@ public final class Admission {
 
     /** Per tenant, milliseconds until its next admissible job is due; tenants with none are left out. */
     public Map<String, Long> nextDueInMs(DSLContext ctx, List<String> tenants) {
+        return nextDueInMs(ctx, tenants, List.of());
+    }
+
+    /** As above, leaving out the given jobs (those a round is admitting right now). */
+    public Map<String, Long> nextDueInMs(DSLContext ctx, List<String> tenants, List<Long> picked) {
         Map<String, Long> out = new HashMap<>();
         if (tenants.isEmpty()) return out;
-        for (Record r : NEXT_DUE.bind().clock(clock).set("tenant_ids", tenants.toArray(String[]::new)).fetch(ctx)) {
+        for (Record r : NEXT_DUE.bind().clock(clock).set("tenant_ids", tenants.toArray(String[]::new))
+                .set("picked_ids", picked.toArray(Long[]::new)).fetch(ctx)) {
             Double ms = r.get(1, Double.class);
             if (ms != null) out.put(r.get(0, String.class), Math.max(0, (long) Math.ceil(ms)));
         }

@@ -101,7 +101,8 @@ class StaleStatisticsTest extends StoreTestSupport {
                 .set("limits", new Integer[]{100, 100}), Admission.CANDIDATES));
         assertNoTableWalk("load", plan(Admission.LOAD.bind().clock(clock).set("liveness_ms", 30_000L), Admission.LOAD));
         assertNoTableWalk("tenants with work", plan(Admission.TENANTS_WITH_WORK.bind(), Admission.TENANTS_WITH_WORK));
-        assertNoTableWalk("next due", plan(Admission.NEXT_DUE.bind().clock(clock).set("tenant_ids", tenants), Admission.NEXT_DUE));
+        assertNoTableWalk("next due", plan(Admission.NEXT_DUE.bind().clock(clock).set("tenant_ids", tenants)
+                .set("picked_ids", new Long[]{1L}), Admission.NEXT_DUE));
         assertNoTableWalk("queue room", plan(Enqueue.QUEUED_COUNTS.bind().set("tenant_ids", tenants), Enqueue.QUEUED_COUNTS));
         assertNoTableWalk("promote next", plan(KeyHandoff.PROMOTE_NEXT.bind().set("tenant_ids", tenants)
                 .set("ordering_keys", new String[]{"k", "k"}), KeyHandoff.PROMOTE_NEXT));
