@@ -292,7 +292,7 @@ class HttpHandlerEndToEndTest {
                 db.count("SELECT count(*) FROM jobs WHERE id = ? AND no_worker_since IS NOT NULL", id) == 1);
         assertEquals("pending", db.dsl().fetchValue("SELECT status::text FROM jobs WHERE id = ?", id));
         assertEquals(0, attempts(id));
-        assertEquals(null, lastError(id));
+        assertEquals("", lastError(id), "no attempt, no error");
     }
 
     /**
