@@ -77,7 +77,7 @@ public final class Scheduler {
     /** The live routes changed and parked jobs may have a worker now: un-park in batches until done. */
     private boolean unparkPending;
     /** Whether a live worker serves a queue and type, per pair met since the routes were last read. */
-    private final Map<String, Boolean> routableCache = new HashMap<>();
+    private final Map<String, Map<String, Boolean>> routableCache = new HashMap<>();
     /** Candidates of this round that no live worker can run, and their tenants (parked after the fetch). */
     private final Set<Long> toPark = new LinkedHashSet<>();
     private final Set<String> parkedTenants = new HashSet<>();
@@ -342,7 +342,8 @@ public final class Scheduler {
 
     /** One lookup per candidate: the answer per (queue, type) is kept until the routes are read again. */
     private boolean routable(String queue, String type) {
-        return routableCache.computeIfAbsent(queue + '\u0000' + type, k -> WorkerRoute.anyServes(routes, queue, type));
+        return routableCache.computeIfAbsent(queue, q -> new HashMap<>())
+                .computeIfAbsent(type, t -> WorkerRoute.anyServes(routes, queue, type));
     }
 
     /**

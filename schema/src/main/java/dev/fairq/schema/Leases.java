@@ -102,6 +102,13 @@ public final class Leases {
             ORDER BY id
             """);
 
+    /** The whole registry (one row per worker process seen within the last hour), for operators. */
+    static final NamedSql REGISTRY = NamedSql.of("""
+            SELECT id, capacity, queues, types, reserved::text, started_at, heartbeat_at,
+                   heartbeat_at > :now - :within_ms * interval '1 millisecond'
+            FROM workers ORDER BY id
+            """);
+
     /** A worker's registered capacity while its heartbeat is recent (the worker pool's health check). */
     static final NamedSql LIVE_CAPACITY = NamedSql.of("""
             SELECT capacity FROM workers WHERE id = :worker_id AND heartbeat_at > :now - :within_ms * interval '1 millisecond'
@@ -252,6 +259,21 @@ public final class Leases {
         for (Record r : LIVE_ROUTES.bind().clock(clock).set("within_ms", within.toMillis()).fetch(ctx)) {
             out.add(new WorkerRoute.Live(r.get(0, String.class), r.get(1, Integer.class),
                     WorkerRoute.of(r.get(2, String[].class), r.get(3, String[].class), r.get(4, String.class))));
+        }
+        return out;
+    }
+
+    /** A worker process in the registry: its route, when it started, when it was last seen, and whether it is live. */
+    public record Registered(String workerId, int threads, WorkerRoute route, OffsetDateTime startedAt,
+                             OffsetDateTime lastSeen, boolean live) {}
+
+    /** Every registered worker process, live (heart-beat within {@code within}) or not yet pruned. */
+    public List<Registered> registry(DSLContext ctx, Duration within) {
+        List<Registered> out = new ArrayList<>();
+        for (Record r : REGISTRY.bind().clock(clock).set("within_ms", within.toMillis()).fetch(ctx)) {
+            out.add(new Registered(r.get(0, String.class), r.get(1, Integer.class),
+                    WorkerRoute.of(r.get(2, String[].class), r.get(3, String[].class), r.get(4, String.class)),
+                    r.get(5, OffsetDateTime.class), r.get(6, OffsetDateTime.class), r.get(7, Boolean.class)));
         }
         return out;
     }
