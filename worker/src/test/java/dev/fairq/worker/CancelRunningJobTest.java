@@ -89,7 +89,8 @@ class CancelRunningJobTest {
         assertTrue(error.startsWith("cancelled while running; the attempt ended with: java.lang.InterruptedException"), error);
         await().atMost(Duration.ofSeconds(30)).until(() -> "succeeded".equals(status(next)));
         assertEquals(List.of(next), notes, "the key moved on to the next job");
-        assertEquals(0, worker.heldCount());
+        // the completer forgets an attempt right after its outcome commits: the row can be read a moment before
+        await().atMost(Duration.ofSeconds(30)).until(() -> worker.heldCount() == 0);
         cancel(held, OperatorActions.ActionResult.ALREADY_ENDED);
     }
 
