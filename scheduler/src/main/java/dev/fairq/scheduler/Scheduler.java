@@ -259,7 +259,7 @@ public final class Scheduler {
         if (tenantsReadAt == null || now - tenantsLoadedAt >= config.tenantReload().toNanos()) {
             // the first read of a term only learns the database time: limits are read as tenants turn up
             OffsetDateTime since = tenantsReadAt == null ? null : tenantsReadAt.minus(TENANT_CHANGE_OVERLAP);
-            TenantStore.Changes changes = tenantStore.changedSince(ctx, since);
+            TenantStore.Changes changes = tenantStore.changedSince(ctx, since, tenants.keySet());
             for (TenantsRecord r : changes.tenants()) {
                 TenantState t = tenants.get(r.getId());
                 if (t == null) continue; // not cached: read when it turns up

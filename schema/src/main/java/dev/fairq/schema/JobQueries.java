@@ -40,16 +40,35 @@ public final class JobQueries {
         if (f.orderingKey() != null) c = c.and(JOBS.ORDERING_KEY.eq(f.orderingKey()));
         if (afterId != null) c = c.and(JOBS.ID.lt(afterId));
         if (f.status() != null || f.tenantId() == null) {
-            if (f.status() != null) c = c.and(JOBS.STATUS.eq(f.status()));
-            return ctx.selectFrom(JOBS).where(c).orderBy(JOBS.ID.desc()).limit(limit).fetch();
+            if (f.status() != null) c = c.and(statusIs(f.status()));
+            return oneStatusPage(ctx, c, limit).fetch();
         }
         org.jooq.Select<JobsRecord> union = null;
         for (JobStatus status : JobStatus.values()) {
-            var one = ctx.selectFrom(JOBS).where(c.and(JOBS.STATUS.eq(status))).orderBy(JOBS.ID.desc()).limit(limit);
+            var one = ctx.selectFrom(JOBS).where(c.and(statusIs(status))).orderBy(JOBS.ID.desc()).limit(limit);
             union = union == null ? one : union.unionAll(one);
         }
         var all = union.asTable("j");
         return ctx.selectFrom(all).orderBy(all.field(JOBS.ID).desc()).limit(limit).fetchInto(JOBS);
+    }
+
+    static org.jooq.ResultQuery<JobsRecord> oneStatusPage(DSLContext ctx, org.jooq.Condition c, int limit) {
+        return ctx.selectFrom(JOBS).where(c).orderBy(JOBS.ID.desc()).limit(limit);
+    }
+
+    /** A tenant's jobs of one status, newest first: what {@link #list} runs with a tenant and a status. */
+    static org.jooq.ResultQuery<JobsRecord> tenantStatusPage(DSLContext ctx, String tenantId, JobStatus status, int limit) {
+        return oneStatusPage(ctx, JOBS.TENANT_ID.eq(tenantId).and(statusIs(status)), limit);
+    }
+
+    /**
+     * The status written into the statement, not bound: jobs_tenant_status_idx is partial (not ready, not
+     * running), and a generic plan with the status as a parameter cannot prove that, so it walked the primary key
+     * backwards through the tenant's history instead. Measured with 1,000,000 of a tenant's finished jobs: the
+     * dashboard's dead-letter list took 670 ms a call (tenants bench, stats phase).
+     */
+    private static org.jooq.Condition statusIs(JobStatus status) {
+        return JOBS.STATUS.eq(org.jooq.impl.DSL.inline(status));
     }
 
     /** A tenant's own numbers. {@code oldestPendingAgeMs} is null when nothing is pending. */

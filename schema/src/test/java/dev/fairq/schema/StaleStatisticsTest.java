@@ -96,6 +96,38 @@ class StaleStatisticsTest extends StoreTestSupport {
                 .set("ordering_keys", new String[]{"k", "k"}), KeyHandoff.PROMOTE_NEXT));
     }
 
+    /**
+     * A tenant's page of one status (the dashboard's dead letters, GET /v1/jobs?status=) once PostgreSQL has
+     * switched the prepared statement to a generic plan: it must still use jobs_tenant_status_idx (partial:
+     * not ready, not running), not walk the primary key backwards through the tenant's history.
+     */
+    @Test
+    void aPageOfOneStatusKeepsItsIndexInAGenericPlan() {
+        var query = JobQueries.tenantStatusPage(dsl, T1, dev.fairq.schema.generated.enums.JobStatus.dead, 50);
+        String indexed = dsl.render(query); // '?' per bound value, as the driver sends it
+        StringBuilder sql = new StringBuilder();
+        int n = 0;
+        for (char ch : indexed.toCharArray()) {
+            if (ch == '?') sql.append('$').append(++n);
+            else sql.append(ch);
+        }
+        StringBuilder plan = new StringBuilder();
+        dsl.connection(c -> {
+            try (var st = c.createStatement()) {
+                st.execute("SET plan_cache_mode = force_generic_plan");
+                st.execute("PREPARE dead_page AS " + sql);
+                String args = String.join(", ", query.getBindValues().stream().map(v -> "'" + v + "'").toList());
+                try (var rs = st.executeQuery("EXPLAIN EXECUTE dead_page(" + args + ")")) {
+                    while (rs.next()) plan.append(rs.getString(1)).append('\n');
+                }
+                st.execute("DEALLOCATE dead_page");
+                st.execute("RESET plan_cache_mode");
+            }
+        });
+        assertFalse(plan.toString().contains("jobs_pkey"), "walks the primary key:\n" + plan);
+        org.junit.jupiter.api.Assertions.assertTrue(plan.toString().contains("jobs_tenant_status_idx"), plan.toString());
+    }
+
     @Test
     void retentionDeletesExactlyThePastJobsWhateverTheStatisticsSay() {
         int deleted = 0;
