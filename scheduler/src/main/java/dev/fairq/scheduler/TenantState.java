@@ -28,6 +28,7 @@ public final class TenantState {
     long limitsVersion;
 
     void update(TenantLimits newLimits) {
+        if (newLimits.equals(limits)) return; // the scheduler's sweep re-reads unchanged tenants
         limitsVersion++;
         if (newLimits.ratePerSecond() != limits.ratePerSecond() || newLimits.burst() != limits.burst()) {
             bucket.reconfigure(newLimits.ratePerSecond(), newLimits.burst());
