@@ -133,6 +133,7 @@ public final class Scheduler {
         tenantsLoadedAt = Long.MIN_VALUE;
         sweep = List.of();
         swept = 0;
+        lastGrantPass = Long.MIN_VALUE;
         recent.clear();
         recentTotal = 0;
         grantsAfterLastTick = Set.of();
