@@ -1,11 +1,9 @@
 package dev.fairq.worker;
 
+import org.junit.jupiter.api.AfterEach;
 import dev.fairq.scheduler.SchedulerConfig;
 import dev.fairq.scheduler.SchedulerService;
 import dev.fairq.schema.JobRequest;
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Files;
@@ -22,26 +20,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The active scheduler is a separate process, SIGKILLed mid-flood. The standby (this JVM) takes over within
  * 5 seconds, and every job still succeeds exactly once.
  */
-class SchedulerFailoverProcessTest {
+class SchedulerFailoverProcessTest extends PlatformTest {
     private static final int JOBS = 3_000;
     private static final String CHILD = "fairq-child-scheduler";
-    private final TestDatabase db = TestDatabase.get();
-    private TestPlatform platform;
     private Process child;
 
-    @BeforeEach
-    void setUp() {
-        db.reset();
-        db.createTenant("acme");
-        platform = new TestPlatform(db);
-    }
-
     @AfterEach
-    void tearDown() throws Exception {
+    void stopWhatTheTestStarted() throws Exception {
         if (child != null) child.destroyForcibly().waitFor();
-        platform.close();
     }
-
 
     /** Sessions of the given application that hold the scheduler's advisory lock. */
     private long lockHolders(String applicationName) {
