@@ -7,8 +7,6 @@ import dev.fairq.schema.QueueClock;
 import dev.fairq.schema.Schedules;
 import org.junit.jupiter.api.Test;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -54,12 +52,7 @@ class ScheduleFailoverProcessTest extends PlatformTest {
 
     @Test
     void sigkillOfTheSchedulerWhileItFiresLeavesEachFireExactlyOneJob() throws Exception {
-        String classpath = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
-        Path log = Files.createTempFile("fairq-child-scheduler-fire", ".log");
-        child = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx256m",
-                "-cp", classpath, SchedulerProcessMain.class.getName(), db.jdbcUrl, db.user,
-                db.password == null ? "" : db.password, CHILD)
-                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        child = SchedulerProcessMain.start(db, CHILD, "fairq-child-scheduler-fire");
         await("the child process leads").atMost(Duration.ofMinutes(1)).until(() -> lockHolders(CHILD) == 1);
         SchedulerService standby = platform.startScheduler(SchedulerConfig.defaults());
 

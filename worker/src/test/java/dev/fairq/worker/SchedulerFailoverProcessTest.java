@@ -6,8 +6,6 @@ import dev.fairq.scheduler.SchedulerService;
 import dev.fairq.schema.JobRequest;
 import org.junit.jupiter.api.Test;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -43,12 +41,7 @@ class SchedulerFailoverProcessTest extends PlatformTest {
         for (int i = 0; i < JOBS; i++) jobs.add(JobRequest.builder("acme", "sleep").payload("{\"ms\": 2}").build());
         platform.store.enqueueAll(db.dsl(), jobs);
 
-        String classpath = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
-        Path log = Files.createTempFile("fairq-child-scheduler", ".log");
-        child = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx256m",
-                "-cp", classpath, SchedulerProcessMain.class.getName(), db.jdbcUrl, db.user,
-                db.password == null ? "" : db.password, CHILD)
-                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        child = SchedulerProcessMain.start(db, CHILD, "fairq-child-scheduler");
         await("the child process leads").atMost(Duration.ofMinutes(1)).until(() -> lockHolders(CHILD) == 1);
 
         SchedulerService standby = platform.startScheduler(SchedulerConfig.defaults());
