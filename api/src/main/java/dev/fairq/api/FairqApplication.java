@@ -129,6 +129,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         env.jersey().register(new OpenApiDocument(() -> resourceClasses(env), env.getObjectMapper()));
 
         env.admin().addServlet("prometheus", new PrometheusServlet(metrics)).addMapping("/metrics");
+        AdminTasksGuard.install(env, config.adminTasks);
         env.healthChecks().register("database", new HealthChecks.DatabaseCheck(db));
         env.healthChecks().register("scheduler", new LazyCheck(() -> new HealthChecks.SchedulerCheck(db, scheduler.get())));
 

@@ -112,7 +112,7 @@ final class TestApp {
     /** Any fairq on localhost (the integration test's own process too). */
     static Res callPort(int port, String method, String path, String token, String body) {
         HttpClient http = CLIENT;
-        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://localhost:" + port + path))
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
                 .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
         if (body != null) b.header("Content-Type", "application/json");
         if (token != null) b.header("Authorization", "Bearer " + token);
