@@ -111,6 +111,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         ApiKeyStore keys = new ApiKeyStore(db);
         TenantAdminStore tenants = new TenantAdminStore(db);
         env.jersey().register(new BearerAuthFilter(adminHash, keys));
+        env.jersey().register(new ParameterGuard());
         env.jersey().register(new ApiExceptionMappers.Api());
         env.jersey().register(new ApiExceptionMappers.InvalidJob());
         env.jersey().register(new ApiExceptionMappers.QueueFull());
