@@ -27,10 +27,12 @@ final class BearerAuthFilter implements ContainerRequestFilter, ContainerRespons
 
     private final String adminTokenHash;
     private final ApiKeyStore keys;
+    private final ApiRateLimiter limiter;
 
-    BearerAuthFilter(String adminTokenHash, ApiKeyStore keys) {
+    BearerAuthFilter(String adminTokenHash, ApiKeyStore keys, ApiRateLimiter limiter) {
         this.adminTokenHash = adminTokenHash;
         this.keys = keys;
+        this.limiter = limiter;
     }
 
     /** The caller: a tenant id, or {@link #ADMIN}. */
@@ -55,7 +57,7 @@ final class BearerAuthFilter implements ContainerRequestFilter, ContainerRespons
                 setCaller(req, new Caller(ADMIN, true));
                 return;
             }
-            if (keys.tenantOf(token).isPresent()) {
+            if (keys.ownerOf(token).isPresent()) {
                 throw ApiException.of(jakarta.ws.rs.core.Response.Status.FORBIDDEN,
                         "a tenant key cannot use the admin API; use the admin token");
             }
@@ -65,10 +67,21 @@ final class BearerAuthFilter implements ContainerRequestFilter, ContainerRespons
             throw ApiException.of(jakarta.ws.rs.core.Response.Status.FORBIDDEN,
                     "the admin token does not belong to a tenant; use a tenant key here, or /v1/admin/jobs");
         }
-        Optional<String> tenant = keys.tenantOf(token);
-        if (tenant.isEmpty()) throw unauthorized("unknown or revoked API key");
-        setCaller(req, new Caller(tenant.get(), false));
-        MDC.put("tenant", tenant.get());
+        Optional<ApiKeyStore.Owner> owner = keys.ownerOf(token);
+        if (owner.isEmpty()) throw unauthorized("unknown or revoked API key");
+        limit(owner.get());
+        setCaller(req, new Caller(owner.get().tenant(), false));
+        MDC.put("tenant", owner.get().tenant());
+    }
+
+    /** The tenant's API request limit: over it, a 429 with Retry-After (whole seconds until the next token). */
+    private void limit(ApiKeyStore.Owner o) {
+        long wait = limiter.acquire(o.tenant(), o.apiRatePerSecond(), o.apiBurst());
+        if (wait == 0) return;
+        long seconds = Math.max(1, (wait + 999_999_999L) / 1_000_000_000L);
+        throw new ApiException(429, "tenant " + o.tenant() + " is over its API request limit (api_rate_per_second "
+                + o.apiRatePerSecond() + ", api_burst " + o.apiBurst() + "); retry after " + seconds + " s", List.of(),
+                Map.of("Retry-After", Long.toString(seconds)));
     }
 
     @Override

@@ -397,6 +397,8 @@ final class ClientCommands {
             line("max_queued", t.maxQueued());
             line("paused", t.paused());
             line("webhook_allow", t.webhookAllow().isEmpty() ? "-" : String.join(", ", t.webhookAllow()));
+            line("api_rate_per_second", t.apiRatePerSecond());
+            line("api_burst", t.apiBurst());
             line("updated_at", t.updatedAt());
         }
     }

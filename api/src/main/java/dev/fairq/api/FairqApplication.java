@@ -110,7 +110,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         env.getObjectMapper().disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS);
         ApiKeyStore keys = new ApiKeyStore(db);
         TenantAdminStore tenants = new TenantAdminStore(db);
-        env.jersey().register(new BearerAuthFilter(adminHash, keys));
+        env.jersey().register(new BearerAuthFilter(adminHash, keys, new ApiRateLimiter(System::nanoTime)));
         env.jersey().register(new ParameterGuard());
         env.jersey().register(new ApiExceptionMappers.Api());
         env.jersey().register(new ApiExceptionMappers.InvalidJob());

@@ -129,6 +129,17 @@ public final class OpenApiDocument {
                         .addHeaderObject("WWW-Authenticate", new Header().schema(new StringSchema())));
                 responses.putIfAbsent("403", new io.swagger.v3.oas.models.responses.ApiResponse().description(admin
                         ? "a tenant key on the admin API" : "the admin token on a tenant's endpoint"));
+                if (!admin) {
+                    String over = "the tenant is over its API request limit (api_rate_per_second, api_burst); nothing was done";
+                    io.swagger.v3.oas.models.responses.ApiResponse r429 = responses.get("429");
+                    if (r429 == null) {
+                        responses.put("429", new io.swagger.v3.oas.models.responses.ApiResponse().description(over)
+                                .addHeaderObject("Retry-After", new Header().description("seconds to wait")
+                                        .schema(new io.swagger.v3.oas.models.media.IntegerSchema())));
+                    } else {
+                        r429.setDescription(r429.getDescription() + "; or " + over);
+                    }
+                }
                 if (op.getRequestBody() != null) {
                     responses.putIfAbsent("400", new io.swagger.v3.oas.models.responses.ApiResponse()
                             .description("the body is not a JSON object"));

@@ -106,7 +106,7 @@ class JsonBodyReaderTest {
         List<String> change = Arrays.stream(TenantLimitsChange.class.getRecordComponents())
                 .map(c -> MAPPER.getPropertyNamingStrategy() instanceof PropertyNamingStrategies.NamingBase n ? n.translate(c.getName()) : c.getName()).toList();
         assertEquals(TenantLimit.fields(), change);
-        List<String> answer = MAPPER.convertValue(new TenantView.Limits(1, 1, 1, 1, 1, false, List.of(), 1, 60), Map.class).keySet().stream().map(String::valueOf).toList();
+        List<String> answer = MAPPER.convertValue(new TenantView.Limits(1, 1, 1, 1, 1, false, List.of(), 1, 60, 1, 1), Map.class).keySet().stream().map(String::valueOf).toList();
         assertEquals(TenantLimit.fields(), answer);
     }
 }

@@ -140,7 +140,8 @@ final class TestApp {
     /** A new tenant with generous limits (created over the admin API, through the client) and a key for it. */
     String newTenantKey(String tenantId) {
         FairqClient admin = client(ADMIN_TOKEN);
-        admin.putTenant(tenantId, java.util.Map.of("rate_per_second", 100000, "burst", 100000, "max_running", 1000));
+        admin.putTenant(tenantId, java.util.Map.of("rate_per_second", 100000, "burst", 100000, "max_running", 1000,
+                "api_rate_per_second", 100000, "api_burst", 100000));
         return admin.createKey(tenantId).key();
     }
 

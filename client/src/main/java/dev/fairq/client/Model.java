@@ -42,7 +42,8 @@ public final class Model {
                         long blockedOrderingKeys, Limits limits) {}
 
     public record Tenant(String id, int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued,
-                         boolean paused, List<String> webhookAllow, Instant createdAt, Instant updatedAt) {}
+                         boolean paused, List<String> webhookAllow, double apiRatePerSecond, int apiBurst,
+                         Instant createdAt, Instant updatedAt) {}
 
     /** A tenant's key as listed: never the key itself. */
     public record ApiKey(String keyId, String tenant, Instant createdAt, Instant revokedAt) {}
