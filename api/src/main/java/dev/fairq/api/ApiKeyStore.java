@@ -10,6 +10,8 @@ import java.util.Optional;
 
 /** Tenant API keys (table api_keys): stored as SHA-256, looked up by hash on every request. */
 final class ApiKeyStore {
+    /** Every tenant key starts with it (the authentication tells keys from admin tokens by it). */
+    static final String PREFIX = "fqk_";
     private final DSLContext db;
 
     ApiKeyStore(DSLContext db) {
@@ -21,7 +23,7 @@ final class ApiKeyStore {
     record KeyInfo(String keyId, String tenant, java.time.Instant createdAt, java.time.Instant revokedAt) {}
 
     CreatedKey create(String tenantId) {
-        String key = Tokens.generate("fqk_");
+        String key = Tokens.generate(PREFIX);
         String id = Tokens.shortId("key_");
         OffsetDateTime created = db.resultQuery(
                 "INSERT INTO api_keys (id, tenant_id, key_hash) VALUES (?, ?, ?) RETURNING created_at",

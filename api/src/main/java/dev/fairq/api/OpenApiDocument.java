@@ -46,6 +46,7 @@ import java.util.function.Supplier;
  */
 @Path("/openapi.json")
 @Tag(name = "contract")
+@jakarta.annotation.security.PermitAll // the contract is public
 public final class OpenApiDocument {
     static final String TENANT_KEY = "tenantKey";
     static final String ADMIN_TOKEN = "adminToken";
@@ -86,7 +87,7 @@ public final class OpenApiDocument {
                         .addSecuritySchemes(TENANT_KEY, new SecurityScheme().type(SecurityScheme.Type.HTTP).scheme("bearer")
                                 .description("a tenant's API key (fqk_...), made by POST /v1/admin/tenants/{id}/keys"))
                         .addSecuritySchemes(ADMIN_TOKEN, new SecurityScheme().type(SecurityScheme.Type.HTTP).scheme("bearer")
-                                .description("the admin token (fqa_..., printed on the first start, or FAIRQ_ADMIN_TOKEN)")));
+                                .description("an admin token (fqa_..., printed on the first start or made by POST /v1/admin/tokens; or FAIRQ_ADMIN_TOKEN)")));
         SwaggerConfiguration config = new SwaggerConfiguration().openAPI(base).readAllResources(true)
                 .sortOutput(true).prettyPrint(true);
         Set<Class<?>> classes = new LinkedHashSet<>(resources.get());

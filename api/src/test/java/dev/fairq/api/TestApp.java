@@ -26,7 +26,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * PostgreSQL. Tests use fresh tenants of their own instead of emptying tables under the running app.
  */
 final class TestApp {
-    static final String ADMIN_TOKEN = "test-admin-token-0123456789";
+    /** At least 32 characters, as FAIRQ_ADMIN_TOKEN must be. */
+    static final String ADMIN_TOKEN = "test-admin-token-0123456789abcdef0123";
     static final ObjectMapper JSON = new ObjectMapper();
     /** Causes "fixed" for the {@code fixable} job type. */
     static final java.util.Set<String> FIXED = java.util.concurrent.ConcurrentHashMap.newKeySet();
