@@ -25,6 +25,7 @@ import java.util.List;
 final class RolesFeature implements DynamicFeature {
     @Override
     public void configure(ResourceInfo info, FeatureContext context) {
+        if (info.getResourceMethod() == null || info.getResourceClass() == null) return; // not a resource method of ours
         String[] roles = rolesOf(info.getResourceMethod(), info.getResourceClass());
         if (roles != null && roles.length > 0) context.register(new Check(roles));
         else if (roles == null) context.register(new Check(new String[0]));
