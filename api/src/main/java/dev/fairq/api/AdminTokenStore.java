@@ -53,7 +53,7 @@ final class AdminTokenStore {
 
     /** Whether any token can still be used (else an embedded database's start prints a new one). */
     boolean anyLive() {
-        return db.fetchExists(db.resultQuery("SELECT 1 FROM admin_tokens WHERE revoked_at IS NULL"));
+        return db.resultQuery("SELECT 1 FROM admin_tokens WHERE revoked_at IS NULL LIMIT 1").fetchOptional().isPresent();
     }
 
     /** Revokes a token; false when there is no such token. Revoking twice is fine. */
