@@ -3,11 +3,13 @@ package dev.fairq.api;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;
+import net.jqwik.api.EdgeCasesMode;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.Tuple;
 import net.jqwik.api.lifecycle.AfterProperty;
+import net.jqwik.api.statistics.Statistics;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -19,6 +21,9 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import dev.fairq.schema.JobRequest;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -30,8 +35,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * pass and a plain job is accepted and read back.
  *
  * <p>Requests go over a raw socket so that anything can be sent: header values with control characters or
- * bytes that are not UTF-8, malformed request targets, bodies that are not UTF-8. Tries are bounded (440 requests
- * in all, about 20 s here) so the test stays well under a minute on a loaded machine; each run draws new
+ * bytes that are not UTF-8, malformed request targets, bodies that are not UTF-8. Tries are bounded (620 requests
+ * in all, about 10 s on a quiet machine) so the test stays well under a minute on a loaded machine; each run draws new
  * samples, and a failure prints its seed (jqwik reruns it first the next time).
  */
 class GeneratedInputPropertyTest {
@@ -51,33 +56,35 @@ class GeneratedInputPropertyTest {
 
     // ------------------------------------------------------------------------------------------ properties
 
-    @Property(tries = 150)
+    @Property(tries = 200, edgeCases = EdgeCasesMode.NONE)
     void jobSubmissionsNeverAnswer5xxAndARefusalStoresNothing(@ForAll("jobBodies") String body) throws Exception {
         send("POST", "/v1/jobs", body.getBytes(StandardCharsets.UTF_8), List.of());
     }
 
-    @Property(tries = 40)
+    @Property(tries = 60, edgeCases = EdgeCasesMode.NONE)
     void batchesNeverAnswer5xxAndARefusalStoresNothing(@ForAll("batchBodies") String body) throws Exception {
         send("POST", "/v1/jobs/batch", body.getBytes(StandardCharsets.UTF_8), List.of());
     }
 
-    @Property(tries = 50)
+    @Property(tries = 50, edgeCases = EdgeCasesMode.NONE)
     void bodiesThatAreNotUtf8OrNotJsonAreRefused(@ForAll("rawBodies") byte[] body) throws Exception {
         int status = send("POST", "/v1/jobs", body, List.of());
         assertTrue(status >= 400, "bytes that are not a JSON object were accepted: " + status);
     }
 
-    @Property(tries = 100)
+    @Property(tries = 150, edgeCases = EdgeCasesMode.NONE)
     void queryStringsNeverAnswer5xx(@ForAll("listPaths") String path, @ForAll("queries") String query) throws Exception {
-        send("GET", path + "?" + query, null, List.of());
+        app();
+        boolean admin = path.startsWith(ADMIN);
+        send("GET", (admin ? path.substring(ADMIN.length()) : path) + "?" + query, admin ? TestApp.ADMIN_TOKEN : key, null, List.of());
     }
 
-    @Property(tries = 60)
+    @Property(tries = 100, edgeCases = EdgeCasesMode.NONE)
     void headersNeverAnswer5xx(@ForAll("headerLists") List<String> headers) throws Exception {
         send("POST", "/v1/jobs", "{\"type\": \"record\", \"payload\": {}}".getBytes(StandardCharsets.UTF_8), headers);
     }
 
-    @Property(tries = 40)
+    @Property(tries = 60, edgeCases = EdgeCasesMode.NONE)
     void tenantLimitChangesNeverAnswer5xxAndARefusalStoresNothing(@ForAll("limitBodies") String body) throws Exception {
         app();
         send("PATCH", "/v1/admin/tenants/" + limitsTenant, TestApp.ADMIN_TOKEN, body.getBytes(StandardCharsets.UTF_8), List.of());
@@ -108,6 +115,7 @@ class GeneratedInputPropertyTest {
         assertTrue(status > 0, "no answer to " + what);
         assertTrue(status < 500, status + " for " + what);
         if (status >= 400) assertEquals(before, app.snapshot(), "a refused request (" + status + ") changed something: " + what);
+        Statistics.collect(status); // jqwik prints the answers' spread: how many requests got as far as the database
         return status;
     }
 
@@ -154,6 +162,7 @@ class GeneratedInputPropertyTest {
                 Arbitraries.strings().withCharRange('\u0000', '\u001f').withChars("\u007f\u0085\u2028\ud800\udfff\ufeff")
                         .ofMinLength(1).ofMaxLength(5),
                 Arbitraries.strings().alpha().numeric().withChars("_.:-").ofMinLength(1).ofMaxLength(300),
+                withNul(),
                 Arbitraries.of("", " ", "record", "noop", "default", "schedule:x:2030-01-01T00:00:00Z", "' OR 1=1 --",
                         "%00", "..%2f..", "\u0000", "a\u0000b", "\\u0000", "0000-01-01T00:00:00Z", "+275760-09-13T00:00:00Z",
                         "2030-02-30T00:00:00Z", "2030-01-01T00:00:00+25:00", "-999999999-01-01T00:00:00Z", "1e400",
@@ -201,16 +210,56 @@ class GeneratedInputPropertyTest {
         return b.append('"').toString();
     }
 
-    /** A JSON object of job fields: mostly known names with any value, sometimes unknown names. */
+    /** Text with a NUL somewhere: what PostgreSQL cannot store in text or jsonb. */
+    static Arbitrary<String> withNul() {
+        return Combinators.combine(Arbitraries.strings().alpha().ofMaxLength(6), Arbitraries.strings().alpha().ofMaxLength(6))
+                .as((a, b) -> a + "\u0000" + b);
+    }
+
+    /** {@code "name": value}, or null (left out) with the given probability. */
+    static Arbitrary<String> field(String name, Arbitrary<String> value, double absent) {
+        return value.map(v -> quote(name) + ": " + v).injectNull(absent);
+    }
+
+    /** Keys: mostly valid (so that the request gets as far as the database), else anything, NUL included. */
+    static Arbitrary<String> keys() {
+        return Arbitraries.frequencyOf(
+                Tuple.of(4, Arbitraries.strings().alpha().numeric().withChars("-_:/ ").ofMinLength(1).ofMaxLength(40)),
+                Tuple.of(2, nastyStrings()), Tuple.of(1, withNul())).map(GeneratedInputPropertyTest::quote);
+    }
+
+    /** RFC 3339 times around now, some past the one-year bound either way. */
+    static Arbitrary<String> nearNow() {
+        return Arbitraries.longs().between(-400 * 24, 400 * 24)
+                .map(h -> quote(OffsetDateTime.now(ZoneOffset.UTC).plusHours(h).toString()));
+    }
+
+    /**
+     * A JSON object of job fields: each known field present or not, mostly with a value of its own kind (so that
+     * most requests reach the database), sometimes anything; now and then an unknown or refused field.
+     */
     static Arbitrary<String> jobObjects() {
-        Arbitrary<String> name = Arbitraries.frequencyOf(Tuple.of(8, Arbitraries.of(JOB_FIELDS)), Tuple.of(1, nastyStrings()));
-        Arbitrary<String> fields = Combinators.combine(name, jsonValues(2)).as((k, v) -> quote(k) + ": " + v)
-                .list().ofMaxSize(6).map(l -> String.join(", ", l));
-        // most bodies carry a valid type and payload first, so that the other fields get checked too
-        return Combinators.combine(Arbitraries.of(true, true, false), fields).as((base, f) -> {
-            String start = base ? "\"type\": \"record\", \"payload\": {}" : "";
-            return "{" + start + (!start.isEmpty() && !f.isEmpty() ? ", " : "") + f + "}";
-        });
+        Arbitrary<String> names = Arbitraries.frequencyOf(
+                Tuple.of(6, Arbitraries.of("record", "noop", "fail", "default", "a.b:c-d_e", "emails")),
+                Tuple.of(1, nastyStrings())).map(GeneratedInputPropertyTest::quote);
+        Arbitrary<String> anything = jsonValues(1);
+        List<Arbitrary<String>> fields = List.of(
+                field("type", names, 0.05),
+                field("payload", jsonValues(3), 0.05),
+                field("queue", names, 0.6),
+                field("priority", Arbitraries.oneOf(Arbitraries.integers().between(-120, 120).map(String::valueOf), anything), 0.6),
+                field("run_at", Arbitraries.oneOf(nearNow(), dates(), anything), 0.7),
+                field("delay_ms", Arbitraries.oneOf(Arbitraries.longs().between(-5, JobRequest.MAX_DELAY_MS + 5)
+                        .map(String::valueOf), anything), 0.85),
+                field("job_key", keys(), 0.5),
+                field("ordering_key", keys(), 0.6),
+                field("max_attempts", Arbitraries.oneOf(Arbitraries.integers().between(-1, 1001).map(String::valueOf), anything), 0.7),
+                field("timeout_ms", Arbitraries.oneOf(Arbitraries.longs().between(-1, JobRequest.MAX_TIMEOUT_MS + 1)
+                        .map(String::valueOf), anything), 0.7),
+                Combinators.combine(Arbitraries.frequencyOf(Tuple.of(3, Arbitraries.of(JOB_FIELDS)), Tuple.of(1, nastyStrings())),
+                        anything).as((k, v) -> quote(k) + ": " + v).injectNull(0.85));
+        return Combinators.combine(fields).as(present ->
+                "{" + present.stream().filter(java.util.Objects::nonNull).collect(java.util.stream.Collectors.joining(", ")) + "}");
     }
 
     /** Job objects, and some of them broken as text (cut short, a byte changed), which must be a 400. */
@@ -225,10 +274,18 @@ class GeneratedInputPropertyTest {
         return Arbitraries.frequencyOf(Tuple.of(5, jobObjects()), Tuple.of(1, broken), Tuple.of(1, jsonValues(1)));
     }
 
+    /** A valid job but for its payload and keys, which may hold anything (a NUL among them). */
+    static Arbitrary<String> simpleJobs() {
+        return Combinators.combine(jsonValues(3), field("ordering_key", keys(), 0.5), field("job_key", keys(), 0.7))
+                .as((payload, ok, jk) -> "{\"type\": \"record\", \"payload\": " + payload + (ok == null ? "" : ", " + ok)
+                        + (jk == null ? "" : ", " + jk) + "}");
+    }
+
     @Provide
     Arbitrary<String> batchBodies() {
         return Arbitraries.oneOf(
-                jobObjects().list().ofMinSize(1).ofMaxSize(5).map(l -> "{\"jobs\": [" + String.join(", ", l) + "]}"),
+                Arbitraries.frequencyOf(Tuple.of(3, simpleJobs()), Tuple.of(1, jobObjects())).list().ofMinSize(1).ofMaxSize(5)
+                        .map(l -> "{\"jobs\": [" + String.join(", ", l) + "]}"),
                 jsonValues(2).map(v -> "{\"jobs\": " + v + "}"));
     }
 
@@ -241,29 +298,43 @@ class GeneratedInputPropertyTest {
                         "{\"type\": \"record\", \"payload\": {\"a\": \"\u0000\"}}".getBytes(StandardCharsets.UTF_8)));
     }
 
+    /** Marks a path that takes the admin token. */
+    private static final String ADMIN = "admin:";
+
     @Provide
     Arbitrary<String> listPaths() {
-        return Arbitraries.of("/v1/jobs", "/v1/schedules", "/v1/stats", "/v1/dashboard", "/v1/jobs/1", "/v1/jobs/%00",
-                "/v1/jobs/99999999999999999999", "/v1/schedules/%00", "/v1/schedules/a%01", "/v1/jobs/1/explain");
+        return Arbitraries.frequencyOf(
+                Tuple.of(4, Arbitraries.of("/v1/jobs")),
+                Tuple.of(3, Arbitraries.of(ADMIN + "/v1/admin/jobs", ADMIN + "/v1/admin/audit", ADMIN + "/v1/admin/overview",
+                        ADMIN + "/v1/admin/schedules", ADMIN + "/v1/admin/ordering-keys/blocked", ADMIN + "/v1/admin/tokens")),
+                Tuple.of(2, Arbitraries.of("/v1/schedules", "/v1/stats", "/v1/dashboard", "/v1/jobs/1", "/v1/jobs/1/explain",
+                        "/v1/jobs/99999999999999999999", "/v1/schedules/a%01", "/v1/jobs/%00")));
     }
 
-    /** Query strings: known and unknown names, values as percent-encoded bytes (NUL, invalid UTF-8) or raw text. */
+    /**
+     * Query strings: known and unknown names; values mostly the nasty strings percent-encoded as UTF-8 (NUL and other
+     * control characters reach the resources), some raw bytes (not UTF-8: the container refuses those), some plain.
+     */
     @Provide
     Arbitrary<String> queries() {
         Arbitrary<String> name = Arbitraries.frequencyOf(
-                Tuple.of(6, Arbitraries.of("status", "queue", "type", "ordering_key", "limit", "after", "tenant", "search", "offset")),
+                Tuple.of(8, Arbitraries.of("status", "queue", "type", "ordering_key", "limit", "after", "tenant", "search", "offset")),
                 Tuple.of(1, Arbitraries.strings().alpha().withChars("%_0").ofMaxLength(8)));
-        Arbitrary<String> encoded = Arbitraries.bytes().array(byte[].class).ofMaxSize(12).map(bs -> {
-            StringBuilder b = new StringBuilder();
-            for (byte x : bs) b.append(String.format("%%%02X", x & 0xff));
-            return b.toString();
-        });
+        Arbitrary<String> utf8 = nastyStrings().map(v -> percent(v.getBytes(StandardCharsets.UTF_8)));
+        Arbitrary<String> bytes = Arbitraries.bytes().array(byte[].class).ofMaxSize(12).map(GeneratedInputPropertyTest::percent);
         Arbitrary<String> plain = Arbitraries.oneOf(
                 Arbitraries.strings().alpha().numeric().withChars("-_.~+").ofMaxLength(20),
                 Arbitraries.of("-1", "0", "501", "9223372036854775808", "pending", "%", "%zz", "%0", "a%2", "%C0%80",
-                        "%ED%A0%80", "%F4%90%80%80", "'", "\\", "%5C", "%25"));
-        Arbitrary<String> param = Combinators.combine(name, Arbitraries.oneOf(encoded, plain)).as((n, v) -> n + "=" + v);
-        return param.list().ofMaxSize(4).map(l -> String.join("&", l));
+                        "%ED%A0%80", "%F4%90%80%80", "'", "\\", "%5C", "%25", "acme", "a_b%25"));
+        Arbitrary<String> value = Arbitraries.frequencyOf(Tuple.of(4, utf8), Tuple.of(1, bytes), Tuple.of(2, plain));
+        Arbitrary<String> param = Combinators.combine(name, value).as((n, v) -> n + "=" + v);
+        return param.list().ofMinSize(1).ofMaxSize(4).map(l -> String.join("&", l));
+    }
+
+    private static String percent(byte[] bs) {
+        StringBuilder b = new StringBuilder();
+        for (byte x : bs) b.append(String.format("%%%02X", x & 0xff));
+        return b.toString();
     }
 
     /** Extra header lines: known names with any value (control characters, bytes above 0x7f), and odd names. */
