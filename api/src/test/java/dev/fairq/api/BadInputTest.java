@@ -18,20 +18,22 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class BadInputTest {
     static TestApp app;
     static String key;
+    static String tenant;
 
     @BeforeAll
     static void start() throws Exception {
         app = TestApp.get();
-        key = app.newTenantKey(TestApp.uniqueTenant("bad"));
+        tenant = TestApp.uniqueTenant("bad");
+        key = app.newTenantKey(tenant);
     }
 
     /** One request that must be a 422 naming {@code field}, with nothing changed. */
     private static void refused(String method, String path, String token, String body, String field) {
-        List<Object> before = app.snapshot();
+        List<Object> before = app.snapshot(tenant);
         TestApp.Res r = app.call(method, path, token, body);
         assertEquals(422, r.status(), method + " " + path + " " + body + " -> " + r);
         assertEquals(field, r.body().get("errors").get(0).get("field").asText(), r.toString());
-        assertEquals(before, app.snapshot(), "nothing stored");
+        assertEquals(before, app.snapshot(tenant), "nothing stored");
     }
 
     /**
@@ -39,11 +41,11 @@ class BadInputTest {
      * request: %00 among them); ParameterGuard answers 422 naming the parameter for the rest. Either way nothing is stored.
      */
     private static void refusedInPath(String method, String path, String token, String body, String field) {
-        List<Object> before = app.snapshot();
+        List<Object> before = app.snapshot(tenant);
         TestApp.Res r = app.call(method, path, token, body);
         assertTrue(r.status() == 400 || r.status() == 422, method + " " + path + " -> " + r);
         if (r.status() == 422) assertEquals(field, r.body().get("errors").get(0).get("field").asText(), r.toString());
-        assertEquals(before, app.snapshot(), "nothing stored");
+        assertEquals(before, app.snapshot(tenant), "nothing stored");
     }
 
     private static String job(String fields) {

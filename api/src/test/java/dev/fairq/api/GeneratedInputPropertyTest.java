@@ -31,7 +31,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Generated bodies, query strings and headers thrown at the running server (TestApp: real HTTP, real PostgreSQL).
  * For every request: no 5xx, an answer at all, and a refused request (4xx) changed nothing (TestApp#snapshot:
- * jobs, keys, audit rows, every tenant row). After each property the server is still healthy: its health checks
+ * the test tenants' jobs, every key, audit row, admin token and tenant row). After each property the server is still healthy: its health checks
  * pass and a plain job is accepted and read back.
  *
  * <p>Requests go over a raw socket so that anything can be sent: header values with control characters or
@@ -42,12 +42,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class GeneratedInputPropertyTest {
     private static TestApp app;
     private static String key;
+    private static String tenant;
     private static String limitsTenant;
 
     private static synchronized TestApp app() throws Exception {
         if (app == null) {
             app = TestApp.get();
-            key = app.newTenantKey(TestApp.uniqueTenant("gen"));
+            tenant = TestApp.uniqueTenant("gen");
+            key = app.newTenantKey(tenant);
             limitsTenant = TestApp.uniqueTenant("genlim");
             assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + limitsTenant, "{}").status());
         }
@@ -109,12 +111,12 @@ class GeneratedInputPropertyTest {
 
     /** Sends one request; asserts an answer below 500 and, for a refusal, an unchanged database. */
     private int send(String method, String target, String token, byte[] body, List<String> headers) throws Exception {
-        List<Object> before = app.snapshot();
+        List<Object> before = app.snapshot(tenant, limitsTenant);
         int status = raw(method, target, token, body, headers);
         String what = method + " " + target + (body == null ? "" : " " + new String(body, StandardCharsets.UTF_8)) + " " + headers;
         assertTrue(status > 0, "no answer to " + what);
         assertTrue(status < 500, status + " for " + what);
-        if (status >= 400) assertEquals(before, app.snapshot(), "a refused request (" + status + ") changed something: " + what);
+        if (status >= 400) assertEquals(before, app.snapshot(tenant, limitsTenant), "a refused request (" + status + ") changed something: " + what);
         Statistics.collect(status); // jqwik prints the answers' spread: how many requests got as far as the database
         return status;
     }

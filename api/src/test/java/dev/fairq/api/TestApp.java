@@ -184,6 +184,21 @@ final class TestApp {
         return prefix + "-" + UUID.randomUUID().toString().substring(0, 8);
     }
 
+    /**
+     * What a bad request of these tenants could have changed: their jobs (count, highest id), and every key, audit
+     * row, admin token and tenant row. Jobs of other tenants are left out: a schedule another test made fires on its
+     * own, at any moment.
+     */
+    List<Object> snapshot(String... tenants) {
+        Record r = db.dsl().resultQuery("""
+                SELECT (SELECT count(*) FROM jobs WHERE tenant_id = ANY(?::text[])),
+                       (SELECT coalesce(max(id), 0) FROM jobs WHERE tenant_id = ANY(?::text[])),
+                       (SELECT count(*) FROM api_keys), (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL),
+                       (SELECT count(*) FROM tenant_audit), (SELECT count(*) FROM admin_tokens),
+                       (SELECT md5(string_agg(t::text, ',' ORDER BY t.id)) FROM tenants t)""", tenants, tenants).fetchOne();
+        return List.of(r.intoArray());
+    }
+
     /** Everything a bad request could have changed: row counts, the highest job id, every tenant row. */
     List<Object> snapshot() {
         Record r = db.dsl().resultQuery("""
