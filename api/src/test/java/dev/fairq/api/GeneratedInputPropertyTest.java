@@ -121,7 +121,7 @@ class GeneratedInputPropertyTest {
         return status;
     }
 
-    /** HTTP/1.1 over a plain socket: the status code of the answer, or -1 when the connection closed without one. */
+    /** HTTP/1.1 over a plain socket: the final status code of the answer, or -1 when the connection closed without one. */
     private static int raw(String method, String target, String token, byte[] body, List<String> headers) throws IOException {
         ByteArrayOutputStream req = new ByteArrayOutputStream();
         latin1(req, method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
@@ -141,10 +141,17 @@ class GeneratedInputPropertyTest {
             out.write(req.toByteArray());
             out.flush();
             InputStream in = s.getInputStream();
-            String head = new String(in.readNBytes(12), StandardCharsets.ISO_8859_1);
-            in.transferTo(OutputStream.nullOutputStream()); // to the end: the answer is complete before the next request
-            if (!head.startsWith("HTTP/1.1 ") || head.length() < 12) return -1;
-            return Integer.parseInt(head.substring(9, 12));
+            // to the end (the server closes): the answer is complete before the next request
+            String answer = new String(in.readAllBytes(), StandardCharsets.ISO_8859_1);
+            int at = 0;
+            while (answer.startsWith("HTTP/1.1 ", at) && answer.length() >= at + 12) {
+                int status = Integer.parseInt(answer.substring(at + 9, at + 12));
+                if (status >= 200) return status;
+                int end = answer.indexOf("\r\n\r\n", at); // an interim answer (100 Continue): the final one follows
+                if (end < 0) return -1;
+                at = end + 4;
+            }
+            return -1;
         }
     }
 
