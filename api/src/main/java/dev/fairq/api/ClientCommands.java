@@ -37,6 +37,7 @@ final class ClientCommands {
         bootstrap.addCommand(new Jobs(env, out));
         bootstrap.addCommand(new Stats(env, out));
         bootstrap.addCommand(new Tenants(env, out));
+        bootstrap.addCommand(new AdminTokens(env, out));
     }
 
     /** A mistake in the arguments that argparse cannot see (e.g. a payload that is not JSON). */
@@ -397,7 +398,66 @@ final class ClientCommands {
             line("max_queued", t.maxQueued());
             line("paused", t.paused());
             line("webhook_allow", t.webhookAllow().isEmpty() ? "-" : String.join(", ", t.webhookAllow()));
+            line("api_rate_per_second", t.apiRatePerSecond());
+            line("api_burst", t.apiBurst());
             line("updated_at", t.updatedAt());
+        }
+    }
+
+    /** {@code admin-tokens create|list|revoke}: named admin tokens (FAIRQ_TOKEN is an admin token). */
+    static final class AdminTokens extends ClientCommand {
+        AdminTokens(Map<String, String> env, PrintStream out) {
+            super("admin-tokens", "Named admin tokens (FAIRQ_URL, FAIRQ_TOKEN = an admin token)", env, out);
+        }
+
+        @Override
+        public void configure(Subparser subparser) {
+            Subparsers actions = subparser.addSubparsers().title("actions").dest("action").metavar("ACTION");
+            leaf(actions, "create", "a new admin token with a name (the audit log's actor), printed once")
+                    .addArgument("name").metavar("NAME");
+            leaf(actions, "list", "every admin token (never the tokens themselves)");
+            leaf(actions, "revoke", "revoke an admin token at once").addArgument("id").metavar("ID")
+                    .help("adm_..., as list or create printed it");
+        }
+
+        @Override
+        void execute(FairqClient client, Namespace ns, boolean json) {
+            String action = ns.getString("action");
+            switch (action) {
+                case "create" -> {
+                    JsonNode body = client.send("POST", "/v1/admin/tokens",
+                            JSON.createObjectNode().put("name", ns.getString("name")), false).body();
+                    if (json) {
+                        print(body);
+                        return;
+                    }
+                    Model.NewAdminToken t = read(body, Model.NewAdminToken.class);
+                    out.println("admin token " + t.id() + " named " + t.name() + " (shown once: only its hash is kept)");
+                    out.println(t.token());
+                }
+                case "list" -> {
+                    JsonNode body = client.send("GET", "/v1/admin/tokens", null, true).body();
+                    if (json) {
+                        print(body);
+                        return;
+                    }
+                    out.printf("%-22s %-28s %-16s %-28s %s%n", "ID", "NAME", "CREATED_BY", "CREATED", "REVOKED");
+                    for (JsonNode n : body.get("tokens")) {
+                        Model.AdminToken t = read(n, Model.AdminToken.class);
+                        out.printf("%-22s %-28s %-16s %-28s %s%n", t.id(), t.name(), t.createdBy(), t.createdAt(),
+                                t.revokedAt() == null ? "-" : t.revokedAt());
+                    }
+                }
+                case "revoke" -> {
+                    client.send("DELETE", "/v1/admin/tokens/" + enc(ns.getString("id")), null, true);
+                    if (json) {
+                        print(JSON.createObjectNode().put("revoked", ns.getString("id")));
+                        return;
+                    }
+                    out.println("admin token " + ns.getString("id") + " revoked");
+                }
+                default -> throw new UsageException("unknown action " + action);
+            }
         }
     }
 }

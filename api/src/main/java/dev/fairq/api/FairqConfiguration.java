@@ -42,9 +42,29 @@ public class FairqConfiguration extends Configuration {
      * scrape near 700 KB whatever the number of tenants (about 7 KB of series per tenant).
      */
     @JsonProperty public int metricsTenants = 100;
+    /**
+     * Dropwizard's admin tasks that change the running process ({@code POST /tasks/log-level}, {@code /tasks/gc})
+     * and the CPU profiler ({@code /pprof}) on the admin port: off unless enabled (FAIRQ_ADMIN_TASKS=true).
+     */
+    @JsonProperty public boolean adminTasks;
     /** Run the scheduler (leader election) and a worker pool inside {@code server}. */
     @JsonProperty public boolean runScheduler = true;
     @JsonProperty public boolean runWorker = true;
+
+    /**
+     * Where the admin connector (metrics, health checks) listens unless a config file or FAIRQ_ADMIN_BIND says
+     * otherwise: this machine only. It has no authentication; Prometheus scrapes it from the same host (or a
+     * sidecar), or FAIRQ_ADMIN_BIND opens it to a network the operator controls.
+     */
+    public static final String DEFAULT_ADMIN_BIND = "127.0.0.1";
+
+    public FairqConfiguration() {
+        if (getServerFactory() instanceof io.dropwizard.core.server.DefaultServerFactory server
+                && !server.getAdminConnectors().isEmpty()
+                && server.getAdminConnectors().get(0) instanceof io.dropwizard.jetty.HttpConnectorFactory http) {
+            http.setBindHost(DEFAULT_ADMIN_BIND);
+        }
+    }
 
     public boolean embeddedDatabase() {
         return databaseUrl == null || databaseUrl.isBlank();

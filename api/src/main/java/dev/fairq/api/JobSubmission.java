@@ -43,7 +43,7 @@ public record JobSubmission(
         @Min(value = JobRequest.MIN_PRIORITY, message = PRIORITY_RULE)
         @Max(value = JobRequest.MAX_PRIORITY, message = PRIORITY_RULE)
         Integer priority,
-        @Schema(description = "when the job may start (RFC 3339); not with delay_ms", format = "date-time")
+        @Schema(description = "when the job may start (RFC 3339), within a year of now either way; not with delay_ms", format = "date-time")
         @RequestBody.WrongType(JsonBodyReader.TIME_RULE)
         OffsetDateTime runAt,
         @Schema(description = "start after this many milliseconds (database clock); not with run_at")
@@ -69,7 +69,7 @@ public record JobSubmission(
 
     static final String PRIORITY_RULE = "must be between " + JobRequest.MIN_PRIORITY + " and " + JobRequest.MAX_PRIORITY;
     static final String DELAY_RULE = "must be between 0 and one year";
-    static final String KEY_RULE = "must be 1-" + JobRequest.MAX_KEY_LENGTH + " characters";
+    static final String KEY_RULE = JobRequest.KEY_RULE;
     static final String TIMEOUT_RULE = "must be a whole number of milliseconds between " + JobRequest.MIN_TIMEOUT_MS
             + " and " + JobRequest.MAX_TIMEOUT_MS;
     static final String ATTEMPTS_RULE = "must be between " + JobRequest.MIN_MAX_ATTEMPTS + " and " + JobRequest.MAX_MAX_ATTEMPTS;

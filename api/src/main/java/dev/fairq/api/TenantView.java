@@ -10,20 +10,22 @@ import java.util.List;
 @Schema(name = "Tenant")
 public record TenantView(String id, int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued,
                          boolean paused, List<String> webhookAllow, int maxSchedules, int minScheduleIntervalS,
-                         Instant createdAt, Instant updatedAt) {
+                         double apiRatePerSecond, int apiBurst, Instant createdAt, Instant updatedAt) {
     static TenantView of(TenantsRecord r) {
         return new TenantView(r.getId(), r.getWeight(), r.getRatePerSecond(), r.getBurst(), r.getMaxRunning(),
                 r.getMaxQueued(), r.getPaused(), r.getWebhookAllow() == null ? List.of() : List.of(r.getWebhookAllow()),
-                r.getMaxSchedules(), r.getMinScheduleIntervalS(), JobView.utc(r.getCreatedAt()), JobView.utc(r.getUpdatedAt()));
+                r.getMaxSchedules(), r.getMinScheduleIntervalS(), r.getApiRatePerSecond(), r.getApiBurst(),
+                JobView.utc(r.getCreatedAt()), JobView.utc(r.getUpdatedAt()));
     }
 
     /** Just the limits (GET /v1/stats); the same fields as TenantLimit's, which LimitsViewTest checks. */
     @Schema(name = "TenantLimits")
     public record Limits(int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued, boolean paused,
-                         List<String> webhookAllow, int maxSchedules, int minScheduleIntervalS) {}
+                         List<String> webhookAllow, int maxSchedules, int minScheduleIntervalS, double apiRatePerSecond,
+                         int apiBurst) {}
 
     Limits limits() {
         return new Limits(weight, ratePerSecond, burst, maxRunning, maxQueued, paused, webhookAllow, maxSchedules,
-                minScheduleIntervalS);
+                minScheduleIntervalS, apiRatePerSecond, apiBurst);
     }
 }

@@ -66,7 +66,7 @@ class AdminApiTest {
         assertEquals(3, audit.size());
         JsonNode last = audit.get(0);
         assertEquals("patch", last.get("action").asText());
-        assertEquals("admin", last.get("actor").asText());
+        assertEquals("bootstrap", last.get("actor").asText(), "FAIRQ_ADMIN_TOKEN is the token named bootstrap");
         assertEquals(20, last.get("old_values").get("max_running").asInt());
         assertEquals(7, last.get("new_values").get("max_running").asInt());
         assertTrue(audit.get(2).get("old_values").isNull());

@@ -26,7 +26,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * PostgreSQL. Tests use fresh tenants of their own instead of emptying tables under the running app.
  */
 final class TestApp {
-    static final String ADMIN_TOKEN = "test-admin-token-0123456789";
+    /** At least 32 characters, as FAIRQ_ADMIN_TOKEN must be. */
+    static final String ADMIN_TOKEN = "test-admin-token-0123456789abcdef0123";
     static final ObjectMapper JSON = new ObjectMapper();
     /** Causes "fixed" for the {@code fixable} job type. */
     static final java.util.Set<String> FIXED = java.util.concurrent.ConcurrentHashMap.newKeySet();
@@ -112,7 +113,7 @@ final class TestApp {
     /** Any fairq on localhost (the integration test's own process too). */
     static Res callPort(int port, String method, String path, String token, String body) {
         HttpClient http = CLIENT;
-        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://localhost:" + port + path))
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
                 .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
         if (body != null) b.header("Content-Type", "application/json");
         if (token != null) b.header("Authorization", "Bearer " + token);
@@ -140,7 +141,8 @@ final class TestApp {
     /** A new tenant with generous limits (created over the admin API, through the client) and a key for it. */
     String newTenantKey(String tenantId) {
         FairqClient admin = client(ADMIN_TOKEN);
-        admin.putTenant(tenantId, java.util.Map.of("rate_per_second", 100000, "burst", 100000, "max_running", 1000));
+        admin.putTenant(tenantId, java.util.Map.of("rate_per_second", 100000, "burst", 100000, "max_running", 1000,
+                "api_rate_per_second", 100000, "api_burst", 100000));
         return admin.createKey(tenantId).key();
     }
 

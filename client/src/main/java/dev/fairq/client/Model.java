@@ -42,7 +42,16 @@ public final class Model {
                         long blockedOrderingKeys, Limits limits) {}
 
     public record Tenant(String id, int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued,
-                         boolean paused, List<String> webhookAllow, Instant createdAt, Instant updatedAt) {}
+                         boolean paused, List<String> webhookAllow, double apiRatePerSecond, int apiBurst,
+                         Instant createdAt, Instant updatedAt) {}
+
+    /** An admin token as listed: never the token itself. */
+    public record AdminToken(String id, String name, String createdBy, Instant createdAt, Instant revokedAt) {}
+
+    /** A new admin token: {@code token} is shown in this answer only. */
+    public record NewAdminToken(String id, String name, String token, String createdBy, Instant createdAt) {}
+
+    record AdminTokens(List<AdminToken> tokens) {}
 
     /** A tenant's key as listed: never the key itself. */
     public record ApiKey(String keyId, String tenant, Instant createdAt, Instant revokedAt) {}

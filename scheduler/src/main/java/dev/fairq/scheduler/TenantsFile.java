@@ -238,13 +238,7 @@ public final class TenantsFile {
     }
 
     private static TenantLimits toLimits(Map<String, Object> v) {
-        @SuppressWarnings("unchecked")
-        List<String> allow = (List<String>) v.get(TenantLimit.WEBHOOK_ALLOW.field());
-        return new TenantLimits((String) v.get("id"), (Integer) v.get(TenantLimit.WEIGHT.field()),
-                (Double) v.get(TenantLimit.RATE_PER_SECOND.field()), (Integer) v.get(TenantLimit.BURST.field()),
-                (Integer) v.get(TenantLimit.MAX_RUNNING.field()), (Integer) v.get(TenantLimit.MAX_QUEUED.field()),
-                (Boolean) v.get(TenantLimit.PAUSED.field()), allow, (Integer) v.get(TenantLimit.MAX_SCHEDULES.field()),
-                (Integer) v.get(TenantLimit.MIN_SCHEDULE_INTERVAL_S.field()));
+        return TenantLimits.of((String) v.get("id"), v);
     }
 
     private static Map<String, Object> limits(MappingNode m, String source, String where, boolean allowId) {

@@ -139,7 +139,7 @@ public final class Enqueue {
         List<FieldError> errors = new ArrayList<>();
         for (int i = 0; i < requests.size(); i++) {
             String prefix = requests.size() == 1 ? "" : "jobs[" + i + "].";
-            for (FieldError e : requests.get(i).validate()) errors.add(e.prefixed(prefix));
+            for (FieldError e : requests.get(i).validate(clock.instant())) errors.add(e.prefixed(prefix));
         }
         if (!errors.isEmpty()) throw new InvalidJobException(errors);
         checkQueueRoom(tx, requests);

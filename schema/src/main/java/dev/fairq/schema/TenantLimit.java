@@ -10,7 +10,7 @@ import java.util.Map;
 /**
  * Every tenant limit, declared once: its field name (tenants.yml and the API), its range and its default.
  * tenants.yml ({@code TenantsFile}) and the admin API validate with {@link #accept}; the tenants table's
- * CHECK constraints (V1__queue.sql, V9__schedules.sql) hold the same ranges, which {@code LimitRangesMatchTheSchemaTest} proves
+ * CHECK constraints (V1__queue.sql, V9__schedules.sql, V10__api_limits_and_admin_tokens.sql) hold the same ranges, which {@code LimitRangesMatchTheSchemaTest} proves
  * against the database, so the three can no longer drift apart.
  */
 public enum TenantLimit {
@@ -34,7 +34,14 @@ public enum TenantLimit {
      * The shortest time between two fires of one of the tenant's schedules, checked when a schedule is written.
      * From 60 s (a five-field cron fires once a minute at most) to a leap year.
      */
-    MIN_SCHEDULE_INTERVAL_S("min_schedule_interval_s", Kind.WHOLE, 60, 31_622_400, 60);
+    MIN_SCHEDULE_INTERVAL_S("min_schedule_interval_s", Kind.WHOLE, 60, 31_622_400, 60),
+    /**
+     * API requests per second with the tenant's keys (a token bucket in each API process); beyond it a 429 with
+     * Retry-After. 100 matches the default job start rate: one job per request cannot outrun it by more than the burst.
+     */
+    API_RATE_PER_SECOND("api_rate_per_second", Kind.POSITIVE_NUMBER, 0, 1_000_000, 100.0),
+    /** API requests at once after a quiet spell (the bucket's size). */
+    API_BURST("api_burst", Kind.WHOLE, 1, 1_000_000, 200);
 
     /** What a limit's values are. */
     public enum Kind { WHOLE, POSITIVE_NUMBER, BOOLEAN, HOST_LIST }

@@ -8,20 +8,22 @@ import java.util.Map;
 
 /** A tenant's limits as stored in the tenants table (the fields are {@link TenantLimit}'s). */
 public record TenantLimits(String id, int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued,
-                           boolean paused, List<String> webhookAllow, int maxSchedules, int minScheduleIntervalS) {
+                           boolean paused, List<String> webhookAllow, int maxSchedules, int minScheduleIntervalS,
+                           double apiRatePerSecond, int apiBurst) {
 
-    /** A tenant with the schedule limits at their defaults. */
+    /** A tenant with the schedule and API limits at their defaults. */
     public TenantLimits(String id, int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued,
                         boolean paused, List<String> webhookAllow) {
         this(id, weight, ratePerSecond, burst, maxRunning, maxQueued, paused, webhookAllow,
-                (Integer) TenantLimit.MAX_SCHEDULES.defaultValue(), (Integer) TenantLimit.MIN_SCHEDULE_INTERVAL_S.defaultValue());
+                (Integer) TenantLimit.MAX_SCHEDULES.defaultValue(), (Integer) TenantLimit.MIN_SCHEDULE_INTERVAL_S.defaultValue(),
+                (Double) TenantLimit.API_RATE_PER_SECOND.defaultValue(), (Integer) TenantLimit.API_BURST.defaultValue());
     }
 
     public static TenantLimits of(TenantsRecord r) {
         return new TenantLimits(r.getId(), r.getWeight(), r.getRatePerSecond(), r.getBurst(), r.getMaxRunning(),
                 r.getMaxQueued(), r.getPaused(),
                 r.getWebhookAllow() == null ? List.of() : List.of(r.getWebhookAllow()), r.getMaxSchedules(),
-                r.getMinScheduleIntervalS());
+                r.getMinScheduleIntervalS(), r.getApiRatePerSecond(), r.getApiBurst());
     }
 
     /** A tenant with the values of {@code limits} (field -> value, as {@link TenantLimit#accept} returns them). */
@@ -33,7 +35,8 @@ public record TenantLimits(String id, int weight, double ratePerSecond, int burs
                 (Boolean) limits.get(TenantLimit.PAUSED.field()),
                 List.copyOf((List<String>) limits.get(TenantLimit.WEBHOOK_ALLOW.field())),
                 (Integer) limits.get(TenantLimit.MAX_SCHEDULES.field()),
-                (Integer) limits.get(TenantLimit.MIN_SCHEDULE_INTERVAL_S.field()));
+                (Integer) limits.get(TenantLimit.MIN_SCHEDULE_INTERVAL_S.field()),
+                (Double) limits.get(TenantLimit.API_RATE_PER_SECOND.field()), (Integer) limits.get(TenantLimit.API_BURST.field()));
     }
 
     /** Just the limits, field -> value (what the audit log stores as old and new values). */
@@ -48,6 +51,8 @@ public record TenantLimits(String id, int weight, double ratePerSecond, int burs
         m.put(TenantLimit.WEBHOOK_ALLOW.field(), webhookAllow);
         m.put(TenantLimit.MAX_SCHEDULES.field(), maxSchedules);
         m.put(TenantLimit.MIN_SCHEDULE_INTERVAL_S.field(), minScheduleIntervalS);
+        m.put(TenantLimit.API_RATE_PER_SECOND.field(), apiRatePerSecond);
+        m.put(TenantLimit.API_BURST.field(), apiBurst);
         return m;
     }
 }

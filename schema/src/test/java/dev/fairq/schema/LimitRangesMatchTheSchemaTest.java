@@ -31,14 +31,16 @@ class LimitRangesMatchTheSchemaTest extends StoreTestSupport {
     }
 
     @Test
-    void rateIsPositiveAndBoundedInTheTable() {
-        TenantLimit rate = TenantLimit.RATE_PER_SECOND;
-        assertTenantAccepts(rate, 0.001);
-        assertTenantAccepts(rate, (double) rate.max());
-        assertTenantRefuses(rate, 0.0);
-        assertTenantRefuses(rate, rate.max() + 0.5);
-        assertThrows(TenantLimit.InvalidLimitException.class, () -> rate.accept(0.0));
-        assertThrows(TenantLimit.InvalidLimitException.class, () -> rate.accept(rate.max() + 0.5));
+    void ratesArePositiveAndBoundedInTheTable() {
+        for (TenantLimit rate : TenantLimit.values()) { // rate_per_second, api_rate_per_second
+            if (rate.kind() != TenantLimit.Kind.POSITIVE_NUMBER) continue;
+            assertTenantAccepts(rate, 0.001);
+            assertTenantAccepts(rate, (double) rate.max());
+            assertTenantRefuses(rate, 0.0);
+            assertTenantRefuses(rate, rate.max() + 0.5);
+            assertThrows(TenantLimit.InvalidLimitException.class, () -> rate.accept(0.0));
+            assertThrows(TenantLimit.InvalidLimitException.class, () -> rate.accept(rate.max() + 0.5));
+        }
     }
 
     @Test
