@@ -160,6 +160,7 @@ final class ClientCommands {
             submit.addArgument("--delay-ms").type(Long.class).help("start after this many milliseconds");
             submit.addArgument("--max-attempts").type(Integer.class).help("1 to 1000 (default 25)");
             submit.addArgument("--timeout-ms").type(Long.class).help("time limit of each attempt, 1 ms to 24 h (default: the type's)");
+            submit.addArgument("--payload-version").type(Integer.class).help("the version of the payload's shape, 1 to 1000000 (default 1)");
             for (String a : List.of("get", "cancel", "retry", "explain")) {
                 leaf(actions, a, switch (a) {
                     case "get" -> "show a job";
@@ -184,7 +185,8 @@ final class ClientCommands {
                     NewJob job = NewJob.of(ns.getString("type"), parseJson("--payload", ns.getString("payload")))
                             .jobKey(ns.getString("job_key")).orderingKey(ns.getString("ordering_key"))
                             .queue(ns.getString("queue")).priority(ns.getInt("priority")).delayMs(ns.getLong("delay_ms"))
-                            .maxAttempts(ns.getInt("max_attempts")).timeoutMs(ns.getLong("timeout_ms"));
+                            .maxAttempts(ns.getInt("max_attempts")).timeoutMs(ns.getLong("timeout_ms"))
+                            .payloadVersion(ns.getInt("payload_version"));
                     FairqClient.Answer a = client.send("POST", "/v1/jobs", job, job.jobKey() != null);
                     if (json) {
                         print(a.body());

@@ -33,6 +33,14 @@ public class FairqConfiguration extends Configuration {
     /** Dead jobs (the dead-letter queue) are kept this long. */
     @JsonProperty public int deadRetentionHours = 24 * 7;
     @JsonProperty public boolean demoHandlers;
+    /** The queues this process's worker serves (FAIRQ_WORKER_QUEUES, comma-separated); null: every queue. */
+    @JsonProperty public java.util.Set<String> workerQueues;
+    /** Worker threads kept for a queue's jobs (FAIRQ_WORKER_RESERVED, "urgent=2,emails=1"). */
+    @JsonProperty public java.util.Map<String, Integer> workerReserved = java.util.Map.of();
+    /** The most snoozes of one job (FAIRQ_MAX_SNOOZES); past it a snooze fails the attempt. */
+    @JsonProperty public int maxSnoozes = dev.fairq.worker.WorkerConfig.DEFAULT_MAX_SNOOZES;
+    /** Side-effect keys (JobContext.once) not written for this long are deleted (FAIRQ_EFFECT_RETENTION_HOURS). */
+    @JsonProperty public int effectRetentionHours = 24 * 7;
     /** Largest accepted job payload, serialized, in bytes (413 beyond it). */
     @JsonProperty public int maxPayloadBytes = 64 * 1024;
     /** Connections of the API's pool (the worker and scheduler have their own). */

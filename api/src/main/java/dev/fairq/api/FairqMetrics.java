@@ -262,7 +262,7 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
         duration.labelValues(tenant).observe(nanos / 1e9);
         if (outcome instanceof JobOutcome.Failed f) {
             (f.dead() ? deadLetters : retries).labelValues(tenant).inc();
-        } else {
+        } else if (!(outcome instanceof JobOutcome.Snoozed)) { // a snooze is neither a success nor a failure
             successes.labelValues(tenant).inc();
         }
     }

@@ -154,4 +154,20 @@ class AdminApiTest {
         await().atMost(Duration.ofSeconds(20)).until(() ->
                 app.call("GET", "/v1/jobs/" + id, key, null).body().get("status").asText().equals("succeeded"));
     }
+
+    /** The worker registry: the server's own worker, live, with the types it has handlers for; admins only. */
+    @Test
+    void theWorkerRegistryListsWhatEachWorkerServes() {
+        TestApp.Res r = app.admin("GET", "/v1/admin/workers", null);
+        assertEquals(200, r.status(), r.toString());
+        com.fasterxml.jackson.databind.JsonNode live = null;
+        for (com.fasterxml.jackson.databind.JsonNode w : r.body().get("workers")) if (w.get("live").asBoolean()) live = w;
+        assertTrue(live != null, r.body().toString());
+        assertTrue(live.get("types").toString().contains("\"record\""), live.toString());
+        assertTrue(live.get("queues").isNull(), "serves every queue: " + live);
+        assertTrue(live.get("threads").asInt() >= 1);
+        assertTrue(live.get("last_seen").asText().endsWith("Z"));
+        String key = app.newTenantKey(TestApp.uniqueTenant("wrk"));
+        assertEquals(403, app.call("GET", "/v1/admin/workers", key, null).status());
+    }
 }

@@ -16,11 +16,13 @@ public final class Model {
     /**
      * A job. {@code status}: pending, ready, running, succeeded, dead or cancelled. {@code cancelRequestedAt} is
      * set once someone cancelled it while it ran (a cancel answered 202: the job is stopping).
+     * {@code payloadVersion}: the version of the payload's shape (1 unless submitted otherwise); {@code snoozes}:
+     * how often a handler put the job back for later without using an attempt.
      */
     public record Job(long id, String tenant, String queue, String type, JsonNode payload, int priority, String status,
                       int attempts, int maxAttempts, Instant runAt, String jobKey, String orderingKey, Instant createdAt,
                       Instant startedAt, Instant finishedAt, String lastError, Long timeoutMs,
-                      Instant cancelRequestedAt) {}
+                      Instant cancelRequestedAt, Integer payloadVersion, Integer snoozes) {}
 
     /** A page of jobs, newest first; {@code next} is null on the last page. */
     public record JobPage(List<Job> jobs, String next) {}

@@ -6,6 +6,7 @@ import dev.fairq.schema.QueueClock;
 import dev.fairq.schema.SchedulerStates;
 import dev.fairq.schema.TenantLimits;
 import dev.fairq.schema.TenantStore;
+import dev.fairq.schema.WorkerRoute;
 import dev.fairq.schema.generated.tables.records.TenantsRecord;
 import org.jooq.DSLContext;
 
@@ -73,6 +74,17 @@ public final class Scheduler {
     private Map<String, Integer> positions = Map.of();
     private int competing;
     private final TickStats tickStats = new TickStats();
+    /** Routing: the live workers' routes, read every {@link #ROUTES_EVERY_NANOS}; the set of them as last seen. */
+    private List<WorkerRoute.Live> routes = List.of();
+    private Set<WorkerRoute> routeSet;
+    private long routesReadAt = Long.MIN_VALUE;
+    /** The live routes changed and parked jobs may have a worker now: un-park in batches until done. */
+    private boolean unparkPending;
+    /** Whether a live worker serves a queue and type, per pair met since the routes were last read. */
+    private final Map<String, Boolean> routableCache = new HashMap<>();
+    /** Candidates of this round that no live worker can run, and their tenants (parked after the fetch). */
+    private final Set<Long> toPark = new LinkedHashSet<>();
+    private final Set<String> parkedTenants = new HashSet<>();
 
     /** A grant goes to a tenant active this recently, and is taken back when unused this long. */
     static final long GRANT_WINDOW_NANOS = 60_000_000_000L;
@@ -95,6 +107,14 @@ public final class Scheduler {
     static final java.time.Duration TENANT_CHANGE_OVERLAP = java.time.Duration.ofSeconds(5);
     /** Every cached tenant is re-read at least this often, a slice at each reload, whatever updated_at says. */
     static final long TENANT_SWEEP_NANOS = 60_000_000_000L;
+
+    /**
+     * The live routes are re-read once a second: a worker that starts is served within a second of its
+     * registration, and the read costs one row per live worker process.
+     */
+    static final long ROUTES_EVERY_NANOS = 1_000_000_000L;
+    /** Parked jobs un-parked per statement when a worker brings their route (a few ms of database time). */
+    static final int UNPARK_BATCH = 5000;
 
     private record Timer(long dueNanos, String tenantId) {}
 
@@ -138,6 +158,11 @@ public final class Scheduler {
         grantsAfterLastTick = Set.of();
         positions = Map.of();
         competing = 0;
+        routes = List.of();
+        routableCache.clear();
+        routeSet = null;
+        routesReadAt = Long.MIN_VALUE;
+        unparkPending = false;
         policy.reset();
     }
 
@@ -241,6 +266,7 @@ public final class Scheduler {
             if (timerOf.remove(due.tenantId(), due.dueNanos())) maybeWork.add(due.tenantId());
         }
         Admission.QueueLoad load = store.load(ctx, config.workerLiveness());
+        refreshRoutes(ctx, now);
         refreshLimits(ctx, now, load);
 
         List<String> pausedWithReady = new ArrayList<>();
@@ -253,6 +279,7 @@ public final class Scheduler {
             }
         }
         store.admission().unadmitPaused(ctx, pausedWithReady);
+        unadmitted += unadmitUnroutable(ctx, load, pausedWithReady);
 
         Map<String, Double> grants = keepValidGrants(ctx, now, load);
         int capacity = config.fixedCapacity() > 0 ? config.fixedCapacity() : load.workerCapacity();
@@ -325,6 +352,59 @@ public final class Scheduler {
         return slice;
     }
 
+    /**
+     * Routing: the live workers' routes, re-read every {@link #ROUTES_EVERY_NANOS}. When they changed (a worker
+     * came, went or changed what it serves; and at the start of a term), parked jobs that a live worker can run
+     * now are un-parked, a batch per tick, and their tenants become work again. Cost: the live worker
+     * processes, and the parked jobs of the routes that came, once.
+     */
+    private void refreshRoutes(DSLContext ctx, long now) {
+        if (routesReadAt == Long.MIN_VALUE || now - routesReadAt >= ROUTES_EVERY_NANOS) {
+            routes = store.leases().liveRoutes(ctx, config.workerLiveness());
+            routesReadAt = now;
+            routableCache.clear();
+            Set<WorkerRoute> set = new HashSet<>();
+            for (WorkerRoute.Live w : routes) set.add(w.route());
+            if (!set.equals(routeSet)) unparkPending = true;
+            routeSet = set;
+        }
+        if (unparkPending) {
+            List<String> tenantsOfUnparked = store.admission().unpark(ctx, routes, UNPARK_BATCH);
+            maybeWork.addAll(tenantsOfUnparked);
+            unparkPending = tenantsOfUnparked.size() >= UNPARK_BATCH;
+        }
+    }
+
+    /** True while some live worker cannot run everything: only then is a job's route checked. */
+    private boolean routingRestricts() {
+        if (routes.isEmpty()) return false;
+        for (WorkerRoute.Live w : routes) if (w.route().queues() == null && w.route().types() == null) return false;
+        return true;
+    }
+
+    /** One lookup per candidate: the answer per (queue, type) is kept until the routes are read again. */
+    private boolean routable(String queue, String type) {
+        return routableCache.computeIfAbsent(queue + '\u0000' + type, k -> WorkerRoute.anyServes(routes, queue, type));
+    }
+
+    /**
+     * Ready jobs no live worker can run (a grant inserted one, or the only worker serving them died) go back to
+     * pending, parked. Reads nothing more than LOAD did; returns how many left the buffer.
+     */
+    private int unadmitUnroutable(DSLContext ctx, Admission.QueueLoad load, List<String> pausedHandled) {
+        if (!routingRestricts() || load.readyGroups().isEmpty()) return 0;
+        List<Admission.ReadyGroup> stranded = new ArrayList<>();
+        int jobs = 0;
+        for (Admission.ReadyGroup g : load.readyGroups()) {
+            if (pausedHandled.contains(g.tenantId()) || routable(g.queue(), g.type())) continue;
+            stranded.add(g);
+            jobs += g.count();
+        }
+        if (stranded.isEmpty()) return 0;
+        store.admission().unadmitUnroutable(ctx, stranded);
+        return jobs;
+    }
+
     private void addMissing(Set<String> missing, Collection<String> ids) {
         for (String id : ids) if (!tenants.containsKey(id)) missing.add(id);
     }
@@ -371,7 +451,11 @@ public final class Scheduler {
         Map<String, List<Long>> candidates = fetched.byTenant();
         List<AdmissionPolicy.Pick> picks = policy.choose(candidates, tenants, wanted, load.nextRank(), load.lastRank());
         forgetEmpty(ctx, now, fetched, picks);
-        if (picks.isEmpty()) return TickResult.none(newcomersOnly ? 0 : wanted, nextToken[0]);
+        // jobs parked this round may have hidden admissible ones behind them: come back soon (saturated)
+        boolean parkedSome = parkUnroutable(ctx);
+        if (picks.isEmpty()) {
+            return new TickResult(newcomersOnly ? 0 : wanted, 0, List.of(), nextToken[0], parkedSome && !newcomersOnly);
+        }
 
         // Tokens are taken for every pick before the write: a pick that then drops out (cancelled meanwhile)
         // costs its tenant a token, which can only make the rate bound tighter, never looser.
@@ -391,7 +475,7 @@ public final class Scheduler {
         Set<Long> admittedSet = new HashSet<>(admitted);
         for (Long id : ids) if (admittedSet.contains(id)) admittedTenants.add(tenantOf.get(id));
         return new TickResult(newcomersOnly ? 0 : wanted, admitted.size(), admittedTenants, nextToken[0],
-                fetched.cutShort() && admitted.size() < wanted);
+                (fetched.cutShort() || parkedSome) && admitted.size() < wanted);
     }
 
     /** How many tenants a round's short list holds at the least (twice the jobs wanted, or this). */
@@ -449,11 +533,15 @@ public final class Scheduler {
         List<String> empty = new ArrayList<>();
         fetched.asked().forEach((tenant, asked) -> {
             int got = fetched.byTenant().getOrDefault(tenant, List.of()).size();
-            if (got < asked && picked.getOrDefault(tenant, 0) == got) empty.add(tenant);
+            // a tenant some of whose candidates were parked may have more behind them: it stays
+            if (got < asked && picked.getOrDefault(tenant, 0) == got && !parkedTenants.contains(tenant)) empty.add(tenant);
         });
         if (empty.isEmpty()) return;
         empty.forEach(maybeWork::remove);
-        store.admission().nextDueInMs(ctx, empty).forEach((tenant, ms) -> setTimer(tenant, now + ms * 1_000_000L));
+        Set<String> emptySet = new HashSet<>(empty);
+        List<Long> pickedIds = new ArrayList<>();
+        for (AdmissionPolicy.Pick p : picks) if (emptySet.contains(p.tenantId())) pickedIds.add(p.jobId());
+        store.admission().nextDueInMs(ctx, empty, pickedIds).forEach((tenant, ms) -> setTimer(tenant, now + ms * 1_000_000L));
     }
 
     private void setTimer(String tenant, long dueNanos) {
@@ -472,8 +560,10 @@ public final class Scheduler {
      * tenant had fewer due jobs than planned.
      */
     private Candidates fetchCandidates(DSLContext ctx, Map<String, Integer> limits, int wanted, Double nextRank) {
+        toPark.clear();
+        parkedTenants.clear();
         Map<String, Integer> fetch = new HashMap<>(policy.fetchPlan(limits, tenants, wanted, nextRank));
-        Map<String, List<Long>> candidates = new HashMap<>(store.admissionCandidates(ctx, fetch));
+        Map<String, List<Long>> candidates = new HashMap<>(routedCandidates(ctx, fetch));
         // A tenant that returned fewer jobs than planned has no more due now (its jobs may all be scheduled
         // later): if that left the round short, fetch once more from every other tenant, up to the whole
         // shortfall each (what every round read before the plan existed), so that however many tenants have
@@ -492,7 +582,7 @@ public final class Scheduler {
                 Map<String, Integer> refetch = new LinkedHashMap<>();
                 rest.forEach((t, n) -> refetch.put(t, fetch.getOrDefault(t, 0) + Math.min(n, shortfall)));
                 fetch.putAll(refetch);
-                candidates.putAll(store.admissionCandidates(ctx, refetch)); // the first ones again, plus more
+                candidates.putAll(routedCandidates(ctx, refetch)); // the first ones again, plus more
             }
         }
         // Tenants cut at their planned share (more jobs than fetched) while another came up short: room was
@@ -504,6 +594,36 @@ public final class Scheduler {
             else if (f.getValue() < limits.get(f.getKey())) cutAtPlan = true;
         }
         return new Candidates(candidates, fetch, underfilled && cutAtPlan);
+    }
+
+    /**
+     * The candidates of the given tenants that a live worker can run; the others are set aside to be parked
+     * (each is met once: parked, it leaves the admission index).
+     */
+    private Map<String, List<Long>> routedCandidates(DSLContext ctx, Map<String, Integer> fetch) {
+        if (!routingRestricts()) return store.admissionCandidates(ctx, fetch);
+        Map<String, List<Long>> out = new LinkedHashMap<>();
+        store.admission().candidateRows(ctx, fetch).forEach((tenant, rows) -> {
+            List<Long> ids = new ArrayList<>(rows.size());
+            for (Admission.Candidate c : rows) {
+                if (routable(c.queue(), c.type())) {
+                    ids.add(c.id());
+                } else if (!toPark.contains(c.id())) {
+                    toPark.add(c.id());
+                    parkedTenants.add(tenant);
+                }
+            }
+            out.put(tenant, ids);
+        });
+        return out;
+    }
+
+    /** Parks the candidates set aside this round; true when there were any. */
+    private boolean parkUnroutable(DSLContext ctx) {
+        if (toPark.isEmpty()) return false;
+        store.admission().park(ctx, new ArrayList<>(toPark));
+        toPark.clear();
+        return true;
     }
 
     /** Jobs the tenant may still have admitted or running under max_running, before this round. */

@@ -23,12 +23,12 @@ public final class Admission {
      * backlog: cost grows with the tenants that have room, not with the jobs waiting.
      */
     static final NamedSql CANDIDATES = NamedSql.of("""
-            SELECT l.tenant_id, c.id, c.sort_key
+            SELECT l.tenant_id, c.id, c.sort_key, c.queue, c.type
             FROM unnest(:tenant_ids::text[], :limits::integer[]) AS l(tenant_id, lim)
             CROSS JOIN LATERAL (
-                SELECT j.id, j.sort_key FROM jobs j
+                SELECT j.id, j.sort_key, j.queue, j.type FROM jobs j
                 WHERE j.tenant_id = l.tenant_id AND j.status = 'pending'
-                  AND (j.ordering_key IS NULL OR j.key_head) AND j.run_at <= :now
+                  AND (j.ordering_key IS NULL OR j.key_head) AND j.no_worker_since IS NULL AND j.run_at <= :now
                 ORDER BY j.sort_key, j.id
                 LIMIT l.lim
             ) c
@@ -64,22 +64,26 @@ public final class Admission {
      * so each is served by its own small partial index (a single "status IN (...)" is planned as a scan of
      * the whole table). Its cost follows the ready buffer, the running jobs and the grants, all bounded by the
      * worker capacity: which tenants have work waiting is not read here but kept in the scheduler's memory
-     * (wake-ups name the tenant; {@link #TENANTS_WITH_WORK} rebuilds it).
+     * (wake-ups name the tenant; {@link #TENANTS_WITH_WORK} rebuilds it). The ready jobs are counted per
+     * queue and type too (the same rows, grouped finer), so that jobs no live worker can run are found in the
+     * buffer (routing: a job inserted ready by a grant, or the buffer of a worker that died).
      */
     static final NamedSql LOAD = NamedSql.of("""
-            SELECT 'ready' AS what, tenant_id, count(*)::double precision AS n
-            FROM jobs WHERE status = 'ready' GROUP BY tenant_id
+            SELECT 'ready' AS what, tenant_id, count(*)::double precision AS n, queue, type
+            FROM jobs WHERE status = 'ready' GROUP BY tenant_id, queue, type
             UNION ALL
-            SELECT 'running', tenant_id, count(*) FROM jobs WHERE status = 'running' GROUP BY tenant_id
+            SELECT 'running', tenant_id, count(*), NULL, NULL FROM jobs WHERE status = 'running' GROUP BY tenant_id
             UNION ALL
-            SELECT 'capacity', NULL, coalesce(sum(capacity), 0) FROM workers
+            SELECT 'capacity', NULL, coalesce(sum(capacity), 0), NULL, NULL FROM workers
             WHERE heartbeat_at > :now - :liveness_ms * interval '1 millisecond'
             UNION ALL
-            SELECT 'next_rank', NULL, (SELECT min(ready_rank) FROM jobs WHERE status = 'ready' AND ready_rank > '-Infinity')
+            SELECT 'next_rank', NULL, (SELECT min(ready_rank) FROM jobs WHERE status = 'ready' AND ready_rank > '-Infinity'),
+                   NULL, NULL
             UNION ALL
-            SELECT 'last_rank', NULL, (SELECT max(ready_rank) FROM jobs WHERE status = 'ready')
+            SELECT 'last_rank', NULL, (SELECT max(ready_rank) FROM jobs WHERE status = 'ready'), NULL, NULL
             UNION ALL
-            SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision FROM admission_grants
+            SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL
+            FROM admission_grants
             """);
 
     /**
@@ -91,12 +95,12 @@ public final class Admission {
     static final NamedSql TENANTS_WITH_WORK = NamedSql.of("""
             WITH RECURSIVE with_work(tenant_id) AS (
                 (SELECT tenant_id FROM jobs
-                 WHERE status = 'pending' AND (ordering_key IS NULL OR key_head)
+                 WHERE status = 'pending' AND (ordering_key IS NULL OR key_head) AND no_worker_since IS NULL
                  ORDER BY tenant_id LIMIT 1)
                 UNION ALL
                 SELECT (SELECT j.tenant_id FROM jobs j
                         WHERE j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
-                          AND j.tenant_id > w.tenant_id
+                          AND j.no_worker_since IS NULL AND j.tenant_id > w.tenant_id
                         ORDER BY j.tenant_id LIMIT 1)
                 FROM with_work w WHERE w.tenant_id IS NOT NULL
             )
@@ -106,12 +110,16 @@ public final class Admission {
     /**
      * For tenants that have nothing due now, how long until their next admissible job is due (null: none
      * waits). One probe of jobs_due_later_idx per tenant: only delayed, scheduled and retried jobs are in it.
+     * A job that came due between the candidate probe and this one (a 10 ms retry) is not left out: its
+     * negative wait becomes a timer of 0 (it used to drop out of the active set until the minute's rescan). The
+     * jobs the round is admitting are left out by id (they are still pending at this point).
      */
     static final NamedSql NEXT_DUE = NamedSql.of("""
             SELECT t.tenant_id,
                    (SELECT (fairq_epoch(min(j.run_at)) - fairq_epoch(:now)) * 1000 FROM jobs j
                     WHERE j.tenant_id = t.tenant_id AND j.status = 'pending' AND j.run_at > j.created_at
-                      AND (j.ordering_key IS NULL OR j.key_head) AND j.run_at > :now)
+                      AND (j.ordering_key IS NULL OR j.key_head) AND j.no_worker_since IS NULL
+                      AND j.id <> ALL(:picked_ids::bigint[]))
             FROM unnest(:tenant_ids::text[]) AS t(tenant_id)
             """);
 
@@ -142,6 +150,46 @@ public final class Admission {
             RETURNING tenant_id
             """);
 
+    /**
+     * Routing: parks pending jobs no live worker can run (they leave jobs_admit_idx, so no probe walks them
+     * again; explain says no_worker). The status re-check leaves a job that moved on meanwhile alone.
+     */
+    static final NamedSql PARK = NamedSql.of("""
+            UPDATE jobs SET no_worker_since = :now
+            WHERE id = ANY(:ids::bigint[]) AND status = 'pending' AND no_worker_since IS NULL
+            """);
+
+    /**
+     * Routing: ready jobs of (tenant, queue, type) groups no live worker can run go back to pending, parked
+     * (a grant put them there, or the only worker serving them died). The buffer is small; this runs only for
+     * the groups LOAD found unroutable.
+     */
+    static final NamedSql UNADMIT_UNROUTABLE = NamedSql.of("""
+            UPDATE jobs j SET status = 'pending', ready_rank = NULL, admitted_at = NULL, no_worker_since = :now
+            FROM unnest(:tenant_ids::text[], :queues::text[], :types::text[]) AS g(tenant_id, queue, type)
+            WHERE j.status = 'ready' AND j.tenant_id = g.tenant_id AND j.queue = g.queue AND j.type = g.type
+            """);
+
+    /**
+     * Routing: un-parks a batch of parked jobs that a live worker can now run (the routes are given as pairs,
+     * a NULL queue or type meaning any), through jobs_no_worker_idx one range per type when no route takes
+     * every type. Returns each un-parked job's tenant, which becomes work for the scheduler again. Runs only
+     * when the live routes changed, so its cost is the parked jobs of the routes that came, once.
+     */
+    static final NamedSql UNPARK = NamedSql.of("""
+            WITH picked AS (
+                SELECT j.id FROM jobs j
+                WHERE j.no_worker_since IS NOT NULL AND j.status = 'pending'
+                  AND (:types::text[] IS NULL OR j.type = ANY(:types::text[]))
+                  AND EXISTS (SELECT 1 FROM unnest(:route_queues::text[], :route_types::text[]) AS r(q, t)
+                              WHERE (r.q IS NULL OR r.q = j.queue) AND (r.t IS NULL OR r.t = j.type))
+                LIMIT :batch
+            )
+            UPDATE jobs j SET no_worker_since = NULL FROM picked p
+            WHERE j.id = p.id AND j.no_worker_since IS NOT NULL AND j.status = 'pending'
+            RETURNING j.tenant_id
+            """);
+
     /** The highest rank in the ready buffer, for admitting behind everything already there. */
     static final NamedSql LAST_RANK = NamedSql.of("SELECT max(ready_rank) FROM jobs WHERE status = 'ready'");
 
@@ -159,15 +207,28 @@ public final class Admission {
      * @param grantAgeSeconds the tenants holding an admission grant, with how long they have held it
      */
     public record QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant,
-                            int workerCapacity, Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds) {
+                            int workerCapacity, Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds,
+                            List<ReadyGroup> readyGroups) {
+        public QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant, int workerCapacity,
+                         Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds) {
+            this(readyByTenant, runningByTenant, workerCapacity, nextRank, lastRank, grantAgeSeconds, List.of());
+        }
+
         public int ready(String tenant) { return readyByTenant.getOrDefault(tenant, 0); }
         public int running(String tenant) { return runningByTenant.getOrDefault(tenant, 0); }
         public int totalReady() { return readyByTenant.values().stream().mapToInt(Integer::intValue).sum(); }
         public int totalRunning() { return runningByTenant.values().stream().mapToInt(Integer::intValue).sum(); }
     }
 
+    /** Ready jobs of one tenant, queue and type. */
+    public record ReadyGroup(String tenantId, String queue, String type, int count) {}
+
+    /** A candidate for admission: a job, its place in its tenant's aging order, and its route. */
+    public record Candidate(long id, double sortKey, String queue, String type) {}
+
     public QueueLoad load(DSLContext ctx, Duration workerLiveness) {
         Map<String, Integer> ready = new HashMap<>(), running = new HashMap<>();
+        List<ReadyGroup> groups = new ArrayList<>();
         Map<String, Double> grants = new HashMap<>();
         int capacity = 0;
         Double nextRank = null, lastRank = null;
@@ -175,7 +236,10 @@ public final class Admission {
             String tenant = r.get(1, String.class);
             Double n = r.get(2, Double.class);
             switch (r.get(0, String.class)) {
-                case "ready" -> ready.put(tenant, n.intValue());
+                case "ready" -> {
+                    ready.merge(tenant, n.intValue(), Integer::sum);
+                    groups.add(new ReadyGroup(tenant, r.get(3, String.class), r.get(4, String.class), n.intValue()));
+                }
                 case "running" -> running.put(tenant, n.intValue());
                 case "capacity" -> capacity = n.intValue();
                 case "next_rank" -> nextRank = n;
@@ -183,7 +247,7 @@ public final class Admission {
                 default -> grants.put(tenant, n);
             }
         }
-        return new QueueLoad(ready, running, capacity, nextRank, lastRank, grants);
+        return new QueueLoad(ready, running, capacity, nextRank, lastRank, grants, groups);
     }
 
     /** The tenants with admissible pending jobs (see {@link #TENANTS_WITH_WORK}). */
@@ -193,9 +257,15 @@ public final class Admission {
 
     /** Per tenant, milliseconds until its next admissible job is due; tenants with none are left out. */
     public Map<String, Long> nextDueInMs(DSLContext ctx, List<String> tenants) {
+        return nextDueInMs(ctx, tenants, List.of());
+    }
+
+    /** As above, leaving out the given jobs (those a round is admitting right now). */
+    public Map<String, Long> nextDueInMs(DSLContext ctx, List<String> tenants, List<Long> picked) {
         Map<String, Long> out = new HashMap<>();
         if (tenants.isEmpty()) return out;
-        for (Record r : NEXT_DUE.bind().clock(clock).set("tenant_ids", tenants.toArray(String[]::new)).fetch(ctx)) {
+        for (Record r : NEXT_DUE.bind().clock(clock).set("tenant_ids", tenants.toArray(String[]::new))
+                .set("picked_ids", picked.toArray(Long[]::new)).fetch(ctx)) {
             Double ms = r.get(1, Double.class);
             if (ms != null) out.put(r.get(0, String.class), Math.max(0, (long) Math.ceil(ms)));
         }
@@ -205,23 +275,73 @@ public final class Admission {
     /** Candidates per tenant, in each tenant's aging order. */
     public Map<String, List<Long>> candidates(DSLContext ctx, Map<String, Integer> limits) {
         Map<String, List<Long>> out = new LinkedHashMap<>();
-        if (limits.isEmpty()) return out;
+        candidateRows(ctx, limits).forEach((tenant, rows) -> out.put(tenant, rows.stream().map(Candidate::id).toList()));
+        return out;
+    }
+
+    /** Candidates per tenant with their routes, in each tenant's aging order. */
+    public Map<String, List<Candidate>> candidateRows(DSLContext ctx, Map<String, Integer> limits) {
+        Map<String, List<Candidate>> keyed = new LinkedHashMap<>();
+        if (limits.isEmpty()) return keyed;
         String[] tenants = limits.keySet().toArray(String[]::new);
         Integer[] lims = new Integer[tenants.length];
         for (int i = 0; i < tenants.length; i++) lims[i] = limits.get(tenants[i]);
-        record Candidate(long id, double sortKey) {}
-        Map<String, List<Candidate>> keyed = new LinkedHashMap<>();
-        for (Record r : CANDIDATES.bind().clock(clock).set("tenant_ids", tenants).set("limits", lims).fetch(ctx)) {
-            keyed.computeIfAbsent(r.get(0, String.class), k -> new ArrayList<>())
-                    .add(new Candidate(r.get(1, Long.class), r.get(2, Double.class)));
-        }
+        NamedSql.Binding query = CANDIDATES.bind().clock(clock).set("tenant_ids", tenants).set("limits", lims);
+        // Plain JDBC: up to a few thousand rows a tick, and materialising jOOQ records for them was most of the
+        // scheduler's CPU per admitted job once the rows carried their queue and type (routing).
+        ctx.connection(c -> {
+            try (java.sql.PreparedStatement ps = query.prepare(c); java.sql.ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    keyed.computeIfAbsent(rs.getString(1), k -> new ArrayList<>())
+                            .add(new Candidate(rs.getLong(2), rs.getDouble(3), rs.getString(4), rs.getString(5)));
+                }
+            }
+        });
         // Each tenant's rows come out of its index walk in order already; sorting here makes that a
         // guarantee rather than a property of the plan (and lets the query skip an outer sort).
-        keyed.forEach((tenant, rows) -> {
-            rows.sort(Comparator.comparingDouble(Candidate::sortKey).thenComparingLong(Candidate::id));
-            out.put(tenant, rows.stream().map(Candidate::id).toList());
-        });
-        return out;
+        keyed.values().forEach(rows -> rows.sort(Comparator.comparingDouble(Candidate::sortKey).thenComparingLong(Candidate::id)));
+        return keyed;
+    }
+
+    /** Parks pending jobs no live worker can run; returns how many. */
+    public int park(DSLContext ctx, List<Long> ids) {
+        if (ids.isEmpty()) return 0;
+        return PARK.bind().clock(clock).set("ids", ids.toArray(Long[]::new)).execute(ctx);
+    }
+
+    /** Sends ready jobs of the given groups (no live worker can run them) back to pending, parked; returns how many. */
+    public int unadmitUnroutable(DSLContext ctx, List<ReadyGroup> groups) {
+        if (groups.isEmpty()) return 0;
+        return UNADMIT_UNROUTABLE.bind().clock(clock)
+                .set("tenant_ids", groups.stream().map(ReadyGroup::tenantId).toArray(String[]::new))
+                .set("queues", groups.stream().map(ReadyGroup::queue).toArray(String[]::new))
+                .set("types", groups.stream().map(ReadyGroup::type).toArray(String[]::new)).execute(ctx);
+    }
+
+    /**
+     * Un-parks at most {@code batch} parked jobs that one of the live routes can run; returns their tenants
+     * (one entry per job, so the size says whether the batch was full).
+     */
+    public List<String> unpark(DSLContext ctx, List<WorkerRoute.Live> live, int batch) {
+        if (live.isEmpty()) return List.of();
+        List<String> routeQueues = new ArrayList<>(), routeTypes = new ArrayList<>();
+        java.util.Set<String> types = new java.util.TreeSet<>();
+        boolean anyType = false;
+        for (WorkerRoute.Live w : live) {
+            WorkerRoute r = w.route();
+            if (r.types() == null) anyType = true;
+            else types.addAll(r.types());
+            for (String q : r.queues() == null ? java.util.Collections.<String>singleton(null) : r.queues()) {
+                for (String t : r.types() == null ? java.util.Collections.<String>singleton(null) : r.types()) {
+                    routeQueues.add(q);
+                    routeTypes.add(t);
+                }
+            }
+        }
+        if (routeQueues.isEmpty()) return List.of();
+        return UNPARK.bind().set("types", anyType ? null : types.toArray(String[]::new))
+                .set("route_queues", routeQueues.toArray(String[]::new)).set("route_types", routeTypes.toArray(String[]::new))
+                .set("batch", batch).fetch(ctx).getValues(0, String.class);
     }
 
     /** Admits the given jobs with the given ranks; returns the ids actually moved to ready. */

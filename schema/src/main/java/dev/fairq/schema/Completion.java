@@ -116,6 +116,35 @@ public final class Completion {
             RETURNING j.id, j.tenant_id, j.ordering_key
             """);
 
+    /**
+     * Snoozes, fenced like COMPLETE: back to pending with run_at later, the attempt given back (attempts - 1),
+     * snoozes + 1, last_error saying it was a snooze. The job keeps key_head, so a snoozed head keeps its
+     * ordering key and the next job of the key keeps waiting. A job someone asked to cancel meanwhile ends
+     * cancelled and hands its key on. A pending job is admissible work again later: its tenant is named to
+     * the scheduler (which sets a timer for run_at, as for a retry).
+     */
+    static final NamedSql SNOOZE = NamedSql.of("""
+            WITH input AS MATERIALIZED (
+                SELECT :ids::bigint[] AS ids, :attempts::integer[] AS attempts, :delays_ms::bigint[] AS delays,
+                       :reasons::text[] AS reasons
+            )
+            UPDATE jobs j
+            SET status = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END::job_status,
+                run_at = CASE WHEN j.cancel_requested_at IS NULL
+                              THEN :now + i.delays[array_position(i.ids, j.id)] * interval '1 millisecond'
+                              ELSE j.run_at END,
+                finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN :now END,
+                attempts = j.attempts - 1, snoozes = j.snoozes + 1,
+                last_error = i.reasons[array_position(i.ids, j.id)],
+                locked_by = NULL, locked_until = NULL, ready_rank = NULL, admitted_at = NULL,
+                key_head = j.key_head AND j.cancel_requested_at IS NULL
+            FROM input i
+            WHERE j.id = ANY(i.ids) AND j.locked_by = :worker_id
+              AND j.attempts = i.attempts[array_position(i.ids, j.id)]
+            RETURNING j.id, j.tenant_id, j.ordering_key, j.status = 'cancelled' AS cancelled,
+                      CASE WHEN j.status = 'pending' THEN pg_notify('fairq_jobs', 't:' || j.tenant_id) END
+            """);
+
     private final QueueClock clock;
 
     Completion(QueueClock clock) {
@@ -132,16 +161,31 @@ public final class Completion {
         List<JobOutcome.Succeeded> ok = new ArrayList<>();
         List<JobOutcome.Failed> failed = new ArrayList<>();
         List<JobOutcome.Cancelled> cancelled = new ArrayList<>();
+        List<JobOutcome.Snoozed> snoozed = new ArrayList<>();
         for (JobOutcome o : outcomes) {
             if (o instanceof JobOutcome.Succeeded s) ok.add(s);
             else if (o instanceof JobOutcome.Failed f) failed.add(f);
+            else if (o instanceof JobOutcome.Snoozed z) snoozed.add(z);
             else cancelled.add((JobOutcome.Cancelled) o);
         }
-        if (failed.isEmpty() && cancelled.isEmpty()) return complete(ctx, workerId, ok); // the hot path: one statement
+        if (failed.isEmpty() && cancelled.isEmpty() && snoozed.isEmpty()) return complete(ctx, workerId, ok); // the hot path: one statement
         return ctx.transactionResult(c -> {
             DSLContext tx = c.dsl();
             Set<Long> recorded = complete(tx, workerId, ok);
             Set<OrderingKey> released = new LinkedHashSet<>();
+            if (!snoozed.isEmpty()) {
+                Long[] ids = snoozed.stream().map(JobOutcome::jobId).toArray(Long[]::new);
+                Integer[] attempts = snoozed.stream().map(JobOutcome::attempt).toArray(Integer[]::new);
+                Long[] delays = snoozed.stream().map(z -> Math.max(0, z.delayMs())).toArray(Long[]::new);
+                String[] reasons = snoozed.stream().map(z -> truncate(z.reason(), MAX_ERROR_CHARS)).toArray(String[]::new);
+                for (Record r : SNOOZE.bind().clock(clock).set("ids", ids).set("attempts", attempts).set("delays_ms", delays)
+                        .set("reasons", reasons).set("worker_id", workerId).fetch(tx)) {
+                    recorded.add(r.get(0, Long.class));
+                    if (r.get(2) != null && r.get(3, Boolean.class)) {
+                        released.add(new OrderingKey(r.get(1, String.class), r.get(2, String.class)));
+                    }
+                }
+            }
             if (!cancelled.isEmpty()) {
                 Long[] ids = cancelled.stream().map(JobOutcome::jobId).toArray(Long[]::new);
                 Integer[] attempts = cancelled.stream().map(JobOutcome::attempt).toArray(Integer[]::new);

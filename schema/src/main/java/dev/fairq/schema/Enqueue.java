@@ -54,10 +54,11 @@ public final class Enqueue {
                 FROM unnest(:preset_ids::bigint[], :tenant_ids::text[], :queues::text[], :types::text[],
                             :payloads::text[], :priorities::smallint[], :run_ats::text[], :delays_ms::bigint[],
                             :job_keys::text[], :ordering_keys::text[], :max_attempts::integer[],
-                            :request_hashes::text[], :may_head::boolean[], :timeouts_ms::integer[])
+                            :request_hashes::text[], :may_head::boolean[], :timeouts_ms::integer[],
+                            :payload_versions::integer[])
                      WITH ORDINALITY AS r(preset_id, tenant_id, queue, type, payload, priority, run_at,
                                           delay_ms, job_key, ordering_key, max_attempts, request_hash, may_head,
-                                          timeout_ms, ord)
+                                          timeout_ms, payload_version, ord)
                 ORDER BY r.ord
             ), granted AS (
                 SELECT a.tenant_id FROM admission_grants a
@@ -70,14 +71,14 @@ public final class Enqueue {
                 ORDER BY i.tenant_id, i.ord
             ), inserted AS (
                 INSERT INTO jobs (id, tenant_id, queue, type, payload, priority, run_at, job_key, ordering_key,
-                                  key_head, max_attempts, request_hash, timeout_ms, status, ready_rank, admitted_at,
-                                  created_at)
+                                  key_head, max_attempts, request_hash, timeout_ms, payload_version, status, ready_rank,
+                                  admitted_at, created_at)
                 SELECT i.id, i.tenant_id, i.queue, i.type, i.payload::jsonb, i.priority,
                        coalesce(i.run_at::timestamptz, :now + coalesce(i.delay_ms, 0) * interval '1 millisecond'),
                        i.job_key, i.ordering_key,
                        i.may_head AND i.ordering_key IS NOT NULL
                            AND row_number() OVER (PARTITION BY i.tenant_id, i.ordering_key ORDER BY i.ord) = 1,
-                       i.max_attempts, i.request_hash, i.timeout_ms,
+                       i.max_attempts, i.request_hash, i.timeout_ms, i.payload_version,
                        CASE WHEN u.ord IS NULL THEN 'pending' ELSE 'ready' END::job_status,
                        CASE WHEN u.ord IS NOT NULL THEN '-Infinity'::double precision END,
                        CASE WHEN u.ord IS NOT NULL THEN :now END,
@@ -232,6 +233,7 @@ public final class Enqueue {
         String[] jobKey = new String[n], orderingKey = new String[n], hash = new String[n];
         Integer[] maxAttempts = new Integer[n];
         Integer[] timeoutMs = new Integer[n];
+        Integer[] versions = new Integer[n];
         Boolean[] head = new Boolean[n];
         for (int k = 0; k < n; k++) {
             int i = indexes.get(k);
@@ -249,6 +251,7 @@ public final class Enqueue {
             maxAttempts[k] = r.effectiveMaxAttempts();
             timeoutMs[k] = r.timeout() == null ? null : (int) r.timeout().toMillis();
             hash[k] = r.requestHash();
+            versions[k] = r.payloadVersion();
             head[k] = mayHead[i];
         }
         List<Integer> notInserted = new ArrayList<>();
@@ -257,6 +260,7 @@ public final class Enqueue {
                 .set("payloads", payload).set("priorities", priority).set("run_ats", runAt).set("delays_ms", delay)
                 .set("job_keys", jobKey).set("ordering_keys", orderingKey).set("max_attempts", maxAttempts)
                 .set("request_hashes", hash).set("may_head", head).set("timeouts_ms", timeoutMs)
+                .set("payload_versions", versions)
                 .fetch(tx);
         for (Record row : rows) {
             int i = indexes.get(row.get("input_ord", Integer.class) - 1);

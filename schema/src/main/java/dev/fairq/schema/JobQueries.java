@@ -244,7 +244,7 @@ public final class JobQueries {
             SELECT count(*) FROM (
                 SELECT 1 FROM jobs j
                 WHERE j.tenant_id = ? AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
-                  AND (j.sort_key, j.id) < (?, ?) AND j.run_at <= now()
+                  AND j.no_worker_since IS NULL AND (j.sort_key, j.id) < (?, ?) AND j.run_at <= now()
                 LIMIT ?) x
             """;
 

@@ -20,10 +20,20 @@ import java.util.regex.Pattern;
  * @param timeout     the time limit of each attempt, whole milliseconds from {@link #MIN_TIMEOUT} to
  *                    {@link #MAX_TIMEOUT}; null means the default of the job's type (see the worker's
  *                    HandlerRegistry)
+ * @param payloadVersion the version of the payload's shape, {@link #MIN_PAYLOAD_VERSION} to
+ *                    {@link #MAX_PAYLOAD_VERSION}; handlers declare the versions they read (default 1)
  */
 public record JobRequest(String tenantId, String queue, String type, String payloadJson, int priority,
                          OffsetDateTime runAt, Duration delay, String jobKey, String orderingKey,
-                         Integer maxAttempts, String requestHash, Duration timeout) {
+                         Integer maxAttempts, String requestHash, Duration timeout, int payloadVersion) {
+
+    /** A version-1 payload (the form before payload versions existed). */
+    public JobRequest(String tenantId, String queue, String type, String payloadJson, int priority,
+                      OffsetDateTime runAt, Duration delay, String jobKey, String orderingKey,
+                      Integer maxAttempts, String requestHash, Duration timeout) {
+        this(tenantId, queue, type, payloadJson, priority, runAt, delay, jobKey, orderingKey, maxAttempts, requestHash,
+                timeout, DEFAULT_PAYLOAD_VERSION);
+    }
 
     public static final String DEFAULT_QUEUE = "default";
     public static final int DEFAULT_MAX_ATTEMPTS = 25;
@@ -46,6 +56,8 @@ public record JobRequest(String tenantId, String queue, String type, String payl
     public static final long MIN_TIMEOUT_MS = 1, MAX_TIMEOUT_MS = 24L * 60 * 60 * 1000;
     public static final Duration MIN_TIMEOUT = Duration.ofMillis(MIN_TIMEOUT_MS);
     public static final Duration MAX_TIMEOUT = Duration.ofMillis(MAX_TIMEOUT_MS);
+    /** payload_version: 1 (the default, what every payload was before versions) to a million. */
+    public static final int DEFAULT_PAYLOAD_VERSION = 1, MIN_PAYLOAD_VERSION = 1, MAX_PAYLOAD_VERSION = 1_000_000;
     /** queue and type; a compile-time constant so that the API's Bean Validation annotations can name it. */
     public static final String NAME_REGEX = "[A-Za-z0-9][A-Za-z0-9_.:-]{0," + (MAX_NAME_LENGTH - 1) + "}";
     public static final String NAME_RULE = "must be 1-" + MAX_NAME_LENGTH + " letters, digits, '_', '.', ':' or '-'";
@@ -110,6 +122,9 @@ public record JobRequest(String tenantId, String queue, String type, String payl
             errors.add(new FieldError("timeout_ms", "must be a whole number of milliseconds between "
                     + MIN_TIMEOUT.toMillis() + " and " + MAX_TIMEOUT.toMillis() + " (24 h)"));
         }
+        if (payloadVersion < MIN_PAYLOAD_VERSION || payloadVersion > MAX_PAYLOAD_VERSION) {
+            errors.add(new FieldError("payload_version", "must be between " + MIN_PAYLOAD_VERSION + " and " + MAX_PAYLOAD_VERSION));
+        }
         return errors;
     }
 
@@ -173,6 +188,7 @@ public record JobRequest(String tenantId, String queue, String type, String payl
         private Integer maxAttempts;
         private String requestHash;
         private Duration timeout;
+        private int payloadVersion = DEFAULT_PAYLOAD_VERSION;
 
         private Builder(String tenantId, String type) {
             this.tenantId = tenantId;
@@ -190,11 +206,13 @@ public record JobRequest(String tenantId, String queue, String type, String payl
         public Builder requestHash(String requestHash) { this.requestHash = requestHash; return this; }
         /** The time limit of each attempt (null: the type's default). */
         public Builder timeout(Duration timeout) { this.timeout = timeout; return this; }
+        /** The version of the payload's shape (default 1); the job's handler must read it or upcast it. */
+        public Builder payloadVersion(int version) { this.payloadVersion = version; return this; }
 
         /** Builds without validating; {@link JobStore} validates again before it writes anything. */
         public JobRequest buildUnchecked() {
             return new JobRequest(tenantId, queue, type, payloadJson, priority, runAt, delay, jobKey, orderingKey,
-                    maxAttempts, requestHash, timeout);
+                    maxAttempts, requestHash, timeout, payloadVersion);
         }
 
         public JobRequest build() {

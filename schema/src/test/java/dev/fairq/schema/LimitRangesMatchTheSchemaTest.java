@@ -57,6 +57,11 @@ class LimitRangesMatchTheSchemaTest extends StoreTestSupport {
         assertJob("timeout_ms", (int) JobRequest.MAX_TIMEOUT.toMillis(), true);
         assertJob("timeout_ms", (int) JobRequest.MIN_TIMEOUT.toMillis() - 1, false);
         assertJob("timeout_ms", (int) JobRequest.MAX_TIMEOUT.toMillis() + 1, false);
+        assertJob("payload_version", JobRequest.MIN_PAYLOAD_VERSION, true);
+        assertJob("payload_version", JobRequest.MAX_PAYLOAD_VERSION, true);
+        assertJob("payload_version", JobRequest.MIN_PAYLOAD_VERSION - 1, false);
+        assertJob("payload_version", JobRequest.MAX_PAYLOAD_VERSION + 1, false);
+        assertEquals("payload_version", job(T1).payloadVersion(0).buildUnchecked().validate().get(0).field());
         for (String key : List.of("job_key", "ordering_key")) {
             assertJob(key, "k".repeat(JobRequest.MAX_KEY_LENGTH), true);
             assertJob(key, "k".repeat(JobRequest.MAX_KEY_LENGTH + 1), false);
