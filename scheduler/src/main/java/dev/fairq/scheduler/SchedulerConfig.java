@@ -28,12 +28,32 @@ import java.time.Duration;
  *                         beside the wake-ups that keep the scheduler's active set current
  * @param maintenanceStatementTimeout  the most one background statement (retention, rollup, publishing)
  *                         may run; past it the duty gives up and tries again at its next run
+ * @param fairShare        what weighted fair queueing shares: job starts ({@link FairShare#JOBS}, the builder's
+ *                         default, deterministic for tests and embedders) or estimated worker time
+ *                         ({@link FairShare#TIME}, the deployment's default through FAIRQ_FAIR_SHARE)
  */
 public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, int maxBatch, int fixedCapacity,
                               Duration busyInterval, Duration idleInterval, Duration standbyPoll,
                               Duration tenantReload, Duration workerLiveness, Duration maintenanceEvery,
                               Duration retention, Duration deadRetention, boolean grants, Duration activeRescan,
-                              Duration maintenanceStatementTimeout) {
+                              Duration maintenanceStatementTimeout, FairShare fairShare) {
+
+    /** What a tenant's share is a share of. */
+    public enum FairShare {
+        /** Job starts: a tenant of weight 2 starts two jobs for each of a tenant of weight 1. */
+        JOBS,
+        /** Worker time: a tenant of weight 2 gets twice the worker seconds, whatever its jobs' lengths. */
+        TIME;
+
+        /** {@code time} or {@code jobs} (FAIRQ_FAIR_SHARE). */
+        public static FairShare parse(String s) {
+            return switch (s.trim().toLowerCase(java.util.Locale.ROOT)) {
+                case "time" -> TIME;
+                case "jobs" -> JOBS;
+                default -> throw new IllegalArgumentException("FAIRQ_FAIR_SHARE must be time or jobs, not '" + s + "'");
+            };
+        }
+    }
 
     /** A few jobs beyond the free threads, so a worker finishing a job finds the next one already admitted. */
     public static final int DEFAULT_MIN_BUFFER = 8;
@@ -94,6 +114,7 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
         b.grants = grants;
         b.activeRescan = activeRescan;
         b.maintenanceStatementTimeout = maintenanceStatementTimeout;
+        b.fairShare = fairShare;
         return b;
     }
 
@@ -114,6 +135,7 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
         private boolean grants = true;
         private Duration activeRescan = DEFAULT_ACTIVE_RESCAN;
         private Duration maintenanceStatementTimeout = DEFAULT_MAINTENANCE_STATEMENT_TIMEOUT;
+        private FairShare fairShare = FairShare.JOBS;
 
         private Builder() {}
 
@@ -131,6 +153,7 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
         public Builder grants(boolean on) { this.grants = on; return this; }
         public Builder activeRescan(Duration d) { this.activeRescan = d; return this; }
         public Builder maintenanceStatementTimeout(Duration d) { this.maintenanceStatementTimeout = d; return this; }
+        public Builder fairShare(FairShare share) { this.fairShare = share; return this; }
 
         /** A fixed buffer: exactly {@code capacity + minBuffer} ready at most, no measured lookahead (tests). */
         public Builder fixedBuffer(int capacity, int minBuffer) {
@@ -146,7 +169,7 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
             }
             return new SchedulerConfig(fair, minBuffer, lookahead, maxBatch, fixedCapacity, busyInterval, idleInterval,
                     standbyPoll, tenantReload, workerLiveness, maintenanceEvery, retention, deadRetention, grants,
-                    activeRescan, maintenanceStatementTimeout);
+                    activeRescan, maintenanceStatementTimeout, fairShare);
         }
     }
 }

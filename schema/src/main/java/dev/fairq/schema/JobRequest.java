@@ -20,10 +20,15 @@ import java.util.regex.Pattern;
  * @param timeout     the time limit of each attempt, whole milliseconds from {@link #MIN_TIMEOUT} to
  *                    {@link #MAX_TIMEOUT}; null means the default of the job's type (see the worker's
  *                    HandlerRegistry)
+ * @param concurrencyKey a shared resource the job uses (1-255 characters): the tenant's {@code concurrency_limits}
+ *                    caps how many jobs of one key are admitted or running at once; null: none
+ * @param fairnessKey the tenant's own customer, project or user (1-255 characters): the tenant's share is split
+ *                    among its keys with jobs waiting (tenant limit {@code key_weights}); null: none
  */
 public record JobRequest(String tenantId, String queue, String type, String payloadJson, int priority,
                          OffsetDateTime runAt, Duration delay, String jobKey, String orderingKey,
-                         Integer maxAttempts, String requestHash, Duration timeout) {
+                         Integer maxAttempts, String requestHash, Duration timeout, String concurrencyKey,
+                         String fairnessKey) {
 
     public static final String DEFAULT_QUEUE = "default";
     public static final int DEFAULT_MAX_ATTEMPTS = 25;
@@ -89,6 +94,12 @@ public record JobRequest(String tenantId, String queue, String type, String payl
         if (orderingKey != null && (orderingKey.isEmpty() || orderingKey.length() > MAX_KEY_LENGTH)) {
             errors.add(new FieldError("ordering_key", "must be 1-" + MAX_KEY_LENGTH + " characters"));
         }
+        if (concurrencyKey != null && (concurrencyKey.isEmpty() || concurrencyKey.length() > MAX_KEY_LENGTH)) {
+            errors.add(new FieldError("concurrency_key", "must be 1-" + MAX_KEY_LENGTH + " characters"));
+        }
+        if (fairnessKey != null && (fairnessKey.isEmpty() || fairnessKey.length() > MAX_KEY_LENGTH)) {
+            errors.add(new FieldError("fairness_key", "must be 1-" + MAX_KEY_LENGTH + " characters"));
+        }
         if (maxAttempts != null && (maxAttempts < MIN_MAX_ATTEMPTS || maxAttempts > MAX_MAX_ATTEMPTS)) {
             errors.add(new FieldError("max_attempts", "must be between " + MIN_MAX_ATTEMPTS + " and " + MAX_MAX_ATTEMPTS));
         }
@@ -122,6 +133,8 @@ public record JobRequest(String tenantId, String queue, String type, String payl
         private Integer maxAttempts;
         private String requestHash;
         private Duration timeout;
+        private String concurrencyKey;
+        private String fairnessKey;
 
         private Builder(String tenantId, String type) {
             this.tenantId = tenantId;
@@ -139,11 +152,15 @@ public record JobRequest(String tenantId, String queue, String type, String payl
         public Builder requestHash(String requestHash) { this.requestHash = requestHash; return this; }
         /** The time limit of each attempt (null: the type's default). */
         public Builder timeout(Duration timeout) { this.timeout = timeout; return this; }
+        /** The shared resource the job uses (see the tenant limit concurrency_limits); null: none. */
+        public Builder concurrencyKey(String concurrencyKey) { this.concurrencyKey = concurrencyKey; return this; }
+        /** The tenant's own customer the job is for (see the tenant limit key_weights); null: none. */
+        public Builder fairnessKey(String fairnessKey) { this.fairnessKey = fairnessKey; return this; }
 
         /** Builds without validating; {@link JobStore} validates again before it writes anything. */
         public JobRequest buildUnchecked() {
             return new JobRequest(tenantId, queue, type, payloadJson, priority, runAt, delay, jobKey, orderingKey,
-                    maxAttempts, requestHash, timeout);
+                    maxAttempts, requestHash, timeout, concurrencyKey, fairnessKey);
         }
 
         public JobRequest build() {

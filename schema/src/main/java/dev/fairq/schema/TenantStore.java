@@ -26,9 +26,9 @@ public final class TenantStore {
     /** A tenant that does not exist yet is created; one that exists keeps its stored (maybe live-changed) limits. */
     static final NamedSql SEED = NamedSql.of("""
             INSERT INTO tenants (id, weight, rate_per_second, burst, max_running, max_queued, paused, webhook_allow,
-                                 max_schedules, min_schedule_interval_s)
+                                 max_schedules, min_schedule_interval_s, concurrency_limits, key_weights)
             VALUES (:id, :weight, :rate_per_second, :burst, :max_running, :max_queued, :paused, :webhook_allow::text[],
-                    :max_schedules, :min_schedule_interval_s)
+                    :max_schedules, :min_schedule_interval_s, :concurrency_limits::jsonb, :key_weights::jsonb)
             ON CONFLICT (id) DO NOTHING
             """);
 
@@ -56,14 +56,14 @@ public final class TenantStore {
 
     static final NamedSql UPSERT = NamedSql.of("""
             INSERT INTO tenants (id, weight, rate_per_second, burst, max_running, max_queued, paused, webhook_allow,
-                                 max_schedules, min_schedule_interval_s)
+                                 max_schedules, min_schedule_interval_s, concurrency_limits, key_weights)
             VALUES (:id, :weight, :rate_per_second, :burst, :max_running, :max_queued, :paused, :webhook_allow::text[],
-                    :max_schedules, :min_schedule_interval_s)
+                    :max_schedules, :min_schedule_interval_s, :concurrency_limits::jsonb, :key_weights::jsonb)
             ON CONFLICT (id) DO UPDATE SET weight = excluded.weight, rate_per_second = excluded.rate_per_second,
                 burst = excluded.burst, max_running = excluded.max_running, max_queued = excluded.max_queued,
                 paused = excluded.paused, webhook_allow = excluded.webhook_allow,
                 max_schedules = excluded.max_schedules, min_schedule_interval_s = excluded.min_schedule_interval_s,
-                updated_at = now()
+                concurrency_limits = excluded.concurrency_limits, key_weights = excluded.key_weights, updated_at = now()
             RETURNING *
             """);
 
@@ -93,7 +93,9 @@ public final class TenantStore {
         return b.set("weight", t.weight()).set("rate_per_second", t.ratePerSecond()).set("burst", t.burst())
                 .set("max_running", t.maxRunning()).set("max_queued", t.maxQueued()).set("paused", t.paused())
                 .set("webhook_allow", t.webhookAllow().toArray(String[]::new))
-                .set("max_schedules", t.maxSchedules()).set("min_schedule_interval_s", t.minScheduleIntervalS());
+                .set("max_schedules", t.maxSchedules()).set("min_schedule_interval_s", t.minScheduleIntervalS())
+                .set("concurrency_limits", TenantLimits.keyMapJson(t.concurrencyLimits()))
+                .set("key_weights", TenantLimits.keyMapJson(t.keyWeights()));
     }
 
     public Optional<TenantsRecord> find(DSLContext ctx, String id) {
