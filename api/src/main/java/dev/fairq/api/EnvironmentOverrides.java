@@ -36,6 +36,10 @@ final class EnvironmentOverrides {
         }
         if ((v = get(env, "FAIRQ_WORKER_THREADS")) != null) c.workerThreads = intIn("FAIRQ_WORKER_THREADS", v, 1, 1000);
         if ((v = get(env, "FAIRQ_DEMO_HANDLERS")) != null) c.demoHandlers = bool("FAIRQ_DEMO_HANDLERS", v);
+        if ((v = get(env, "FAIRQ_FAIR_SHARE")) != null) {
+            dev.fairq.scheduler.SchedulerConfig.FairShare.parse(v); // refused at start-up, naming the variable
+            c.fairShare = v.trim().toLowerCase(java.util.Locale.ROOT);
+        }
         if ((v = get(env, "FAIRQ_LEASE_MS")) != null) c.leaseMs = intIn("FAIRQ_LEASE_MS", v, 1000, 3_600_000);
         if ((v = get(env, "FAIRQ_HEARTBEAT_MS")) != null) c.heartbeatMs = (long) intIn("FAIRQ_HEARTBEAT_MS", v, 100, 1_800_000);
         if ((v = get(env, "FAIRQ_SHUTDOWN_GRACE_MS")) != null) {

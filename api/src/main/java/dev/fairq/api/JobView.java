@@ -19,14 +19,19 @@ public record JobView(long id, String tenant, String queue, String type,
                       @Schema(allowableValues = {"pending", "ready", "running", "succeeded", "dead", "cancelled"})
                       String status, int attempts, int maxAttempts, Instant runAt, String jobKey, String orderingKey,
                       Instant createdAt, Instant startedAt, Instant finishedAt, String lastError, Integer timeoutMs,
-                      Instant cancelRequestedAt) {
+                      Instant cancelRequestedAt,
+                      @Schema(description = "the shared resource it uses (tenant limit concurrency_limits), or null")
+                      String concurrencyKey,
+                      @Schema(description = "the tenant's customer it is for (fair shares within the tenant), or null")
+                      String fairnessKey) {
 
     static JobView of(JobsRecord r) {
         return new JobView(r.getId(), r.getTenantId(), r.getQueue(), r.getType(),
                 r.getPayload() == null ? "null" : r.getPayload().data(), r.getPriority(), r.getStatus().getLiteral(),
                 r.getAttempts(), r.getMaxAttempts(), utc(r.getRunAt()), r.getJobKey(), r.getOrderingKey(),
                 utc(r.getCreatedAt()), utc(r.getStartedAt()), utc(r.getFinishedAt()), r.getLastError(),
-                r.getTimeoutMs(), utc(r.getCancelRequestedAt()));
+                r.getTimeoutMs(), utc(r.getCancelRequestedAt()), r.getConcurrencyKey(),
+                r.getFairnessKey());
     }
 
     static Instant utc(OffsetDateTime t) {

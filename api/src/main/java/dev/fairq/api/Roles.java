@@ -40,7 +40,8 @@ final class Roles {
     static SchedulerService startScheduler(FairqConfiguration fairq, JobStore store, DatabaseTarget db,
                                            ScheduleObserver schedules) {
         SchedulerConfig config = SchedulerConfig.builder().retention(
-                java.time.Duration.ofHours(fairq.retentionHours), java.time.Duration.ofHours(fairq.deadRetentionHours)).build();
+                java.time.Duration.ofHours(fairq.retentionHours), java.time.Duration.ofHours(fairq.deadRetentionHours))
+                .fairShare(SchedulerConfig.FairShare.parse(fairq.fairShare)).build();
         return new SchedulerService(new Scheduler(store, config), new ScheduleFirer(store, schedules), store, config,
                 () -> db.dedicated("fairq-scheduler")).start();
     }
