@@ -45,6 +45,10 @@ final class EnvironmentOverrides {
         if ((v = get(env, "FAIRQ_EFFECT_RETENTION_HOURS")) != null) {
             c.effectRetentionHours = intIn("FAIRQ_EFFECT_RETENTION_HOURS", v, 1, 24 * 3650);
         }
+        if ((v = get(env, "FAIRQ_FAIR_SHARE")) != null) {
+            dev.fairq.scheduler.SchedulerConfig.FairShare.parse(v); // refused at start-up, naming the variable
+            c.fairShare = v.trim().toLowerCase(java.util.Locale.ROOT);
+        }
         if ((v = get(env, "FAIRQ_LEASE_MS")) != null) c.leaseMs = intIn("FAIRQ_LEASE_MS", v, 1000, 3_600_000);
         if ((v = get(env, "FAIRQ_HEARTBEAT_MS")) != null) c.heartbeatMs = (long) intIn("FAIRQ_HEARTBEAT_MS", v, 100, 1_800_000);
         if ((v = get(env, "FAIRQ_SHUTDOWN_GRACE_MS")) != null) {

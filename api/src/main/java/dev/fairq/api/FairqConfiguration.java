@@ -20,6 +20,11 @@ public class FairqConfiguration extends Configuration {
     /** True when the tenants file was named explicitly (then it must exist; the default may be missing). */
     @JsonProperty public boolean tenantsFileRequired;
     @JsonProperty public int workerThreads = 8;
+    /**
+     * What a tenant's weight shares (FAIRQ_FAIR_SHARE): {@code time}, estimated worker time (the deployment's
+     * default: a tenant of 1 s jobs and one of 10 ms jobs get equal worker time), or {@code jobs}, job starts.
+     */
+    @JsonProperty public String fairShare = "time";
     /** A claim's lease (FAIRQ_LEASE_MS); see {@link dev.fairq.worker.WorkerConfig#lease()}. */
     @JsonProperty public long leaseMs = dev.fairq.worker.WorkerConfig.DEFAULT_LEASE.toMillis();
     /** How often leases are renewed (FAIRQ_HEARTBEAT_MS); null: a third of the lease. Under half the lease. */

@@ -31,12 +31,33 @@ import java.time.Duration;
  * @param maxGrants        most admission grants outstanding at once (at least the buffer's worth)
  * @param effectRetention  rows of the side-effect store ({@code JobContext.once}) not written for this long are
  *                         deleted (a re-run later than that would run the effect again)
+ * @param fairShare        what weighted fair queueing shares: job starts ({@link FairShare#JOBS}, the builder's
+ *                         default, deterministic for tests and embedders) or estimated worker time
+ *                         ({@link FairShare#TIME}, the deployment's default through FAIRQ_FAIR_SHARE)
  */
 public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, int maxBatch, int fixedCapacity,
                               Duration busyInterval, Duration idleInterval, Duration standbyPoll,
                               Duration tenantReload, Duration workerLiveness, Duration maintenanceEvery,
                               Duration retention, Duration deadRetention, boolean grants, Duration activeRescan,
-                              Duration maintenanceStatementTimeout, int maxGrants, Duration effectRetention) {
+                              Duration maintenanceStatementTimeout, int maxGrants, Duration effectRetention,
+                              FairShare fairShare) {
+
+    /** What a tenant's share is a share of. */
+    public enum FairShare {
+        /** Job starts: a tenant of weight 2 starts two jobs for each of a tenant of weight 1. */
+        JOBS,
+        /** Worker time: a tenant of weight 2 gets twice the worker seconds, whatever its jobs' lengths. */
+        TIME;
+
+        /** {@code time} or {@code jobs} (FAIRQ_FAIR_SHARE). */
+        public static FairShare parse(String s) {
+            return switch (s.trim().toLowerCase(java.util.Locale.ROOT)) {
+                case "time" -> TIME;
+                case "jobs" -> JOBS;
+                default -> throw new IllegalArgumentException("FAIRQ_FAIR_SHARE must be time or jobs, not '" + s + "'");
+            };
+        }
+    }
 
     /**
      * One grant for each of up to this many quiet, recently active tenants. A grant is a row in
@@ -112,6 +133,7 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
         b.maintenanceStatementTimeout = maintenanceStatementTimeout;
         b.maxGrants = maxGrants;
         b.effectRetention = effectRetention;
+        b.fairShare = fairShare;
         return b;
     }
 
@@ -134,6 +156,7 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
         private Duration maintenanceStatementTimeout = DEFAULT_MAINTENANCE_STATEMENT_TIMEOUT;
         private int maxGrants = DEFAULT_MAX_GRANTS;
         private Duration effectRetention = DEFAULT_EFFECT_RETENTION;
+        private FairShare fairShare = FairShare.JOBS;
 
         private Builder() {}
 
@@ -153,6 +176,7 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
         public Builder maintenanceStatementTimeout(Duration d) { this.maintenanceStatementTimeout = d; return this; }
         public Builder maxGrants(int n) { this.maxGrants = n; return this; }
         public Builder effectRetention(Duration d) { this.effectRetention = d; return this; }
+        public Builder fairShare(FairShare share) { this.fairShare = share; return this; }
 
         /** A fixed buffer: exactly {@code capacity + minBuffer} ready at most, no measured lookahead (tests). */
         public Builder fixedBuffer(int capacity, int minBuffer) {
@@ -168,7 +192,7 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
             }
             return new SchedulerConfig(fair, minBuffer, lookahead, maxBatch, fixedCapacity, busyInterval, idleInterval,
                     standbyPoll, tenantReload, workerLiveness, maintenanceEvery, retention, deadRetention, grants,
-                    activeRescan, maintenanceStatementTimeout, maxGrants, effectRetention);
+                    activeRescan, maintenanceStatementTimeout, maxGrants, effectRetention, fairShare);
         }
     }
 }

@@ -28,6 +28,10 @@ public final class Completion {
      * condition, which lets the planner walk every running job through jobs_lease_idx instead of probing the
      * ids (the lease already implies running: jobs_lease_only_while_running).
      *
+     * <p>A finished job with a concurrency key wakes the scheduler with its tenant: the key has room again, and
+     * the next job behind it should not wait for a timed tick (measured: with 20 keys of limit 2 and 50 ms jobs,
+     * a key's next job waited for the scheduler's idle tick, and the keys ran at a fifth of their limits).
+     *
      * <p>The same statement hands each finished head's ordering key to the key's oldest waiting job, and wakes
      * the scheduler with that job's tenant (the scheduler learns of admissible work only from wake-ups: a
      * promoted head is new work), so the
@@ -46,7 +50,7 @@ public final class Completion {
                 FROM input i
                 WHERE j.id = ANY(i.ids) AND j.locked_by = :worker_id
                   AND j.attempts = i.attempts[array_position(i.ids, j.id)]
-                RETURNING j.id, j.tenant_id, j.ordering_key
+                RETURNING j.id, j.tenant_id, j.ordering_key, j.concurrency_key
             ), keys AS (
                 SELECT DISTINCT tenant_id, ordering_key FROM done WHERE ordering_key IS NOT NULL
             ), promoted AS (
@@ -60,8 +64,11 @@ public final class Completion {
                                   WHERE h.tenant_id = k.tenant_id AND h.ordering_key = k.ordering_key
                                     AND h.key_head AND h.id NOT IN (SELECT id FROM done))
                 RETURNING n.id, pg_notify('fairq_jobs', 't:' || n.tenant_id)
+            ), key_freed AS (
+                SELECT count(pg_notify('fairq_jobs', 't:' || tenant_id)) AS n
+                FROM (SELECT DISTINCT tenant_id FROM done WHERE concurrency_key IS NOT NULL) x
             )
-            SELECT id FROM done
+            SELECT id, (SELECT n FROM key_freed) FROM done
             """);
 
     /**
@@ -96,7 +103,8 @@ public final class Completion {
             FROM f
             WHERE j.id = f.id AND j.attempts = f.attempt AND j.locked_by = :worker_id
             RETURNING j.id, j.tenant_id, j.ordering_key, j.key_head,
-                      CASE WHEN j.status = 'pending' THEN pg_notify('fairq_jobs', 't:' || j.tenant_id) END
+                      CASE WHEN j.status = 'pending' OR j.concurrency_key IS NOT NULL
+                           THEN pg_notify('fairq_jobs', 't:' || j.tenant_id) END
             """);
 
     /**
