@@ -129,7 +129,8 @@ public final class Completion {
      * snoozes + 1, last_error saying it was a snooze. The job keeps key_head, so a snoozed head keeps its
      * ordering key and the next job of the key keeps waiting. A job someone asked to cancel meanwhile ends
      * cancelled and hands its key on. A pending job is admissible work again later: its tenant is named to
-     * the scheduler (which sets a timer for run_at, as for a retry).
+     * the scheduler (which sets a timer for run_at, as for a retry); so is a job with a concurrency key,
+     * whatever its end (its key has room again, as after FAIL).
      */
     static final NamedSql SNOOZE = NamedSql.of("""
             WITH input AS MATERIALIZED (
@@ -150,7 +151,8 @@ public final class Completion {
             WHERE j.id = ANY(i.ids) AND j.locked_by = :worker_id
               AND j.attempts = i.attempts[array_position(i.ids, j.id)]
             RETURNING j.id, j.tenant_id, j.ordering_key, j.status = 'cancelled' AS cancelled,
-                      CASE WHEN j.status = 'pending' THEN pg_notify('fairq_jobs', 't:' || j.tenant_id) END
+                      CASE WHEN j.status = 'pending' OR j.concurrency_key IS NOT NULL
+                           THEN pg_notify('fairq_jobs', 't:' || j.tenant_id) END
             """);
 
     private final QueueClock clock;
