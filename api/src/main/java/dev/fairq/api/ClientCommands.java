@@ -128,6 +128,8 @@ final class ClientCommands {
             line("attempts", j.attempts() + " of " + j.maxAttempts());
             line("job_key", j.jobKey());
             line("ordering_key", j.orderingKey());
+            line("concurrency_key", j.concurrencyKey());
+            line("fairness_key", j.fairnessKey());
             line("created_at", j.createdAt());
             line("run_at", j.runAt());
             line("started_at", j.startedAt());
@@ -155,11 +157,14 @@ final class ClientCommands {
             submit.addArgument("--payload").required(true).help("the payload, any JSON value, e.g. '{\"to\": \"a@b.c\"}'");
             submit.addArgument("--job-key").help("idempotency key: resubmitting answers the first job");
             submit.addArgument("--ordering-key").help("jobs with the same key run one at a time, in order");
+            submit.addArgument("--concurrency-key").help("a shared resource: the tenant's concurrency_limits caps its jobs at once");
+            submit.addArgument("--fairness-key").help("the tenant's customer the job is for: its share is split among them");
             submit.addArgument("--queue").help("default: default");
             submit.addArgument("--priority").type(Integer.class).help("-100 to 100, higher first (default 0)");
             submit.addArgument("--delay-ms").type(Long.class).help("start after this many milliseconds");
             submit.addArgument("--max-attempts").type(Integer.class).help("1 to 1000 (default 25)");
             submit.addArgument("--timeout-ms").type(Long.class).help("time limit of each attempt, 1 ms to 24 h (default: the type's)");
+            submit.addArgument("--payload-version").type(Integer.class).help("the version of the payload's shape, 1 to 1000000 (default 1)");
             for (String a : List.of("get", "cancel", "retry", "explain")) {
                 leaf(actions, a, switch (a) {
                     case "get" -> "show a job";
@@ -184,7 +189,9 @@ final class ClientCommands {
                     NewJob job = NewJob.of(ns.getString("type"), parseJson("--payload", ns.getString("payload")))
                             .jobKey(ns.getString("job_key")).orderingKey(ns.getString("ordering_key"))
                             .queue(ns.getString("queue")).priority(ns.getInt("priority")).delayMs(ns.getLong("delay_ms"))
-                            .maxAttempts(ns.getInt("max_attempts")).timeoutMs(ns.getLong("timeout_ms"));
+                            .maxAttempts(ns.getInt("max_attempts")).timeoutMs(ns.getLong("timeout_ms"))
+                            .payloadVersion(ns.getInt("payload_version"))
+                            .concurrencyKey(ns.getString("concurrency_key")).fairnessKey(ns.getString("fairness_key"));
                     FairqClient.Answer a = client.send("POST", "/v1/jobs", job, job.jobKey() != null);
                     if (json) {
                         print(a.body());
@@ -400,6 +407,9 @@ final class ClientCommands {
             line("webhook_allow", t.webhookAllow().isEmpty() ? "-" : String.join(", ", t.webhookAllow()));
             line("api_rate_per_second", t.apiRatePerSecond());
             line("api_burst", t.apiBurst());
+            line("concurrency_limits", t.concurrencyLimits() == null || t.concurrencyLimits().isEmpty() ? "-"
+                    : t.concurrencyLimits().toString());
+            line("key_weights", t.keyWeights() == null || t.keyWeights().isEmpty() ? "-" : t.keyWeights().toString());
             line("updated_at", t.updatedAt());
         }
     }

@@ -37,6 +37,18 @@ final class EnvironmentOverrides {
         if ((v = get(env, "FAIRQ_WORKER_THREADS")) != null) c.workerThreads = intIn("FAIRQ_WORKER_THREADS", v, 1, 1000);
         if ((v = get(env, "FAIRQ_ADMIN_TASKS")) != null) c.adminTasks = bool("FAIRQ_ADMIN_TASKS", v);
         if ((v = get(env, "FAIRQ_DEMO_HANDLERS")) != null) c.demoHandlers = bool("FAIRQ_DEMO_HANDLERS", v);
+        if ((v = get(env, "FAIRQ_WORKER_QUEUES")) != null) c.workerQueues = queues(v);
+        if ((v = get(env, "FAIRQ_WORKER_RESERVED")) != null) c.workerReserved = reserved(v, c.workerThreads);
+        if ((v = get(env, "FAIRQ_MAX_SNOOZES")) != null) {
+            c.maxSnoozes = intIn("FAIRQ_MAX_SNOOZES", v, 0, dev.fairq.worker.WorkerConfig.MAX_MAX_SNOOZES);
+        }
+        if ((v = get(env, "FAIRQ_EFFECT_RETENTION_HOURS")) != null) {
+            c.effectRetentionHours = intIn("FAIRQ_EFFECT_RETENTION_HOURS", v, 1, 24 * 3650);
+        }
+        if ((v = get(env, "FAIRQ_FAIR_SHARE")) != null) {
+            dev.fairq.scheduler.SchedulerConfig.FairShare.parse(v); // refused at start-up, naming the variable
+            c.fairShare = v.trim().toLowerCase(java.util.Locale.ROOT);
+        }
         if ((v = get(env, "FAIRQ_LEASE_MS")) != null) c.leaseMs = intIn("FAIRQ_LEASE_MS", v, 1000, 3_600_000);
         if ((v = get(env, "FAIRQ_HEARTBEAT_MS")) != null) c.heartbeatMs = (long) intIn("FAIRQ_HEARTBEAT_MS", v, 100, 1_800_000);
         if ((v = get(env, "FAIRQ_SHUTDOWN_GRACE_MS")) != null) {
@@ -114,6 +126,36 @@ final class EnvironmentOverrides {
             // reported below
         }
         throw new IllegalArgumentException(name + " must be a whole number between " + min + " and " + max + ", not '" + v + "'");
+    }
+
+    /** FAIRQ_WORKER_QUEUES: queue names, comma-separated ("urgent,default"). */
+    static java.util.Set<String> queues(String v) {
+        java.util.Set<String> out = new java.util.LinkedHashSet<>();
+        for (String part : v.split(",")) {
+            String q = part.trim();
+            if (q.isEmpty()) continue;
+            if (!q.matches(dev.fairq.schema.JobRequest.NAME_REGEX)) {
+                throw new IllegalArgumentException("FAIRQ_WORKER_QUEUES: '" + q + "' " + dev.fairq.schema.JobRequest.NAME_RULE);
+            }
+            out.add(q);
+        }
+        if (out.isEmpty()) throw new IllegalArgumentException("FAIRQ_WORKER_QUEUES names no queue: '" + v + "' (leave it unset for all)");
+        return out;
+    }
+
+    /** FAIRQ_WORKER_RESERVED: queue=threads pairs, comma-separated ("urgent=2,emails=1"). */
+    static java.util.Map<String, Integer> reserved(String v, int threads) {
+        java.util.Map<String, Integer> out = new java.util.LinkedHashMap<>();
+        for (String part : v.split(",")) {
+            if (part.isBlank()) continue;
+            int eq = part.indexOf('=');
+            String q = eq < 0 ? "" : part.substring(0, eq).trim();
+            if (eq < 0 || !q.matches(dev.fairq.schema.JobRequest.NAME_REGEX)) {
+                throw new IllegalArgumentException("FAIRQ_WORKER_RESERVED: '" + part.trim() + "' must be queue=threads, e.g. urgent=2");
+            }
+            out.put(q, intIn("FAIRQ_WORKER_RESERVED (" + q + ")", part.substring(eq + 1).trim(), 1, threads));
+        }
+        return out;
     }
 
     private static boolean bool(String name, String v) {

@@ -3,6 +3,7 @@ package dev.fairq.api;
 import dev.fairq.scheduler.ScheduleKeys;
 import dev.fairq.scheduler.SchedulerService;
 import dev.fairq.schema.JobQueries;
+import dev.fairq.schema.TenantLimits;
 import dev.fairq.schema.TenantStore;
 import dev.fairq.schema.JobStore;
 import dev.fairq.schema.SchedulerStates;
@@ -23,13 +24,21 @@ import java.util.function.Supplier;
  * Why a job is not running, as one reason with its data. The checks go from the most definite to the
  * least, so the first that holds is the one that keeps the job waiting:
  * <ol>
+ *   <li>{@code unknown_payload_version}: dead because its handler reads neither its payload_version nor can
+ *       upcast it;</li>
  *   <li>{@code not_waiting}: running, or finished (succeeded, dead, cancelled);</li>
- *   <li>{@code scheduled} / {@code backoff}: run_at is in the future (backoff when an attempt failed);</li>
+ *   <li>{@code snoozed} / {@code scheduled} / {@code backoff}: run_at is in the future (snoozed when a handler
+ *       put it back for later, backoff when an attempt failed);</li>
  *   <li>{@code paused}: the tenant is paused;</li>
+ *   <li>{@code no_worker}: no live worker serves its queue and type (it waits, parked, without using attempts);</li>
  *   <li>{@code ordering_blocked}: not its key's turn (behind job Y, or the key is blocked by dead job Y);</li>
  *   <li>{@code ready}: admitted, waiting for a free worker;</li>
  *   <li>{@code concurrency_full}: the tenant's running (+ admitted) jobs are at max_running;</li>
+ *   <li>{@code concurrency_key_full}: the job's concurrency key has as many jobs running (+ admitted) as the
+ *       tenant's concurrency_limits allow it;</li>
  *   <li>{@code rate_limited}: the tenant's token bucket is empty until next_token_at;</li>
+ *   <li>{@code fair_share_key}: a job with a fairness key: the tenant's share is split among its keys with jobs
+ *       waiting, and other keys (or other tenants) have their turn; the key's weight and the keys competing;</li>
  *   <li>{@code fair_share}: other tenants' turn; the tenant's position in the fair order.</li>
  * </ol>
  * Tokens and fair-share position live in the active scheduler's memory: read directly when this process is
@@ -40,6 +49,10 @@ final class Explainer {
     private final JobQueries queries = new JobQueries();
     private final DSLContext db;
     private final Supplier<SchedulerService> localScheduler;
+    /** What a snooze writes into last_error first (Worker): tells a snooze from a failed attempt. */
+    static final String SNOOZED = "snoozed (";
+    /** The scheduler's default: a worker whose heartbeat is older is not live. */
+    static final java.time.Duration WORKER_LIVENESS = dev.fairq.scheduler.SchedulerConfig.DEFAULT_WORKER_LIVENESS;
 
     Explainer(JobStore store, DSLContext db, Supplier<SchedulerService> localScheduler) {
         this.store = store;
@@ -53,8 +66,9 @@ final class Explainer {
      */
     @io.swagger.v3.oas.annotations.media.Schema(name = "Explanation")
     public record Explanation(long jobId, String status,
-                              @io.swagger.v3.oas.annotations.media.Schema(allowableValues = {"not_waiting", "scheduled", "backoff",
-                                      "paused", "ordering_blocked", "ready", "concurrency_full", "rate_limited", "fair_share"})
+                              @io.swagger.v3.oas.annotations.media.Schema(allowableValues = {"not_waiting", "unknown_payload_version",
+                                      "scheduled", "snoozed", "backoff", "paused", "no_worker", "ordering_blocked", "ready",
+                                      "concurrency_full", "concurrency_key_full", "rate_limited", "fair_share_key", "fair_share"})
                               String reason,
                               String message,
                               @io.swagger.v3.oas.annotations.media.Schema(description = "the reason's figures, e.g. run_at, "
@@ -79,6 +93,15 @@ final class Explainer {
         Map<String, Object> data = new LinkedHashMap<>();
         JobStatus status = job.getStatus();
         String st = status.getLiteral();
+        if (status == JobStatus.dead && job.getLastError() != null
+                && job.getLastError().contains(dev.fairq.worker.PayloadVersions.UNKNOWN)) {
+            data.put("payload_version", job.getPayloadVersion());
+            data.put("type", job.getType());
+            data.put("last_error", job.getLastError());
+            return new Explanation(job.getId(), st, "unknown_payload_version", "the job is dead: the handler of type '"
+                    + job.getType() + "' reads neither payload_version " + job.getPayloadVersion()
+                    + " nor can upcast it (retry it once a worker reads it)", data);
+        }
         if (status != JobStatus.pending && status != JobStatus.ready) {
             data.put("attempts", job.getAttempts());
             if (job.getLastError() != null) data.put("last_error", job.getLastError());
@@ -87,6 +110,14 @@ final class Explainer {
         OffsetDateTime now = queries.now(db);
         if (status == JobStatus.pending && job.getRunAt().isAfter(now)) {
             long inMs = java.time.Duration.between(now, job.getRunAt()).toMillis();
+            if (job.getSnoozes() > 0 && job.getLastError() != null && job.getLastError().startsWith(SNOOZED)) {
+                data.put("run_at", job.getRunAt().toInstant());
+                data.put("in_ms", inMs);
+                data.put("snoozes", job.getSnoozes());
+                data.put("reason", job.getLastError());
+                return new Explanation(job.getId(), st, "snoozed", "its handler put it back until "
+                        + job.getRunAt().toInstant() + " (snooze " + job.getSnoozes() + "; no attempt used)", data);
+            }
             if (job.getAttempts() > 0) {
                 data.put("retry_at", job.getRunAt().toInstant());
                 data.put("in_ms", inMs);
@@ -103,6 +134,15 @@ final class Explainer {
         TenantsRecord tenant = new TenantStore().find(db, job.getTenantId()).orElse(null);
         if (tenant.getPaused()) {
             return new Explanation(job.getId(), st, "paused", "the tenant is paused: jobs are accepted but none start", data);
+        }
+        if (status == JobStatus.pending && job.getNoWorkerSince() != null) {
+            data.put("queue", job.getQueue());
+            data.put("type", job.getType());
+            data.put("since", job.getNoWorkerSince().toInstant());
+            data.put("live_workers", store.leases().liveRoutes(db, WORKER_LIVENESS).size());
+            return new Explanation(job.getId(), st, "no_worker", "no live worker serves queue '" + job.getQueue()
+                    + "' and type '" + job.getType() + "' (since " + job.getNoWorkerSince().toInstant()
+                    + "); the job waits without using attempts until one registers", data);
         }
         if (status == JobStatus.pending && job.getOrderingKey() != null && !job.getKeyHead()) {
             data.put("ordering_key", job.getOrderingKey());
@@ -130,6 +170,19 @@ final class Explainer {
             return new Explanation(job.getId(), st, "concurrency_full", "the tenant has " + stats.running()
                     + " jobs running (and " + stats.ready() + " admitted) of max_running " + tenant.getMaxRunning(), data);
         }
+        Integer keyLimit = job.getConcurrencyKey() == null ? null
+                : TenantLimits.keyMap(tenant.getConcurrencyLimits()).get(job.getConcurrencyKey());
+        if (keyLimit != null) {
+            long active = queries.keyActive(db, job.getTenantId(), job.getConcurrencyKey());
+            if (active >= keyLimit) {
+                data.put("concurrency_key", job.getConcurrencyKey());
+                data.put("key_running_or_admitted", active);
+                data.put("key_limit", keyLimit);
+                return new Explanation(job.getId(), st, "concurrency_key_full", "concurrency key '"
+                        + job.getConcurrencyKey() + "' has " + active + " jobs running or admitted of its limit "
+                        + keyLimit + "; the tenant's other keys go on meanwhile", data);
+            }
+        }
         Optional<SchedulerStates.State> sched = schedulerState(job.getTenantId());
         if (sched.isPresent() && sched.get().tokensAvailable() < 1) {
             SchedulerStates.State s = sched.get();
@@ -149,6 +202,16 @@ final class Explainer {
             if (s.updatedAt() != null) data.put("scheduler_state_at", s.updatedAt().toInstant());
         });
         if (sched.isEmpty()) data.put("scheduler", "no scheduler state yet (is a scheduler running?)");
+        if (job.getFairnessKey() != null) {
+            long keys = queries.activeFairnessKeys(db, job.getTenantId(), 1_000);
+            int keyWeight = TenantLimits.keyMap(tenant.getKeyWeights()).getOrDefault(job.getFairnessKey(), 1);
+            data.put("fairness_key", job.getFairnessKey());
+            data.put("key_weight", keyWeight);
+            data.put("competing_keys", keys);
+            return new Explanation(job.getId(), st, "fair_share_key", "the tenant's share is split among its "
+                    + keys + " fairness keys with jobs waiting (this one, '" + job.getFairnessKey() + "', weighs "
+                    + keyWeight + "), and tenants share by weight: other keys' or tenants' turn", data);
+        }
         return new Explanation(job.getId(), st, "fair_share", "other tenants' turn: admission is shared by weight"
                 + sched.map(s -> s.position() == null ? "" : "; the tenant is at position " + s.position() + " of "
                 + s.competing()).orElse(""), data);

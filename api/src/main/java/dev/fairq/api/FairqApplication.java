@@ -127,6 +127,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         DashboardFigures dashboards = new DashboardFigures(db, schedules);
         env.jersey().register(new DashboardResource(dashboards));
         env.jersey().register(new AdminOverviewResource(dashboards));
+        env.jersey().register(new AdminWorkersResource(store, db));
         env.jersey().register(new DashboardPages());
         env.jersey().register(new SchedulesResource(schedules, db));
         env.jersey().register(new SchedulesResource.Admin(schedules, db));

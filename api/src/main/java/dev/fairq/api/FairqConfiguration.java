@@ -20,6 +20,11 @@ public class FairqConfiguration extends Configuration {
     /** True when the tenants file was named explicitly (then it must exist; the default may be missing). */
     @JsonProperty public boolean tenantsFileRequired;
     @JsonProperty public int workerThreads = 8;
+    /**
+     * What a tenant's weight shares (FAIRQ_FAIR_SHARE): {@code time}, estimated worker time (the deployment's
+     * default: a tenant of 1 s jobs and one of 10 ms jobs get equal worker time), or {@code jobs}, job starts.
+     */
+    @JsonProperty public String fairShare = "time";
     /** A claim's lease (FAIRQ_LEASE_MS); see {@link dev.fairq.worker.WorkerConfig#lease()}. */
     @JsonProperty public long leaseMs = dev.fairq.worker.WorkerConfig.DEFAULT_LEASE.toMillis();
     /** How often leases are renewed (FAIRQ_HEARTBEAT_MS); null: a third of the lease. Under half the lease. */
@@ -33,6 +38,14 @@ public class FairqConfiguration extends Configuration {
     /** Dead jobs (the dead-letter queue) are kept this long. */
     @JsonProperty public int deadRetentionHours = 24 * 7;
     @JsonProperty public boolean demoHandlers;
+    /** The queues this process's worker serves (FAIRQ_WORKER_QUEUES, comma-separated); null: every queue. */
+    @JsonProperty public java.util.Set<String> workerQueues;
+    /** Worker threads kept for a queue's jobs (FAIRQ_WORKER_RESERVED, "urgent=2,emails=1"). */
+    @JsonProperty public java.util.Map<String, Integer> workerReserved = java.util.Map.of();
+    /** The most snoozes of one job (FAIRQ_MAX_SNOOZES); past it a snooze fails the attempt. */
+    @JsonProperty public int maxSnoozes = dev.fairq.worker.WorkerConfig.DEFAULT_MAX_SNOOZES;
+    /** Side-effect keys (JobContext.once) not written for this long are deleted (FAIRQ_EFFECT_RETENTION_HOURS). */
+    @JsonProperty public int effectRetentionHours = 24 * 7;
     /** Largest accepted job payload, serialized, in bytes (413 beyond it). */
     @JsonProperty public int maxPayloadBytes = 64 * 1024;
     /** Connections of the API's pool (the worker and scheduler have their own). */

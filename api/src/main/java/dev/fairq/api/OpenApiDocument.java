@@ -196,6 +196,13 @@ public final class OpenApiDocument {
                 case HOST_LIST -> {
                     if (p instanceof ArraySchema a && a.getItems() != null) a.getItems().setMaxLength((int) l.max());
                 }
+                case KEY_MAP -> {
+                    p.setType("object");
+                    p.setMaxProperties(TenantLimit.MAX_MAP_ENTRIES);
+                    p.setAdditionalProperties(new io.swagger.v3.oas.models.media.IntegerSchema()
+                            .minimum(BigDecimal.valueOf(l.min())).maximum(BigDecimal.valueOf(l.max())));
+                    p.setDescription("default {} (none); keys of 1-" + TenantLimit.MAX_MAP_KEY_LENGTH + " characters");
+                }
                 default -> { }
             }
         }

@@ -40,7 +40,9 @@ final class Roles {
     static SchedulerService startScheduler(FairqConfiguration fairq, JobStore store, DatabaseTarget db,
                                            ScheduleObserver schedules) {
         SchedulerConfig config = SchedulerConfig.builder().retention(
-                java.time.Duration.ofHours(fairq.retentionHours), java.time.Duration.ofHours(fairq.deadRetentionHours)).build();
+                java.time.Duration.ofHours(fairq.retentionHours), java.time.Duration.ofHours(fairq.deadRetentionHours))
+                .effectRetention(java.time.Duration.ofHours(fairq.effectRetentionHours))
+                .fairShare(SchedulerConfig.FairShare.parse(fairq.fairShare)).build();
         return new SchedulerService(new Scheduler(store, config), new ScheduleFirer(store, schedules), store, config,
                 () -> db.dedicated("fairq-scheduler")).start();
     }
@@ -61,7 +63,8 @@ final class Roles {
         return WorkerConfig.builder().threads(config.workerThreads)
                 .lease(lease, config.heartbeatMs != null ? java.time.Duration.ofMillis(config.heartbeatMs) : lease.dividedBy(3))
                 .shutdownGrace(java.time.Duration.ofMillis(config.shutdownGraceMs))
-                .defaultTimeout(java.time.Duration.ofMillis(config.jobTimeoutMs)).build();
+                .defaultTimeout(java.time.Duration.ofMillis(config.jobTimeoutMs))
+                .queues(config.workerQueues).reserved(config.workerReserved).maxSnoozes(config.maxSnoozes).build();
     }
 
     /**

@@ -27,7 +27,9 @@ public record TenantLimitsChange(
         @Limit(TenantLimit.MAX_SCHEDULES) Integer maxSchedules,
         @Limit(TenantLimit.MIN_SCHEDULE_INTERVAL_S) Integer minScheduleIntervalS,
         @Limit(TenantLimit.API_RATE_PER_SECOND) Double apiRatePerSecond,
-        @Limit(TenantLimit.API_BURST) Integer apiBurst) implements RequestBody {
+        @Limit(TenantLimit.API_BURST) Integer apiBurst,
+        @Limit(TenantLimit.CONCURRENCY_LIMITS) Map<String, Object> concurrencyLimits,
+        @Limit(TenantLimit.KEY_WEIGHTS) Map<String, Object> keyWeights) implements RequestBody {
 
     /** The limits given, field -> value in their stored form (as {@link TenantLimit#accept} returns it). */
     Map<String, Object> given() {
@@ -43,6 +45,8 @@ public record TenantLimitsChange(
         put(out, TenantLimit.MIN_SCHEDULE_INTERVAL_S, minScheduleIntervalS);
         put(out, TenantLimit.API_RATE_PER_SECOND, apiRatePerSecond);
         put(out, TenantLimit.API_BURST, apiBurst);
+        put(out, TenantLimit.CONCURRENCY_LIMITS, concurrencyLimits);
+        put(out, TenantLimit.KEY_WEIGHTS, keyWeights);
         return out;
     }
 

@@ -54,4 +54,28 @@ class EnvironmentOverridesTest {
                 () -> worker(Map.of("FAIRQ_LEASE_MS", "10000", "FAIRQ_HEARTBEAT_MS", "5000")));
         assertTrue(e.getMessage().contains("FAIRQ_HEARTBEAT_MS (5000) must be under half of FAIRQ_LEASE_MS (10000)"), e.getMessage());
     }
+
+    @Test
+    void queuesReservationsAndMaxSnoozesComeFromTheEnvironment() {
+        WorkerConfig c = worker(Map.of("FAIRQ_WORKER_THREADS", "4", "FAIRQ_WORKER_QUEUES", "urgent, default",
+                "FAIRQ_WORKER_RESERVED", "urgent=2", "FAIRQ_MAX_SNOOZES", "7"));
+        assertEquals(java.util.Set.of("urgent", "default"), c.queues());
+        assertEquals(Map.of("urgent", 2), c.reserved());
+        assertEquals(2, c.sharedThreads());
+        assertEquals(7, c.maxSnoozes());
+        WorkerConfig all = worker(Map.of());
+        assertEquals(null, all.queues(), "every queue");
+        assertEquals(Map.of(), all.reserved());
+        assertEquals(WorkerConfig.DEFAULT_MAX_SNOOZES, all.maxSnoozes());
+        for (Map<String, String> env : java.util.List.of(Map.of("FAIRQ_WORKER_QUEUES", "bad queue"),
+                Map.of("FAIRQ_WORKER_QUEUES", " , "), Map.of("FAIRQ_WORKER_RESERVED", "urgent"),
+                Map.of("FAIRQ_WORKER_RESERVED", "urgent=99"), Map.of("FAIRQ_MAX_SNOOZES", "-1"))) {
+            String name = env.keySet().iterator().next();
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> worker(env), env.toString());
+            assertTrue(e.getMessage().startsWith(name), e.getMessage());
+        }
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> worker(Map.of("FAIRQ_WORKER_QUEUES", "bulk", "FAIRQ_WORKER_RESERVED", "urgent=1")));
+        assertTrue(e.getMessage().contains("queue 'urgent' has reserved threads but is not among the queues served"), e.getMessage());
+    }
 }

@@ -221,6 +221,50 @@ class JobsApiTest {
         assertNull(app.call("GET", "/v1/jobs/" + waiting, key, null).body().get("started_at").textValue());
     }
 
+    /**
+     * payload_version over the API: stored and answered, 422 out of range, part of a job_key replay's identity;
+     * a version its handler does not read dead-letters at once and explain says why; a type no live worker
+     * serves waits (explain: no_worker) with no attempt used.
+     */
+    @Test
+    void payloadVersionIsStoredAndAnUnknownOneIsExplainedAsANoWorkerTypeIs() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("ver"));
+        TestApp.Res v2 = app.call("POST", "/v1/jobs", key,
+                "{\"type\": \"record\", \"payload\": {}, \"payload_version\": 2, \"job_key\": \"v\"}");
+        assertEquals(201, v2.status(), v2.toString());
+        assertEquals(2, v2.body().get("payload_version").asInt());
+        assertEquals(0, v2.body().get("snoozes").asInt());
+        assertEquals(409, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"job_key\": \"v\"}").status(),
+                "the same job_key with another payload_version is another request");
+        assertEquals(1, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}").body()
+                .get("payload_version").asInt(), "default 1");
+        TestApp.Res bad = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"payload_version\": 0}");
+        assertEquals(422, bad.status());
+        assertEquals("payload_version", bad.body().get("errors").get(0).get("field").asText());
+
+        // record reads version 1 only: version 2 is a permanent error naming it
+        long id = v2.body().get("id").asLong();
+        await().atMost(Duration.ofSeconds(20)).until(() ->
+                app.call("GET", "/v1/jobs/" + id, key, null).body().get("status").asText().equals("dead"));
+        TestApp.Res job = app.call("GET", "/v1/jobs/" + id, key, null);
+        assertEquals(1, job.body().get("attempts").asInt());
+        assertTrue(job.body().get("last_error").asText().contains("unknown payload_version 2 for type 'record'"),
+                job.body().toString());
+        TestApp.Res why = app.call("GET", "/v1/jobs/" + id + "/explain", key, null);
+        assertEquals("unknown_payload_version", why.body().get("reason").asText(), why.body().toString());
+        assertEquals(2, why.body().get("data").get("payload_version").asInt());
+
+        long orphan = app.call("POST", "/v1/jobs", key, "{\"type\": \"nobody-runs-this\", \"payload\": {}}")
+                .body().get("id").asLong();
+        await().atMost(Duration.ofSeconds(20)).until(() ->
+                app.call("GET", "/v1/jobs/" + orphan + "/explain", key, null).body().get("reason").asText().equals("no_worker"));
+        TestApp.Res waiting = app.call("GET", "/v1/jobs/" + orphan, key, null);
+        assertEquals("pending", waiting.body().get("status").asText());
+        assertEquals(0, waiting.body().get("attempts").asInt());
+        assertEquals("nobody-runs-this", app.call("GET", "/v1/jobs/" + orphan + "/explain", key, null).body()
+                .get("data").get("type").asText());
+    }
+
     @Test
     void explainSaysRateLimitedWhenTheBucketIsEmpty() {
         String tenant = TestApp.uniqueTenant("rate");

@@ -54,7 +54,7 @@ class JsonBodyReaderTest {
         Map<String, String> e = errors("{\"type\": \"\", \"priority\": 1000, \"run_at\": \"2030-01-01T00:00:00Z\", \"delay_ms\": 5, "
                 + "\"job_key\": \"\", \"tenant\": \"other\", \"colour\": 1}", JobSubmission.class);
         assertEquals("the tenant comes from the API key, not the body", e.get("tenant"));
-        assertEquals("unknown field (expected one of delay_ms, job_key, max_attempts, ordering_key, payload, priority, queue, run_at, timeout_ms, type)", e.get("colour"));
+        assertEquals("unknown field (expected one of concurrency_key, delay_ms, fairness_key, job_key, max_attempts, ordering_key, payload, payload_version, priority, queue, run_at, timeout_ms, type)", e.get("colour"));
         assertEquals("is required", e.get("type"), "one error for an empty type, not also its pattern");
         assertEquals("is required (any JSON value, e.g. {})", e.get("payload"));
         assertEquals("must be between -100 and 100", e.get("priority"));
@@ -106,7 +106,7 @@ class JsonBodyReaderTest {
         List<String> change = Arrays.stream(TenantLimitsChange.class.getRecordComponents())
                 .map(c -> MAPPER.getPropertyNamingStrategy() instanceof PropertyNamingStrategies.NamingBase n ? n.translate(c.getName()) : c.getName()).toList();
         assertEquals(TenantLimit.fields(), change);
-        List<String> answer = MAPPER.convertValue(new TenantView.Limits(1, 1, 1, 1, 1, false, List.of(), 1, 60, 1, 1), Map.class).keySet().stream().map(String::valueOf).toList();
+        List<String> answer = MAPPER.convertValue(new TenantView.Limits(1, 1, 1, 1, 1, false, List.of(), 1, 60, 1, 1, Map.of(), Map.of()), Map.class).keySet().stream().map(String::valueOf).toList();
         assertEquals(TenantLimit.fields(), answer);
     }
 }

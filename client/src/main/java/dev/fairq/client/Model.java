@@ -16,11 +16,14 @@ public final class Model {
     /**
      * A job. {@code status}: pending, ready, running, succeeded, dead or cancelled. {@code cancelRequestedAt} is
      * set once someone cancelled it while it ran (a cancel answered 202: the job is stopping).
+     * {@code payloadVersion}: the version of the payload's shape (1 unless submitted otherwise); {@code snoozes}:
+     * how often a handler put the job back for later without using an attempt.
      */
     public record Job(long id, String tenant, String queue, String type, JsonNode payload, int priority, String status,
                       int attempts, int maxAttempts, Instant runAt, String jobKey, String orderingKey, Instant createdAt,
                       Instant startedAt, Instant finishedAt, String lastError, Long timeoutMs,
-                      Instant cancelRequestedAt) {}
+                      Instant cancelRequestedAt, Integer payloadVersion, Integer snoozes, String concurrencyKey,
+                      String fairnessKey) {}
 
     /** A page of jobs, newest first; {@code next} is null on the last page. */
     public record JobPage(List<Job> jobs, String next) {}
@@ -31,9 +34,10 @@ public final class Model {
     /** Why a job is not running: {@code reason} (e.g. rate_limited), a sentence, and the reason's figures. */
     public record Explanation(long jobId, String status, String reason, String message, JsonNode data) {}
 
-    /** A tenant's limits, by their API names. */
+    /** A tenant's limits, by their API names ({@code concurrencyLimits}: key -> most jobs of it at once). */
     public record Limits(int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued, boolean paused,
-                         List<String> webhookAllow) {}
+                         List<String> webhookAllow, java.util.Map<String, Integer> concurrencyLimits,
+                         java.util.Map<String, Integer> keyWeights) {}
 
     /** GET /v1/stats: the caller's counts (the recent ones over five minutes) and limits. */
     public record Stats(String tenant, long pending, long ready, long running,
@@ -43,6 +47,7 @@ public final class Model {
 
     public record Tenant(String id, int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued,
                          boolean paused, List<String> webhookAllow, double apiRatePerSecond, int apiBurst,
+                         java.util.Map<String, Integer> concurrencyLimits, java.util.Map<String, Integer> keyWeights,
                          Instant createdAt, Instant updatedAt) {}
 
     /** An admin token as listed: never the token itself. */

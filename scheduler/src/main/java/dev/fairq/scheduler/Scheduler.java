@@ -6,6 +6,7 @@ import dev.fairq.schema.QueueClock;
 import dev.fairq.schema.SchedulerStates;
 import dev.fairq.schema.TenantLimits;
 import dev.fairq.schema.TenantStore;
+import dev.fairq.schema.WorkerRoute;
 import dev.fairq.schema.generated.tables.records.TenantsRecord;
 import org.jooq.DSLContext;
 
@@ -73,6 +74,30 @@ public final class Scheduler {
     private Map<String, Integer> positions = Map.of();
     private int competing;
     private final TickStats tickStats = new TickStats();
+    /** Routing: the live workers' routes, read every {@link #ROUTES_EVERY_NANOS}; the set of them as last seen. */
+    private List<WorkerRoute.Live> routes = List.of();
+    private Set<WorkerRoute> routeSet;
+    private long routesReadAt = Long.MIN_VALUE;
+    /** The live routes changed and parked jobs may have a worker now: un-park in batches until done. */
+    private boolean unparkPending;
+    /** Whether a live worker serves a queue and type, per pair met since the routes were last read. */
+    private final Map<String, Boolean> routableCache = new HashMap<>();
+    /** Candidates of this round that no live worker can run, and their tenants (parked after the fetch). */
+    private final Set<Long> toPark = new LinkedHashSet<>();
+    private final Set<String> parkedTenants = new HashSet<>();
+    /** Shares by worker time: estimates and charges (null when shares are by jobs). */
+    private final WorkerTimeCosts costs;
+    /** Where the next read of finished attempts starts (database time), and when (monotonic) it was made. */
+    private OffsetDateTime finishedReadUntil;
+    private long finishedReadAt = Long.MIN_VALUE;
+    /** Tenants seen with jobs ready or running, and when last (monotonic): whose finished attempts to read. */
+    private final Map<String, Long> seenBusy = new HashMap<>();
+    /**
+     * Tenants taken out of the active set while a concurrency key of theirs was full, with those keys: the
+     * LOAD of every tick counts each key's ready and running jobs, and the tenant comes back as soon as one of
+     * them has room (a completion is the wake-up). Cost: the tenants held by a key, and their full keys.
+     */
+    private final Map<String, Set<String>> heldByKeys = new HashMap<>();
 
     /** A grant goes to a tenant active this recently, and is taken back when unused this long. */
     static final long GRANT_WINDOW_NANOS = 60_000_000_000L;
@@ -83,6 +108,13 @@ public final class Scheduler {
      */
     static final int GRANT_PASS_EVERY_TENANTS = 1_000;
     static final long GRANT_PASS_EVERY_NANOS = 20_000_000L;
+    /**
+     * With shares by worker time, finished attempts are read this often: corrections land within it plus the
+     * read's one-second lag, and the read costs one index range per busy tenant (4 reads a second).
+     */
+    static final long FINISHED_READ_EVERY_NANOS = 250_000_000L;
+    /** A tenant's finished attempts are read this long after it was last seen busy (covers the lag). */
+    static final long BUSY_MEMORY_NANOS = 3_000_000_000L;
     /** How often idle tenants are looked for in the cache (a pass over the cache, which holds the active ones). */
     static final long EVICTION_EVERY_NANOS = 1_000_000_000L;
     /**
@@ -95,6 +127,14 @@ public final class Scheduler {
     static final java.time.Duration TENANT_CHANGE_OVERLAP = java.time.Duration.ofSeconds(5);
     /** Every cached tenant is re-read at least this often, a slice at each reload, whatever updated_at says. */
     static final long TENANT_SWEEP_NANOS = 60_000_000_000L;
+
+    /**
+     * The live routes are re-read once a second: a worker that starts is served within a second of its
+     * registration, and the read costs one row per live worker process.
+     */
+    static final long ROUTES_EVERY_NANOS = 1_000_000_000L;
+    /** Parked jobs un-parked per statement when a worker brings their route (a few ms of database time). */
+    static final int UNPARK_BATCH = 5000;
 
     private record Timer(long dueNanos, String tenantId) {}
 
@@ -120,6 +160,7 @@ public final class Scheduler {
         this.config = config;
         this.policy = config.fair() ? new WeightedFairAdmission() : new FifoAdmission();
         this.clock = store.clock();
+        this.costs = config.fair() && config.fairShare() == SchedulerConfig.FairShare.TIME ? new WorkerTimeCosts() : null;
     }
 
     /** Forget everything (a new term as leader): state is rebuilt from the tables at the next tick. */
@@ -139,7 +180,17 @@ public final class Scheduler {
         grantsAfterLastTick = Set.of();
         positions = Map.of();
         competing = 0;
+        routes = List.of();
+        routableCache.clear();
+        routeSet = null;
+        routesReadAt = Long.MIN_VALUE;
+        unparkPending = false;
         policy.reset();
+        seenBusy.clear();
+        heldByKeys.clear();
+        finishedReadUntil = null;
+        finishedReadAt = Long.MIN_VALUE;
+        if (costs != null) costs.reset();
     }
 
     /** Wake-ups that name a tenant: 't:' + the tenant id (see V7__tenant_scale.sql). */
@@ -242,7 +293,10 @@ public final class Scheduler {
             if (timerOf.remove(due.tenantId(), due.dueNanos())) maybeWork.add(due.tenantId());
         }
         Admission.QueueLoad load = store.load(ctx, config.workerLiveness());
+        refreshRoutes(ctx, now);
         refreshLimits(ctx, now, load);
+        releaseKeyHolds(load);
+        if (costs != null) settleFinished(ctx, now, load);
 
         List<String> pausedWithReady = new ArrayList<>();
         int unadmitted = 0;
@@ -254,6 +308,7 @@ public final class Scheduler {
             }
         }
         store.admission().unadmitPaused(ctx, pausedWithReady);
+        unadmitted += unadmitUnroutable(ctx, load, pausedWithReady);
 
         Map<String, Double> grants = keepValidGrants(ctx, now, load);
         int capacity = config.fixedCapacity() > 0 ? config.fixedCapacity() : load.workerCapacity();
@@ -292,6 +347,7 @@ public final class Scheduler {
                 boolean wasPaused = t.limits().paused();
                 t.update(TenantLimits.of(r));
                 if (wasPaused && !t.limits().paused()) maybeWork.add(t.id()); // its jobs may start again
+                if (heldByKeys.remove(t.id()) != null) maybeWork.add(t.id()); // a key limit may have grown
             }
             tenantsReadAt = changes.readAt();
             tenantsLoadedAt = now;
@@ -303,7 +359,9 @@ public final class Scheduler {
         addMissing(missing, load.grantAgeSeconds().keySet());
         if (missing.isEmpty()) return;
         for (TenantsRecord r : tenantStore.byIds(ctx, missing)) {
-            tenants.put(r.getId(), new TenantState(TenantLimits.of(r), clock::nanoTime));
+            TenantState t = new TenantState(TenantLimits.of(r), clock::nanoTime);
+            if (costs != null) t.unitCost = t.lastCharge = costs.tenantMean(t);
+            tenants.put(r.getId(), t);
             missing.remove(r.getId());
         }
         maybeWork.removeAll(missing); // a tenant deleted meanwhile has nothing to admit
@@ -324,6 +382,59 @@ public final class Scheduler {
         List<String> slice = sweep.subList(swept, swept + n);
         swept += n;
         return slice;
+    }
+
+    /**
+     * Routing: the live workers' routes, re-read every {@link #ROUTES_EVERY_NANOS}. When they changed (a worker
+     * came, went or changed what it serves; and at the start of a term), parked jobs that a live worker can run
+     * now are un-parked, a batch per tick, and their tenants become work again. Cost: the live worker
+     * processes, and the parked jobs of the routes that came, once.
+     */
+    private void refreshRoutes(DSLContext ctx, long now) {
+        if (routesReadAt == Long.MIN_VALUE || now - routesReadAt >= ROUTES_EVERY_NANOS) {
+            routes = store.leases().liveRoutes(ctx, config.workerLiveness());
+            routesReadAt = now;
+            routableCache.clear();
+            Set<WorkerRoute> set = new HashSet<>();
+            for (WorkerRoute.Live w : routes) set.add(w.route());
+            if (!set.equals(routeSet)) unparkPending = true;
+            routeSet = set;
+        }
+        if (unparkPending) {
+            List<String> tenantsOfUnparked = store.admission().unpark(ctx, routes, UNPARK_BATCH);
+            maybeWork.addAll(tenantsOfUnparked);
+            unparkPending = tenantsOfUnparked.size() >= UNPARK_BATCH;
+        }
+    }
+
+    /** True while some live worker cannot run everything: only then is a job's route checked. */
+    private boolean routingRestricts() {
+        if (routes.isEmpty()) return false;
+        for (WorkerRoute.Live w : routes) if (w.route().queues() == null && w.route().types() == null) return false;
+        return true;
+    }
+
+    /** One lookup per candidate: the answer per (queue, type) is kept until the routes are read again. */
+    private boolean routable(String queue, String type) {
+        return routableCache.computeIfAbsent(queue + '\u0000' + type, k -> WorkerRoute.anyServes(routes, queue, type));
+    }
+
+    /**
+     * Ready jobs no live worker can run (a grant inserted one, or the only worker serving them died) go back to
+     * pending, parked. Reads nothing more than LOAD did; returns how many left the buffer.
+     */
+    private int unadmitUnroutable(DSLContext ctx, Admission.QueueLoad load, List<String> pausedHandled) {
+        if (!routingRestricts() || load.readyGroups().isEmpty()) return 0;
+        List<Admission.ReadyGroup> stranded = new ArrayList<>();
+        int jobs = 0;
+        for (Admission.ReadyGroup g : load.readyGroups()) {
+            if (pausedHandled.contains(g.tenantId()) || routable(g.queue(), g.type())) continue;
+            stranded.add(g);
+            jobs += g.count();
+        }
+        if (stranded.isEmpty()) return 0;
+        store.admission().unadmitUnroutable(ctx, stranded);
+        return jobs;
     }
 
     private void addMissing(Set<String> missing, Collection<String> ids) {
@@ -368,11 +479,24 @@ public final class Scheduler {
         if (limits.isEmpty()) limitsOf(maybeWork, load, grants, wanted, newcomersOnly, limits, nextToken);
         if (limits.isEmpty()) return TickResult.none(newcomersOnly ? 0 : wanted, nextToken[0]);
 
-        Candidates fetched = fetchCandidates(ctx, limits, wanted, load.nextRank());
+        Map<String, Map<String, Integer>> keyRooms = keyRooms(limits.keySet(), load);
+        Map<Long, Admission.Candidate> jobs = new HashMap<>();
+        AdmissionPolicy.Cost cost = costs == null ? AdmissionPolicy.Cost.PER_JOB
+                : (t, id) -> costs.estimate(t, jobs.get(id).type());
+        Map<String, List<KeyStep>> keySteps = new HashMap<>();
+        Candidates fetched = fetchCandidates(ctx, limits, keyRooms, wanted, load.nextRank(), jobs, cost, keySteps);
         Map<String, List<Long>> candidates = fetched.byTenant();
-        List<AdmissionPolicy.Pick> picks = policy.choose(candidates, tenants, wanted, load.nextRank(), load.lastRank());
-        forgetEmpty(ctx, now, fetched, picks);
-        if (picks.isEmpty()) return TickResult.none(newcomersOnly ? 0 : wanted, nextToken[0]);
+        List<AdmissionPolicy.Pick> picks = policy.choose(candidates, tenants, wanted, load.nextRank(), load.lastRank(), cost);
+        commitKeySteps(picks, keySteps);
+        forgetEmpty(ctx, now, fetched, picks, keyRooms);
+        // jobs parked this round may have hidden admissible ones behind them: come back soon (saturated)
+        boolean parkedSome = parkUnroutable(ctx);
+        if (picks.isEmpty()) {
+            return new TickResult(newcomersOnly ? 0 : wanted, 0, List.of(), nextToken[0], parkedSome && !newcomersOnly);
+        }
+        if (costs != null) {
+            for (AdmissionPolicy.Pick p : picks) costs.charged(tenants.get(p.tenantId()), fetched.job(p.jobId()).type(), p.cost());
+        }
 
         // Tokens are taken for every pick before the write: a pick that then drops out (cancelled meanwhile)
         // costs its tenant a token, which can only make the rate bound tighter, never looser.
@@ -392,7 +516,7 @@ public final class Scheduler {
         Set<Long> admittedSet = new HashSet<>(admitted);
         for (Long id : ids) if (admittedSet.contains(id)) admittedTenants.add(tenantOf.get(id));
         return new TickResult(newcomersOnly ? 0 : wanted, admitted.size(), admittedTenants, nextToken[0],
-                fetched.cutShort() && admitted.size() < wanted);
+                (fetched.cutShort() || parkedSome) && admitted.size() < wanted);
     }
 
     /** How many tenants a round's short list holds at the least (twice the jobs wanted, or this). */
@@ -442,19 +566,94 @@ public final class Scheduler {
     /**
      * A tenant whose probe returned fewer jobs than asked, all of which this round picked, has nothing more due
      * now: it leaves the set of tenants that may have work, and gets a timer when its next job is due later
-     * (one probe for all of them). New work brings it back by a wake-up.
+     * (one probe for all of them). New work brings it back by a wake-up. A tenant one of whose concurrency keys
+     * is full after this round (its room was 0, or this round's picks filled it) may have jobs waiting behind
+     * the key that the probe did not read: it is held by those keys and comes back when one has room.
      */
-    private void forgetEmpty(DSLContext ctx, long now, Candidates fetched, List<AdmissionPolicy.Pick> picks) {
+    private void forgetEmpty(DSLContext ctx, long now, Candidates fetched, List<AdmissionPolicy.Pick> picks,
+                             Map<String, Map<String, Integer>> keyRooms) {
         Map<String, Integer> picked = new HashMap<>();
-        for (AdmissionPolicy.Pick p : picks) picked.merge(p.tenantId(), 1, Integer::sum);
+        Map<String, Map<String, Integer>> pickedPerKey = new HashMap<>();
+        for (AdmissionPolicy.Pick p : picks) {
+            picked.merge(p.tenantId(), 1, Integer::sum);
+            String key = fetched.job(p.jobId()).concurrencyKey();
+            if (key != null) pickedPerKey.computeIfAbsent(p.tenantId(), k -> new HashMap<>()).merge(key, 1, Integer::sum);
+        }
         List<String> empty = new ArrayList<>();
         fetched.asked().forEach((tenant, asked) -> {
             int got = fetched.byTenant().getOrDefault(tenant, List.of()).size();
-            if (got < asked && picked.getOrDefault(tenant, 0) == got) empty.add(tenant);
+            // a tenant some of whose candidates were parked may have more behind them, and one whose lane was
+            // cut at its cap may have more than it got: either stays
+            if (got < asked && picked.getOrDefault(tenant, 0) == got && !parkedTenants.contains(tenant)
+                    && !fetched.cutAtLaneCap().contains(tenant)) {
+                empty.add(tenant);
+            }
         });
         if (empty.isEmpty()) return;
-        empty.forEach(maybeWork::remove);
-        store.admission().nextDueInMs(ctx, empty).forEach((tenant, ms) -> setTimer(tenant, now + ms * 1_000_000L));
+        for (String tenant : empty) {
+            maybeWork.remove(tenant);
+            Set<String> full = new HashSet<>();
+            Map<String, Integer> pickedHere = pickedPerKey.getOrDefault(tenant, Map.of());
+            keyRooms.getOrDefault(tenant, Map.of()).forEach((key, room) -> {
+                if (room - pickedHere.getOrDefault(key, 0) <= 0) full.add(key);
+            });
+            if (!full.isEmpty()) heldByKeys.put(tenant, full);
+        }
+        Set<String> emptySet = new HashSet<>(empty);
+        List<Long> pickedIds = new ArrayList<>();
+        for (AdmissionPolicy.Pick p : picks) if (emptySet.contains(p.tenantId())) pickedIds.add(p.jobId());
+        store.admission().nextDueInMs(ctx, empty, pickedIds).forEach((tenant, ms) -> setTimer(tenant, now + ms * 1_000_000L));
+    }
+
+    /**
+     * How many more jobs of each limited concurrency key each tenant may have admitted: its limit minus its
+     * jobs ready or running, as this tick's LOAD counted them. Only tenants with limits have entries.
+     */
+    private Map<String, Map<String, Integer>> keyRooms(Collection<String> tenantIds, Admission.QueueLoad load) {
+        Map<String, Map<String, Integer>> out = new HashMap<>();
+        for (String id : tenantIds) {
+            TenantState t = tenants.get(id);
+            if (t == null || t.limits().concurrencyLimits().isEmpty()) continue;
+            Map<String, Integer> rooms = new HashMap<>();
+            t.limits().concurrencyLimits().forEach((key, limit) -> rooms.put(key, limit - load.active(id, key)));
+            out.put(id, rooms);
+        }
+        return out;
+    }
+
+    /** Tenants held by full concurrency keys come back once one of those keys has room (or its limit is gone). */
+    private void releaseKeyHolds(Admission.QueueLoad load) {
+        if (heldByKeys.isEmpty()) return;
+        heldByKeys.entrySet().removeIf(e -> {
+            TenantState t = tenants.get(e.getKey());
+            boolean room = t == null;
+            for (String key : e.getValue()) {
+                Integer limit = t == null ? null : t.limits().concurrencyLimits().get(key);
+                if (limit == null || load.active(e.getKey(), key) < limit) room = true;
+            }
+            if (room) maybeWork.add(e.getKey());
+            return room;
+        });
+    }
+
+    /**
+     * Shares by worker time: reads the attempts that finished since the last read, for the tenants seen busy
+     * lately (one index range each), learns the estimates from them and settles their charges.
+     */
+    private void settleFinished(DSLContext ctx, long now, Admission.QueueLoad load) {
+        for (String id : load.runningByTenant().keySet()) seenBusy.put(id, now);
+        for (String id : load.readyByTenant().keySet()) seenBusy.put(id, now);
+        if (finishedReadAt != Long.MIN_VALUE && now - finishedReadAt < FINISHED_READ_EVERY_NANOS) return;
+        seenBusy.values().removeIf(seen -> now - seen > BUSY_MEMORY_NANOS);
+        List<String> busy = new ArrayList<>();
+        for (String id : seenBusy.keySet()) if (tenants.containsKey(id)) busy.add(id);
+        Admission.FinishedWindow window = store.admission().finishedWork(ctx, busy, finishedReadUntil);
+        for (Admission.FinishedWork w : window.work()) {
+            TenantState t = tenants.get(w.tenantId());
+            if (t != null) policy.correct(t, costs.finished(t, w));
+        }
+        finishedReadUntil = window.until();
+        finishedReadAt = now;
     }
 
     private void setTimer(String tenant, long dueNanos) {
@@ -465,16 +664,27 @@ public final class Scheduler {
     }
 
     /** Each tenant's admissible jobs for a round, how many were asked of each, and whether room was left unfilled. */
-    private record Candidates(Map<String, List<Long>> byTenant, Map<String, Integer> asked, boolean cutShort) {}
+    private record Candidates(Map<String, List<Long>> byTenant, Map<String, Integer> asked, boolean cutShort,
+                              Map<Long, Admission.Candidate> jobs, Set<String> cutAtLaneCap) {
+        Admission.Candidate job(long id) {
+            return jobs.get(id);
+        }
+    }
 
     /**
      * Reads the round's candidates: as many per tenant as the policy's plan says it will pick (reading every
      * tenant's whole limit cost ten times the rows admitted with ten busy tenants), topped up once when a
      * tenant had fewer due jobs than planned.
      */
-    private Candidates fetchCandidates(DSLContext ctx, Map<String, Integer> limits, int wanted, Double nextRank) {
+    private Candidates fetchCandidates(DSLContext ctx, Map<String, Integer> limits,
+                                       Map<String, Map<String, Integer>> keyRooms, int wanted, Double nextRank,
+                                       Map<Long, Admission.Candidate> jobs, AdmissionPolicy.Cost cost,
+                                       Map<String, List<KeyStep>> keySteps) {
+        toPark.clear();
+        parkedTenants.clear();
         Map<String, Integer> fetch = new HashMap<>(policy.fetchPlan(limits, tenants, wanted, nextRank));
-        Map<String, List<Long>> candidates = new HashMap<>(store.admissionCandidates(ctx, fetch));
+        Set<String> cutAtLaneCap = new HashSet<>();
+        Map<String, List<Long>> candidates = new HashMap<>(read(ctx, fetch, keyRooms, jobs, cost, keySteps, cutAtLaneCap));
         // A tenant that returned fewer jobs than planned has no more due now (its jobs may all be scheduled
         // later): if that left the round short, fetch once more from every other tenant, up to the whole
         // shortfall each (what every round read before the plan existed), so that however many tenants have
@@ -493,7 +703,7 @@ public final class Scheduler {
                 Map<String, Integer> refetch = new LinkedHashMap<>();
                 rest.forEach((t, n) -> refetch.put(t, fetch.getOrDefault(t, 0) + Math.min(n, shortfall)));
                 fetch.putAll(refetch);
-                candidates.putAll(store.admissionCandidates(ctx, refetch)); // the first ones again, plus more
+                candidates.putAll(read(ctx, refetch, keyRooms, jobs, cost, keySteps, cutAtLaneCap)); // the first ones again, plus more
             }
         }
         // Tenants cut at their planned share (more jobs than fetched) while another came up short: room was
@@ -504,7 +714,138 @@ public final class Scheduler {
             if (got < f.getValue()) underfilled = true;
             else if (f.getValue() < limits.get(f.getKey())) cutAtPlan = true;
         }
-        return new Candidates(candidates, fetch, underfilled && cutAtPlan);
+        return new Candidates(candidates, fetch, underfilled && cutAtPlan, jobs, cutAtLaneCap);
+    }
+
+    /**
+     * One read of candidates: per tenant, the order its jobs go in (at most what was asked of it), and each job's
+     * type and keys in {@code jobs}. A tenant with fairness keys interleaves them by weighted fair queueing one
+     * level down (its steps are committed for the jobs the policy then takes, see {@link #commitKeySteps}); every
+     * tenant's order leaves out the jobs its concurrency keys have no room for, so any prefix of it, and any
+     * subset, keeps every key within its limit.
+     */
+    private Map<String, List<Long>> read(DSLContext ctx, Map<String, Integer> fetch,
+                                         Map<String, Map<String, Integer>> keyRooms, Map<Long, Admission.Candidate> jobs,
+                                         AdmissionPolicy.Cost cost, Map<String, List<KeyStep>> keySteps,
+                                         Set<String> cutAtLaneCap) {
+        Map<String, List<Long>> out = new HashMap<>();
+        Admission.CandidateRead found = store.admission().candidates(ctx, fetch, keyRooms);
+        cutAtLaneCap.addAll(found.cut());
+        boolean routing = routingRestricts();
+        found.byTenant().forEach((tenant, read) -> {
+            List<Admission.Candidate> list = read;
+            if (routing) { // the candidates no live worker can run are set aside to be parked (each is met once)
+                list = new ArrayList<>(read.size());
+                for (Admission.Candidate c : read) {
+                    if (routable(c.queue(), c.type())) {
+                        list.add(c);
+                    } else if (toPark.add(c.id())) {
+                        parkedTenants.add(tenant);
+                    }
+                }
+            }
+            for (Admission.Candidate c : list) jobs.put(c.id(), c);
+            Map<String, Integer> room = new HashMap<>(keyRooms.getOrDefault(tenant, Map.of()));
+            int asked = fetch.getOrDefault(tenant, 0);
+            TenantState t = tenants.get(tenant);
+            boolean keys = config.fair() && t != null && list.stream().anyMatch(c -> c.fairnessKey() != null);
+            List<Long> ids = new ArrayList<>(Math.min(asked, list.size()));
+            if (!keys) {
+                for (Admission.Candidate c : list) {
+                    if (ids.size() >= asked) break;
+                    if (fits(c, room)) ids.add(c.id());
+                }
+                keySteps.remove(tenant);
+            } else {
+                List<KeyStep> steps = new ArrayList<>();
+                for (KeyStep step : interleaveKeys(t, list, room, asked, cost)) {
+                    ids.add(step.jobId());
+                    steps.add(step);
+                }
+                keySteps.put(tenant, steps);
+            }
+            out.put(tenant, ids);
+        });
+        return out;
+    }
+
+    /** Whether a job's concurrency key has room left in this round; takes the place if so. */
+    private static boolean fits(Admission.Candidate c, Map<String, Integer> room) {
+        if (c.concurrencyKey() == null) return true;
+        Integer left = room.get(c.concurrencyKey());
+        if (left == null) return true; // no limit for this key
+        if (left <= 0) return false;
+        room.put(c.concurrencyKey(), left - 1);
+        return true;
+    }
+
+    /** One job of a tenant's key order: which fairness key it came from, and that key's pass before and after. */
+    private record KeyStep(long jobId, String key, double passBefore, double passAfter) {}
+
+    /**
+     * Weighted fair queueing among a tenant's fairness keys ("" stands for its jobs without one): the key with the
+     * lowest pass goes next, its pass advancing by the job's cost over the key's weight (tenant limit key_weights,
+     * default 1); a key that was not ahead is lifted to the tenant's key virtual time (no credit hoarded). Within a
+     * key, jobs keep the tenant's aging order. The passes move only on copies here: the steps the policy takes are
+     * committed after it chose.
+     */
+    private List<KeyStep> interleaveKeys(TenantState t, List<Admission.Candidate> list, Map<String, Integer> room,
+                                         int asked, AdmissionPolicy.Cost cost) {
+        Map<String, java.util.ArrayDeque<Admission.Candidate>> byKey = new LinkedHashMap<>();
+        for (Admission.Candidate c : list) {
+            byKey.computeIfAbsent(c.fairnessKey() == null ? "" : c.fairnessKey(), k -> new java.util.ArrayDeque<>()).add(c);
+        }
+        record Lane(String key, double weight, double[] pass, java.util.ArrayDeque<Admission.Candidate> jobs) {}
+        PriorityQueue<Lane> queue = new PriorityQueue<>(Comparator.comparingDouble((Lane l) -> l.pass()[0])
+                .thenComparing(Lane::key));
+        byKey.forEach((key, jobs) -> {
+            double pass = Math.max(t.keyPass.getOrDefault(key, t.keyVirtualTime), t.keyVirtualTime);
+            queue.add(new Lane(key, t.limits().keyWeights().getOrDefault(key, 1), new double[]{pass}, jobs));
+        });
+        List<KeyStep> out = new ArrayList<>();
+        while (out.size() < asked && !queue.isEmpty()) {
+            Lane lane = queue.poll();
+            Admission.Candidate next = null;
+            while (!lane.jobs().isEmpty() && next == null) {
+                Admission.Candidate c = lane.jobs().poll();
+                if (fits(c, room)) next = c; // a job of a full concurrency key is passed over, the key's others go on
+            }
+            if (next == null) continue;
+            double before = lane.pass()[0];
+            lane.pass()[0] += cost.of(t, next.id()) / lane.weight();
+            out.add(new KeyStep(next.id(), lane.key(), before, lane.pass()[0]));
+            if (!lane.jobs().isEmpty()) queue.add(lane);
+        }
+        return out;
+    }
+
+    /**
+     * The policy took a prefix of each tenant's order: those steps move the keys' passes for real. Keys that fall
+     * behind the key virtual time are forgotten (they would be lifted to it), so the map holds only keys ahead.
+     */
+    private void commitKeySteps(List<AdmissionPolicy.Pick> picks, Map<String, List<KeyStep>> keySteps) {
+        if (keySteps.isEmpty()) return;
+        Map<String, Integer> taken = new HashMap<>();
+        for (AdmissionPolicy.Pick p : picks) taken.merge(p.tenantId(), 1, Integer::sum);
+        keySteps.forEach((tenant, steps) -> {
+            TenantState t = tenants.get(tenant);
+            int k = Math.min(taken.getOrDefault(tenant, 0), steps.size());
+            if (t == null || k == 0) return;
+            for (int i = 0; i < k; i++) {
+                KeyStep step = steps.get(i);
+                t.keyPass.put(step.key(), step.passAfter());
+                t.keyVirtualTime = Math.max(t.keyVirtualTime, step.passBefore());
+            }
+            t.keyPass.values().removeIf(pass -> pass <= t.keyVirtualTime);
+        });
+    }
+
+    /** Parks the candidates set aside this round; true when there were any. */
+    private boolean parkUnroutable(DSLContext ctx) {
+        if (toPark.isEmpty()) return false;
+        store.admission().park(ctx, new ArrayList<>(toPark));
+        toPark.clear();
+        return true;
     }
 
     /** Jobs the tenant may still have admitted or running under max_running, before this round. */
@@ -606,9 +947,9 @@ public final class Scheduler {
     private void evictIdle(long now, Admission.QueueLoad load, Map<String, Double> grants) {
         double virtualTime = policy.virtualTime(load.nextRank());
         tenants.values().removeIf(t -> !maybeWork.contains(t.id()) && load.ready(t.id()) == 0
-                && load.running(t.id()) == 0 && !grants.containsKey(t.id())
+                && load.running(t.id()) == 0 && !grants.containsKey(t.id()) && !heldByKeys.containsKey(t.id())
                 && (t.lastActiveNanos == Long.MIN_VALUE || now - t.lastActiveNanos >= GRANT_WINDOW_NANOS)
-                && t.bucket().isFull() && t.pass() <= virtualTime + 1.0 / t.weight());
+                && t.bucket().isFull() && t.pass() <= virtualTime + t.lastCharge / t.weight());
     }
 
     /** minBuffer, or what the workers consumed over the lookahead at the rate of the last second. */

@@ -29,12 +29,35 @@ import java.time.Duration;
  * @param maintenanceStatementTimeout  the most one background statement (retention, rollup, publishing)
  *                         may run; past it the duty gives up and tries again at its next run
  * @param maxGrants        most admission grants outstanding at once (at least the buffer's worth)
+ * @param effectRetention  rows of the side-effect store ({@code JobContext.once}) not written for this long are
+ *                         deleted (a re-run later than that would run the effect again)
+ * @param fairShare        what weighted fair queueing shares: job starts ({@link FairShare#JOBS}, the builder's
+ *                         default, deterministic for tests and embedders) or estimated worker time
+ *                         ({@link FairShare#TIME}, the deployment's default through FAIRQ_FAIR_SHARE)
  */
 public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, int maxBatch, int fixedCapacity,
                               Duration busyInterval, Duration idleInterval, Duration standbyPoll,
                               Duration tenantReload, Duration workerLiveness, Duration maintenanceEvery,
                               Duration retention, Duration deadRetention, boolean grants, Duration activeRescan,
-                              Duration maintenanceStatementTimeout, int maxGrants) {
+                              Duration maintenanceStatementTimeout, int maxGrants, Duration effectRetention,
+                              FairShare fairShare) {
+
+    /** What a tenant's share is a share of. */
+    public enum FairShare {
+        /** Job starts: a tenant of weight 2 starts two jobs for each of a tenant of weight 1. */
+        JOBS,
+        /** Worker time: a tenant of weight 2 gets twice the worker seconds, whatever its jobs' lengths. */
+        TIME;
+
+        /** {@code time} or {@code jobs} (FAIRQ_FAIR_SHARE). */
+        public static FairShare parse(String s) {
+            return switch (s.trim().toLowerCase(java.util.Locale.ROOT)) {
+                case "time" -> TIME;
+                case "jobs" -> JOBS;
+                default -> throw new IllegalArgumentException("FAIRQ_FAIR_SHARE must be time or jobs, not '" + s + "'");
+            };
+        }
+    }
 
     /**
      * One grant for each of up to this many quiet, recently active tenants. A grant is a row in
@@ -76,6 +99,12 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
     /** A background statement normally takes milliseconds; 10 s means something holds it up. */
     public static final Duration DEFAULT_MAINTENANCE_STATEMENT_TIMEOUT = Duration.ofSeconds(10);
 
+    /**
+     * A week, the dead-job retention: a dead job replayed within it still finds the effects its attempts
+     * completed, and no attempt of a live job comes later than that (25 attempts back off for about 12 hours).
+     */
+    public static final Duration DEFAULT_EFFECT_RETENTION = Duration.ofDays(7);
+
     public static SchedulerConfig defaults() {
         return builder().build();
     }
@@ -103,6 +132,8 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
         b.activeRescan = activeRescan;
         b.maintenanceStatementTimeout = maintenanceStatementTimeout;
         b.maxGrants = maxGrants;
+        b.effectRetention = effectRetention;
+        b.fairShare = fairShare;
         return b;
     }
 
@@ -124,6 +155,8 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
         private Duration activeRescan = DEFAULT_ACTIVE_RESCAN;
         private Duration maintenanceStatementTimeout = DEFAULT_MAINTENANCE_STATEMENT_TIMEOUT;
         private int maxGrants = DEFAULT_MAX_GRANTS;
+        private Duration effectRetention = DEFAULT_EFFECT_RETENTION;
+        private FairShare fairShare = FairShare.JOBS;
 
         private Builder() {}
 
@@ -142,6 +175,8 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
         public Builder activeRescan(Duration d) { this.activeRescan = d; return this; }
         public Builder maintenanceStatementTimeout(Duration d) { this.maintenanceStatementTimeout = d; return this; }
         public Builder maxGrants(int n) { this.maxGrants = n; return this; }
+        public Builder effectRetention(Duration d) { this.effectRetention = d; return this; }
+        public Builder fairShare(FairShare share) { this.fairShare = share; return this; }
 
         /** A fixed buffer: exactly {@code capacity + minBuffer} ready at most, no measured lookahead (tests). */
         public Builder fixedBuffer(int capacity, int minBuffer) {
@@ -157,7 +192,7 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
             }
             return new SchedulerConfig(fair, minBuffer, lookahead, maxBatch, fixedCapacity, busyInterval, idleInterval,
                     standbyPoll, tenantReload, workerLiveness, maintenanceEvery, retention, deadRetention, grants,
-                    activeRescan, maintenanceStatementTimeout, maxGrants);
+                    activeRescan, maintenanceStatementTimeout, maxGrants, effectRetention, fairShare);
         }
     }
 }

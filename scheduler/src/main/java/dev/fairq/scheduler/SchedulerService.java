@@ -253,9 +253,16 @@ public final class SchedulerService implements AutoCloseable {
             deleted += n;
             if (n < RETENTION_BATCH) break;
         }
+        int effects = 0;
+        for (int i = 0; i < RETENTION_BATCHES_PER_RUN && !stopped; i++) {
+            int n = store.retention().deleteSideEffects(ctx, config.effectRetention(), RETENTION_BATCH);
+            effects += n;
+            if (n < RETENTION_BATCH) break;
+        }
         store.leases().pruneWorkers(ctx, WORKER_REGISTRY_KEEP);
         dashboards.pruneRollup(ctx, ROLLUP_RETENTION);
         if (deleted > 0) log.info("retention: deleted {} finished jobs", deleted);
+        if (effects > 0) log.info("retention: deleted {} side-effect keys", effects);
     }
 
     private void pause(Duration d) {

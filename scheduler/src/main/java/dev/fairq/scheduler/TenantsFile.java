@@ -283,6 +283,21 @@ public final class TenantsFile {
      * limit's kind is passed on as text, which accept rejects with the limit's own message.
      */
     private static Object yamlValue(TenantLimit limit, Node v, String source, String field) {
+        if (limit.kind() == TenantLimit.Kind.KEY_MAP) {
+            if (!(v instanceof MappingNode m)) return scalar(v, source, field);
+            Map<String, Object> entries = new LinkedHashMap<>();
+            for (NodeTuple t : m.getValue()) {
+                String text = scalar(t.getValueNode(), source, field);
+                Object value;
+                try {
+                    value = Long.parseLong(text);
+                } catch (NumberFormatException e) {
+                    value = text; // accept names the entry and what it takes
+                }
+                entries.put(key(t, source), value);
+            }
+            return entries;
+        }
         if (limit.kind() == TenantLimit.Kind.HOST_LIST) {
             if (!(v instanceof SequenceNode seq)) return scalar(v, source, field);
             List<Object> items = new ArrayList<>();
@@ -295,7 +310,7 @@ public final class TenantsFile {
                 case WHOLE -> Long.parseLong(text);
                 case POSITIVE_NUMBER -> Double.parseDouble(text);
                 case BOOLEAN -> text.equals("true") ? Boolean.TRUE : text.equals("false") ? Boolean.FALSE : text;
-                case HOST_LIST -> text;
+                case HOST_LIST, KEY_MAP -> text;
             };
         } catch (NumberFormatException e) {
             return text;

@@ -21,4 +21,12 @@ public sealed interface JobOutcome {
      * @param error what the attempt ended with (kept in last_error), or why it never started
      */
     record Cancelled(long jobId, int attempt, String error) implements JobOutcome {}
+
+    /**
+     * The handler snoozed the job: it waits {@code delayMs} (database clock) without using an attempt
+     * (attempts goes back down by one, snoozes up by one), keeping its ordering key.
+     *
+     * @param reason kept in last_error, so that explain and people can tell a snooze from a failure
+     */
+    record Snoozed(long jobId, int attempt, long delayMs, String reason) implements JobOutcome {}
 }

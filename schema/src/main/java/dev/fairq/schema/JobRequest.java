@@ -20,10 +20,25 @@ import java.util.regex.Pattern;
  * @param timeout     the time limit of each attempt, whole milliseconds from {@link #MIN_TIMEOUT} to
  *                    {@link #MAX_TIMEOUT}; null means the default of the job's type (see the worker's
  *                    HandlerRegistry)
+ * @param payloadVersion the version of the payload's shape, {@link #MIN_PAYLOAD_VERSION} to
+ *                    {@link #MAX_PAYLOAD_VERSION}; handlers declare the versions they read (default 1)
+ * @param concurrencyKey a shared resource the job uses (1-255 characters): the tenant's {@code concurrency_limits}
+ *                    caps how many jobs of one key are admitted or running at once; null: none
+ * @param fairnessKey the tenant's own customer, project or user (1-255 characters): the tenant's share is split
+ *                    among its keys with jobs waiting (tenant limit {@code key_weights}); null: none
  */
 public record JobRequest(String tenantId, String queue, String type, String payloadJson, int priority,
                          OffsetDateTime runAt, Duration delay, String jobKey, String orderingKey,
-                         Integer maxAttempts, String requestHash, Duration timeout) {
+                         Integer maxAttempts, String requestHash, Duration timeout, int payloadVersion,
+                         String concurrencyKey, String fairnessKey) {
+
+    /** A version-1 payload (the form before payload versions existed), with no concurrency or fairness key. */
+    public JobRequest(String tenantId, String queue, String type, String payloadJson, int priority,
+                      OffsetDateTime runAt, Duration delay, String jobKey, String orderingKey,
+                      Integer maxAttempts, String requestHash, Duration timeout) {
+        this(tenantId, queue, type, payloadJson, priority, runAt, delay, jobKey, orderingKey, maxAttempts, requestHash,
+                timeout, DEFAULT_PAYLOAD_VERSION, null, null);
+    }
 
     public static final String DEFAULT_QUEUE = "default";
     public static final int DEFAULT_MAX_ATTEMPTS = 25;
@@ -35,7 +50,7 @@ public record JobRequest(String tenantId, String queue, String type, String payl
     public static final int MAX_PRIORITY = 100;
     public static final int MIN_MAX_ATTEMPTS = 1;
     public static final int MAX_MAX_ATTEMPTS = 1000;
-    /** job_key and ordering_key: 1 to 255 characters. */
+    /** job_key, ordering_key, concurrency_key and fairness_key: 1 to 255 characters. */
     public static final int MAX_KEY_LENGTH = 255;
     /** queue and type: 1 to 100 characters of {@link #NAME}. */
     public static final int MAX_NAME_LENGTH = 100;
@@ -46,6 +61,8 @@ public record JobRequest(String tenantId, String queue, String type, String payl
     public static final long MIN_TIMEOUT_MS = 1, MAX_TIMEOUT_MS = 24L * 60 * 60 * 1000;
     public static final Duration MIN_TIMEOUT = Duration.ofMillis(MIN_TIMEOUT_MS);
     public static final Duration MAX_TIMEOUT = Duration.ofMillis(MAX_TIMEOUT_MS);
+    /** payload_version: 1 (the default, what every payload was before versions) to a million. */
+    public static final int DEFAULT_PAYLOAD_VERSION = 1, MIN_PAYLOAD_VERSION = 1, MAX_PAYLOAD_VERSION = 1_000_000;
     /** queue and type; a compile-time constant so that the API's Bean Validation annotations can name it. */
     public static final String NAME_REGEX = "[A-Za-z0-9][A-Za-z0-9_.:-]{0," + (MAX_NAME_LENGTH - 1) + "}";
     public static final String NAME_RULE = "must be 1-" + MAX_NAME_LENGTH + " letters, digits, '_', '.', ':' or '-'";
@@ -61,7 +78,7 @@ public record JobRequest(String tenantId, String queue, String type, String payl
 
     /** run_at: within a year of now, either way, like delay_ms ahead (PostgreSQL's timestamptz has a range too). */
     public static final String RUN_AT_RULE = "must be within one year of now";
-    /** job_key and ordering_key: a key is an identifier, and a NUL cannot be stored in a PostgreSQL text at all. */
+    /** job_key, ordering_key, concurrency_key and fairness_key: a key is an identifier, and a NUL cannot be stored in a PostgreSQL text at all. */
     public static final String KEY_RULE = "must be 1-" + MAX_KEY_LENGTH + " characters, none of them a control character";
     public static final String NUL_RULE = "must not contain the character U+0000 (PostgreSQL's jsonb cannot store it)";
 
@@ -102,6 +119,8 @@ public record JobRequest(String tenantId, String queue, String type, String payl
         }
         if (jobKey != null && !isKey(jobKey)) errors.add(new FieldError("job_key", KEY_RULE));
         if (orderingKey != null && !isKey(orderingKey)) errors.add(new FieldError("ordering_key", KEY_RULE));
+        if (concurrencyKey != null && !isKey(concurrencyKey)) errors.add(new FieldError("concurrency_key", KEY_RULE));
+        if (fairnessKey != null && !isKey(fairnessKey)) errors.add(new FieldError("fairness_key", KEY_RULE));
         if (maxAttempts != null && (maxAttempts < MIN_MAX_ATTEMPTS || maxAttempts > MAX_MAX_ATTEMPTS)) {
             errors.add(new FieldError("max_attempts", "must be between " + MIN_MAX_ATTEMPTS + " and " + MAX_MAX_ATTEMPTS));
         }
@@ -110,10 +129,14 @@ public record JobRequest(String tenantId, String queue, String type, String payl
             errors.add(new FieldError("timeout_ms", "must be a whole number of milliseconds between "
                     + MIN_TIMEOUT.toMillis() + " and " + MAX_TIMEOUT.toMillis() + " (24 h)"));
         }
+        if (payloadVersion < MIN_PAYLOAD_VERSION || payloadVersion > MAX_PAYLOAD_VERSION) {
+            errors.add(new FieldError("payload_version", "must be between " + MIN_PAYLOAD_VERSION + " and " + MAX_PAYLOAD_VERSION));
+        }
         return errors;
     }
 
-    private static boolean isKey(String key) {
+    /** A key's rule ({@link #KEY_RULE}): job_key, ordering_key, concurrency_key, fairness_key and map limits' keys. */
+    static boolean isKey(String key) {
         if (key.isEmpty() || key.length() > MAX_KEY_LENGTH) return false;
         for (int i = 0; i < key.length(); i++) if (Character.isISOControl(key.charAt(i))) return false;
         return true;
@@ -173,6 +196,9 @@ public record JobRequest(String tenantId, String queue, String type, String payl
         private Integer maxAttempts;
         private String requestHash;
         private Duration timeout;
+        private int payloadVersion = DEFAULT_PAYLOAD_VERSION;
+        private String concurrencyKey;
+        private String fairnessKey;
 
         private Builder(String tenantId, String type) {
             this.tenantId = tenantId;
@@ -190,11 +216,17 @@ public record JobRequest(String tenantId, String queue, String type, String payl
         public Builder requestHash(String requestHash) { this.requestHash = requestHash; return this; }
         /** The time limit of each attempt (null: the type's default). */
         public Builder timeout(Duration timeout) { this.timeout = timeout; return this; }
+        /** The version of the payload's shape (default 1); the job's handler must read it or upcast it. */
+        public Builder payloadVersion(int version) { this.payloadVersion = version; return this; }
+        /** The shared resource the job uses (see the tenant limit concurrency_limits); null: none. */
+        public Builder concurrencyKey(String concurrencyKey) { this.concurrencyKey = concurrencyKey; return this; }
+        /** The tenant's own customer the job is for (see the tenant limit key_weights); null: none. */
+        public Builder fairnessKey(String fairnessKey) { this.fairnessKey = fairnessKey; return this; }
 
         /** Builds without validating; {@link JobStore} validates again before it writes anything. */
         public JobRequest buildUnchecked() {
             return new JobRequest(tenantId, queue, type, payloadJson, priority, runAt, delay, jobKey, orderingKey,
-                    maxAttempts, requestHash, timeout);
+                    maxAttempts, requestHash, timeout, payloadVersion, concurrencyKey, fairnessKey);
         }
 
         public JobRequest build() {

@@ -20,6 +20,7 @@ import java.util.Set;
  *   <li>{@link OperatorActions}: find, cancel, replay, discard;</li>
  *   <li>{@link Retention}: finished jobs leave the table.</li>
  * </ol>
+ * {@link SideEffects} is the handlers' idempotency store (a key's effect runs once, its result is kept).
  * The API's read-only SQL is in {@link JobQueries}, the dashboards' rollup in {@link DashboardStore}. Every
  * statement is a {@link NamedSql} run with this store's {@link QueueClock}.
  *
@@ -40,6 +41,7 @@ public final class JobStore {
     private final OperatorActions actions;
     private final Retention retention;
     private final SchedulerStates schedulerStates;
+    private final SideEffects sideEffects;
 
     /** A store on the database's clock (production). */
     public JobStore() {
@@ -56,6 +58,7 @@ public final class JobStore {
         this.actions = new OperatorActions(clock);
         this.retention = new Retention(clock);
         this.schedulerStates = new SchedulerStates(clock);
+        this.sideEffects = new SideEffects(clock);
     }
 
     public QueueClock clock() { return clock; }
@@ -64,6 +67,7 @@ public final class JobStore {
     public Completion completion() { return completion; }
     public Retention retention() { return retention; }
     public SchedulerStates schedulerStates() { return schedulerStates; }
+    public SideEffects sideEffects() { return sideEffects; }
 
     // ------------------------------------------------------------------------------------------- enqueue
 

@@ -31,17 +31,21 @@ public final class Leases {
      * Claims up to {@code limit} ready jobs in one short transaction (this one statement). FOR UPDATE SKIP
      * LOCKED: concurrent claimers each take different rows instead of queueing behind the first claimer's
      * row locks. The lease (locked_by, locked_until) and attempts + 1 are written in the same statement; the
-     * handler then runs outside any transaction.
+     * handler then runs outside any transaction. Routing: only jobs of the worker's queues (null: any) and
+     * types (null: any), so a worker never claims a job it has no handler for; the filter walks the ready
+     * buffer, which the scheduler keeps about the worker capacity in size.
      */
     static final NamedSql CLAIM = NamedSql.of("""
             UPDATE jobs j
             SET status = 'running', locked_by = :worker_id, locked_until = :now + :lease_ms * interval '1 millisecond',
                 attempts = j.attempts + 1, started_at = :now
             FROM (SELECT id FROM jobs WHERE status = 'ready'
+                    AND (:queues::text[] IS NULL OR queue = ANY(:queues::text[]))
+                    AND (:types::text[] IS NULL OR type = ANY(:types::text[]))
                   ORDER BY ready_rank, id LIMIT :limit FOR UPDATE SKIP LOCKED) c
             WHERE j.id = c.id
             RETURNING j.id, j.tenant_id, j.queue, j.type, j.payload::text, j.attempts, j.max_attempts, j.job_key,
-                      j.ordering_key, j.created_at, j.admitted_at, j.ready_rank, j.timeout_ms
+                      j.ordering_key, j.created_at, j.admitted_at, j.ready_rank, j.timeout_ms, j.payload_version, j.snoozes
             """);
 
     /**
@@ -52,7 +56,8 @@ public final class Leases {
      */
     static final NamedSql HEARTBEAT = NamedSql.of("""
             WITH alive AS (
-                INSERT INTO workers (id, capacity, started_at, heartbeat_at) VALUES (:worker_id, :capacity, :now, :now)
+                INSERT INTO workers (id, capacity, started_at, heartbeat_at, queues, types, reserved)
+                VALUES (:worker_id, :capacity, :now, :now, :queues::text[], :types::text[], :reserved::jsonb)
                 ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at
                 RETURNING id
             ), input AS MATERIALIZED (
@@ -79,9 +84,29 @@ public final class Leases {
               AND j.cancel_requested_at IS NOT NULL
             """);
 
+    /**
+     * A worker process says what it can run: its threads, the queues it serves (null: all), the types it has
+     * handlers for (null: all) and the threads it reserves per queue. The scheduler routes by these rows.
+     */
     static final NamedSql REGISTER = NamedSql.of("""
-            INSERT INTO workers (id, capacity, started_at, heartbeat_at) VALUES (:worker_id, :capacity, :now, :now)
-            ON CONFLICT (id) DO UPDATE SET capacity = excluded.capacity, heartbeat_at = excluded.heartbeat_at
+            INSERT INTO workers (id, capacity, started_at, heartbeat_at, queues, types, reserved)
+            VALUES (:worker_id, :capacity, :now, :now, :queues::text[], :types::text[], :reserved::jsonb)
+            ON CONFLICT (id) DO UPDATE SET capacity = excluded.capacity, heartbeat_at = excluded.heartbeat_at,
+                queues = excluded.queues, types = excluded.types, reserved = excluded.reserved
+            """);
+
+    /** The live workers' routes (the scheduler's routing; explain's no_worker). Cost: the live worker processes. */
+    static final NamedSql LIVE_ROUTES = NamedSql.of("""
+            SELECT id, capacity, queues, types, reserved::text FROM workers
+            WHERE heartbeat_at > :now - :within_ms * interval '1 millisecond'
+            ORDER BY id
+            """);
+
+    /** The whole registry (one row per worker process seen within the last hour), for operators. */
+    static final NamedSql REGISTRY = NamedSql.of("""
+            SELECT id, capacity, queues, types, reserved::text, started_at, heartbeat_at,
+                   heartbeat_at > :now - :within_ms * interval '1 millisecond'
+            FROM workers ORDER BY id
             """);
 
     /** A worker's registered capacity while its heartbeat is recent (the worker pool's health check). */
@@ -157,9 +182,17 @@ public final class Leases {
     }
 
     public List<ClaimedJob> claim(DSLContext ctx, String workerId, int limit, Duration lease) {
+        return claim(ctx, workerId, limit, lease, null, null);
+    }
+
+    /** Claims up to {@code limit} ready jobs of the given queues and types (null: any). */
+    public List<ClaimedJob> claim(DSLContext ctx, String workerId, int limit, Duration lease,
+                                  java.util.Collection<String> queues, java.util.Collection<String> types) {
         if (limit <= 0) return List.of();
         NamedSql.Binding claim = CLAIM.bind().clock(clock).set("worker_id", workerId)
-                .set("lease_ms", lease.toMillis()).set("limit", limit);
+                .set("lease_ms", lease.toMillis()).set("limit", limit)
+                .set("queues", queues == null ? null : queues.toArray(String[]::new))
+                .set("types", types == null ? null : types.toArray(String[]::new));
         // Plain JDBC on the hottest path of a worker: materialising jOOQ records for the claimed rows was the
         // largest share of a worker's CPU per job (JFR over ./bench/run throughput).
         List<ClaimedJob> jobs = ctx.connectionResult(c -> {
@@ -170,7 +203,7 @@ public final class Leases {
                         out.add(new ClaimedJob(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getString(4),
                                 rs.getString(5), rs.getInt(6), rs.getInt(7), rs.getString(8), rs.getString(9),
                                 rs.getObject(10, OffsetDateTime.class), rs.getObject(11, OffsetDateTime.class),
-                                rs.getDouble(12), rs.getObject(13, Integer.class)));
+                                rs.getDouble(12), rs.getObject(13, Integer.class), rs.getInt(14), rs.getInt(15)));
                     }
                 }
                 return out;
@@ -185,8 +218,14 @@ public final class Leases {
      * still held. An id missing from the answer lost its lease: the worker must stop that attempt.
      */
     public Set<Long> heartbeat(DSLContext ctx, String workerId, int capacity, Map<Long, Integer> attempts, Duration lease) {
+        return heartbeat(ctx, workerId, capacity, WorkerRoute.ANY, attempts, lease);
+    }
+
+    /** As above, for a worker with a route (re-registered with it should its row have been pruned meanwhile). */
+    public Set<Long> heartbeat(DSLContext ctx, String workerId, int capacity, WorkerRoute route,
+                               Map<Long, Integer> attempts, Duration lease) {
         Long[] ids = attempts.keySet().toArray(Long[]::new);
-        return new HashSet<>(HEARTBEAT.bind().clock(clock).set("worker_id", workerId).set("capacity", capacity)
+        return new HashSet<>(route.bind(HEARTBEAT.bind()).clock(clock).set("worker_id", workerId).set("capacity", capacity)
                 .set("lease_ms", lease.toMillis()).set("ids", ids).set("attempts", attemptsOf(ids, attempts))
                 .fetch(ctx).getValues(0, Long.class));
     }
@@ -206,7 +245,37 @@ public final class Leases {
     }
 
     public void registerWorker(DSLContext ctx, String workerId, int capacity) {
-        REGISTER.bind().clock(clock).set("worker_id", workerId).set("capacity", capacity).execute(ctx);
+        registerWorker(ctx, workerId, capacity, WorkerRoute.ANY);
+    }
+
+    /** Registers (or re-registers) a worker process with what it can run. */
+    public void registerWorker(DSLContext ctx, String workerId, int capacity, WorkerRoute route) {
+        route.bind(REGISTER.bind()).clock(clock).set("worker_id", workerId).set("capacity", capacity).execute(ctx);
+    }
+
+    /** The live workers' routes (heart-beat within {@code within}), by worker id. */
+    public List<WorkerRoute.Live> liveRoutes(DSLContext ctx, Duration within) {
+        List<WorkerRoute.Live> out = new ArrayList<>();
+        for (Record r : LIVE_ROUTES.bind().clock(clock).set("within_ms", within.toMillis()).fetch(ctx)) {
+            out.add(new WorkerRoute.Live(r.get(0, String.class), r.get(1, Integer.class),
+                    WorkerRoute.of(r.get(2, String[].class), r.get(3, String[].class), r.get(4, String.class))));
+        }
+        return out;
+    }
+
+    /** A worker process in the registry: its route, when it started, when it was last seen, and whether it is live. */
+    public record Registered(String workerId, int threads, WorkerRoute route, OffsetDateTime startedAt,
+                             OffsetDateTime lastSeen, boolean live) {}
+
+    /** Every registered worker process, live (heart-beat within {@code within}) or not yet pruned. */
+    public List<Registered> registry(DSLContext ctx, Duration within) {
+        List<Registered> out = new ArrayList<>();
+        for (Record r : REGISTRY.bind().clock(clock).set("within_ms", within.toMillis()).fetch(ctx)) {
+            out.add(new Registered(r.get(0, String.class), r.get(1, Integer.class),
+                    WorkerRoute.of(r.get(2, String[].class), r.get(3, String[].class), r.get(4, String.class)),
+                    r.get(5, OffsetDateTime.class), r.get(6, OffsetDateTime.class), r.get(7, Boolean.class)));
+        }
+        return out;
     }
 
     public void unregisterWorker(DSLContext ctx, String workerId) {

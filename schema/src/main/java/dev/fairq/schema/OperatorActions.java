@@ -52,14 +52,15 @@ public final class OperatorActions {
             """);
 
     /**
-     * dead or cancelled -> pending, attempts reset, due now; the scheduler is woken with the tenant. A concurrent enqueue
+     * dead or cancelled -> pending, attempts and snoozes reset, due now, not parked (the scheduler parks it again
+     * when still no worker can run it); the scheduler is woken with the tenant. A concurrent enqueue
      * that takes the key's head between the head check and this update makes it fail on
      * jobs_ordering_head_uidx: an error for the caller, never two heads.
      */
     static final NamedSql REPLAY = NamedSql.of("""
             WITH replayed AS (
                 UPDATE jobs SET status = 'pending', attempts = 0, run_at = :now, finished_at = NULL, key_head = :head,
-                                cancel_requested_at = NULL
+                                cancel_requested_at = NULL, snoozes = 0, no_worker_since = NULL
                 WHERE id = :id RETURNING *
             )
             SELECT replayed.*, pg_notify('fairq_jobs', 't:' || replayed.tenant_id) FROM replayed

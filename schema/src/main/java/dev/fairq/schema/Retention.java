@@ -6,7 +6,7 @@ import java.time.Duration;
 import java.util.List;
 
 /**
- * Retention: finished jobs leave the table after their retention (succeeded and cancelled after one, dead
+ * Retention: finished jobs (and the side-effect store's old keys) leave their tables after their retention (succeeded and cancelled after one, dead
  * after another: dead jobs are the dead-letter queue), a bounded batch at a time so that no statement holds
  * many row locks or runs long. A dead head is never deleted: it blocks its key until someone replays or
  * discards it. Cost follows the finished jobs: the tenants that have any (a loose index scan, once per run),
@@ -39,6 +39,19 @@ public final class Retention {
                 LIMIT :batch))
             """);
 
+    /**
+     * Side-effect keys ({@link SideEffects}), one bounded batch: rows not written for {@code keep_ms} (done keys,
+     * and pending keys whose holder never came back). The keys are collected first through
+     * side_effects_updated_idx (oldest first, LIMIT), then deleted by primary key.
+     */
+    static final NamedSql DELETE_SIDE_EFFECTS = NamedSql.of("""
+            DELETE FROM side_effects s
+            USING (SELECT tenant_id, key FROM side_effects
+                   WHERE updated_at < :now - :keep_ms * interval '1 millisecond'
+                   ORDER BY updated_at LIMIT :batch) old
+            WHERE s.tenant_id = old.tenant_id AND s.key = old.key
+            """);
+
     private final QueueClock clock;
 
     Retention(QueueClock clock) {
@@ -66,5 +79,10 @@ public final class Retention {
     /** Deletes at most {@code batch} finished jobs past their retention, over every tenant; returns how many. */
     public int deleteFinished(DSLContext ctx, Duration retention, Duration deadRetention, int batch) {
         return deleteFinished(ctx, tenantsWithFinished(ctx), retention, deadRetention, batch);
+    }
+
+    /** Deletes at most {@code batch} side-effect keys not written for {@code keep}; returns how many. */
+    public int deleteSideEffects(DSLContext ctx, Duration keep, int batch) {
+        return DELETE_SIDE_EFFECTS.bind().clock(clock).set("keep_ms", keep.toMillis()).set("batch", batch).execute(ctx);
     }
 }

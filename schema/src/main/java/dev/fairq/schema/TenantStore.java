@@ -26,9 +26,11 @@ public final class TenantStore {
     /** A tenant that does not exist yet is created; one that exists keeps its stored (maybe live-changed) limits. */
     static final NamedSql SEED = NamedSql.of("""
             INSERT INTO tenants (id, weight, rate_per_second, burst, max_running, max_queued, paused, webhook_allow,
-                                 max_schedules, min_schedule_interval_s, api_rate_per_second, api_burst)
+                                 max_schedules, min_schedule_interval_s, api_rate_per_second, api_burst,
+                                 concurrency_limits, key_weights)
             VALUES (:id, :weight, :rate_per_second, :burst, :max_running, :max_queued, :paused, :webhook_allow::text[],
-                    :max_schedules, :min_schedule_interval_s, :api_rate_per_second, :api_burst)
+                    :max_schedules, :min_schedule_interval_s, :api_rate_per_second, :api_burst,
+                    :concurrency_limits::jsonb, :key_weights::jsonb)
             ON CONFLICT (id) DO NOTHING
             """);
 
@@ -72,15 +74,17 @@ public final class TenantStore {
 
     static final NamedSql UPSERT = NamedSql.of("""
             INSERT INTO tenants (id, weight, rate_per_second, burst, max_running, max_queued, paused, webhook_allow,
-                                 max_schedules, min_schedule_interval_s, api_rate_per_second, api_burst)
+                                 max_schedules, min_schedule_interval_s, api_rate_per_second, api_burst,
+                                 concurrency_limits, key_weights)
             VALUES (:id, :weight, :rate_per_second, :burst, :max_running, :max_queued, :paused, :webhook_allow::text[],
-                    :max_schedules, :min_schedule_interval_s, :api_rate_per_second, :api_burst)
+                    :max_schedules, :min_schedule_interval_s, :api_rate_per_second, :api_burst,
+                    :concurrency_limits::jsonb, :key_weights::jsonb)
             ON CONFLICT (id) DO UPDATE SET weight = excluded.weight, rate_per_second = excluded.rate_per_second,
                 burst = excluded.burst, max_running = excluded.max_running, max_queued = excluded.max_queued,
                 paused = excluded.paused, webhook_allow = excluded.webhook_allow,
                 max_schedules = excluded.max_schedules, min_schedule_interval_s = excluded.min_schedule_interval_s,
                 api_rate_per_second = excluded.api_rate_per_second, api_burst = excluded.api_burst,
-                updated_at = now()
+                concurrency_limits = excluded.concurrency_limits, key_weights = excluded.key_weights, updated_at = now()
             RETURNING *
             """);
 
@@ -111,7 +115,9 @@ public final class TenantStore {
                 .set("max_running", t.maxRunning()).set("max_queued", t.maxQueued()).set("paused", t.paused())
                 .set("webhook_allow", t.webhookAllow().toArray(String[]::new))
                 .set("max_schedules", t.maxSchedules()).set("min_schedule_interval_s", t.minScheduleIntervalS())
-                .set("api_rate_per_second", t.apiRatePerSecond()).set("api_burst", t.apiBurst());
+                .set("api_rate_per_second", t.apiRatePerSecond()).set("api_burst", t.apiBurst())
+                .set("concurrency_limits", TenantLimits.keyMapJson(t.concurrencyLimits()))
+                .set("key_weights", TenantLimits.keyMapJson(t.keyWeights()));
     }
 
     public Optional<TenantsRecord> find(DSLContext ctx, String id) {

@@ -74,6 +74,14 @@ class EnqueueValidationTest extends StoreTestSupport {
         assertEquals(List.of("job_key"), fieldsOf(rejectSingle(job(T1).jobKey("a\0b"))));
         assertEquals(List.of("job_key"), fieldsOf(rejectSingle(job(T1).jobKey("tab\there"))));
         assertEquals(List.of("ordering_key"), fieldsOf(rejectSingle(job(T1).orderingKey("del\177"))));
+        assertEquals(List.of("concurrency_key"), fieldsOf(rejectSingle(job(T1).concurrencyKey("a\0b"))));
+        assertEquals(List.of("fairness_key"), fieldsOf(rejectSingle(job(T1).fairnessKey("line\nbreak"))));
+        // a map limit's keys name the same keys: the same rule, and nothing is stored
+        for (TenantLimit limit : List.of(TenantLimit.CONCURRENCY_LIMITS, TenantLimit.KEY_WEIGHTS)) {
+            TenantLimit.InvalidLimitException e = assertThrows(TenantLimit.InvalidLimitException.class,
+                    () -> limit.accept(java.util.Map.of("a\0b", 2)));
+            assertEquals(limit.field(), e.field());
+        }
         assertEquals(List.of("payload.a[1].b"), fieldsOf(rejectSingle(job(T1).payload("{\"a\": [0, {\"b\": \"x\\u0000\"}]}"))));
         assertEquals(List.of("payload.a"), fieldsOf(rejectSingle(job(T1).payload("{\"a\": {\"k\\u0000\": 1}}"))));
         assertEquals(List.of("payload"), fieldsOf(rejectSingle(job(T1).payload("\"\\u0000\""))));

@@ -64,9 +64,20 @@ class StaleStatisticsTest extends StoreTestSupport {
                 .set("keep_ms", 86_400_000L).set("dead_keep_ms", 604_800_000L).set("batch", 5000), Retention.DELETE_FINISHED));
         assertNoTableWalk("retention's tenants", plan(Retention.TENANTS_WITH_FINISHED.bind(), Retention.TENANTS_WITH_FINISHED));
         assertNoTableWalk("claim", plan(Leases.CLAIM.bind().clock(clock).set("worker_id", "w").set("lease_ms", 30_000L)
-                .set("limit", 100), Leases.CLAIM));
-        assertNoTableWalk("heartbeat", plan(Leases.HEARTBEAT.bind().clock(clock).set("worker_id", "w").set("capacity", 8)
-                .set("lease_ms", 30_000L).set("ids", idArray).set("attempts", ones), Leases.HEARTBEAT));
+                .set("limit", 100).set("queues", null).set("types", null), Leases.CLAIM));
+        assertNoTableWalk("routed claim", plan(Leases.CLAIM.bind().clock(clock).set("worker_id", "w").set("lease_ms", 30_000L)
+                .set("limit", 100).set("queues", new String[]{"urgent"}).set("types", new String[]{"a", "b"}), Leases.CLAIM));
+        assertNoTableWalk("heartbeat", plan(WorkerRoute.ANY.bind(Leases.HEARTBEAT.bind()).clock(clock).set("worker_id", "w")
+                .set("capacity", 8).set("lease_ms", 30_000L).set("ids", idArray).set("attempts", ones), Leases.HEARTBEAT));
+        assertNoTableWalk("snooze", plan(Completion.SNOOZE.bind().clock(clock).set("ids", idArray).set("attempts", ones)
+                .set("delays_ms", new Long[idArray.length]).set("reasons", new String[idArray.length]).set("worker_id", "w"),
+                Completion.SNOOZE));
+        assertNoTableWalk("park", plan(Admission.PARK.bind().clock(clock).set("ids", idArray), Admission.PARK));
+        assertNoTableWalk("unadmit unroutable", plan(Admission.UNADMIT_UNROUTABLE.bind().clock(clock)
+                .set("tenant_ids", tenants).set("queues", new String[]{"q", "q"}).set("types", new String[]{"t", "t"}),
+                Admission.UNADMIT_UNROUTABLE));
+        assertNoTableWalk("unpark", plan(Admission.UNPARK.bind().set("types", new String[]{"a"})
+                .set("route_queues", new String[]{null}).set("route_types", new String[]{"a"}).set("batch", 5000), Admission.UNPARK));
         assertNoTableWalk("hand-back", plan(Leases.RELEASE.bind().clock(clock).set("worker_id", "w").set("ids", idArray)
                 .set("attempts", ones), Leases.RELEASE));
         assertNoTableWalk("cancel requests", plan(Leases.CANCEL_REQUESTS.bind().set("worker_id", "w").set("ids", idArray)
@@ -87,10 +98,14 @@ class StaleStatisticsTest extends StoreTestSupport {
         assertNoTableWalk("admit", plan(Admission.ADMIT.bind().clock(clock).set("ranks", new Double[]{1.0, 2.0})
                 .set("ids", new Long[]{1L, 2L}), Admission.ADMIT));
         assertNoTableWalk("candidates", plan(Admission.CANDIDATES.bind().clock(clock).set("tenant_ids", tenants)
-                .set("limits", new Integer[]{100, 100}), Admission.CANDIDATES));
+                .set("limits", new Integer[]{100, 100}).set("key_tenants", new String[]{T1})
+                .set("key_names", new String[]{"k"}).set("key_rooms", new Integer[]{2}), Admission.CANDIDATES));
+        assertNoTableWalk("finished work", plan(Admission.FINISHED_WORK.bind().clock(clock).set("tenant_ids", tenants)
+                .set("since", java.time.OffsetDateTime.now().minusSeconds(5)), Admission.FINISHED_WORK));
         assertNoTableWalk("load", plan(Admission.LOAD.bind().clock(clock).set("liveness_ms", 30_000L), Admission.LOAD));
         assertNoTableWalk("tenants with work", plan(Admission.TENANTS_WITH_WORK.bind(), Admission.TENANTS_WITH_WORK));
-        assertNoTableWalk("next due", plan(Admission.NEXT_DUE.bind().clock(clock).set("tenant_ids", tenants), Admission.NEXT_DUE));
+        assertNoTableWalk("next due", plan(Admission.NEXT_DUE.bind().clock(clock).set("tenant_ids", tenants)
+                .set("picked_ids", new Long[]{1L}), Admission.NEXT_DUE));
         assertNoTableWalk("queue room", plan(Enqueue.QUEUED_COUNTS.bind().set("tenant_ids", tenants), Enqueue.QUEUED_COUNTS));
         assertNoTableWalk("promote next", plan(KeyHandoff.PROMOTE_NEXT.bind().set("tenant_ids", tenants)
                 .set("ordering_keys", new String[]{"k", "k"}), KeyHandoff.PROMOTE_NEXT));

@@ -3,11 +3,15 @@ package dev.fairq.worker;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.fairq.schema.ClaimedJob;
 import dev.fairq.schema.Json;
+import dev.fairq.schema.JobStore;
+import dev.fairq.schema.SideEffects;
+import org.jooq.DSLContext;
 
 import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.Optional;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CancellationException;
 import java.util.function.Supplier;
 
@@ -36,6 +40,12 @@ public final class JobContext {
     private final String workerId;
     private final Duration timeout;
     private final Supplier<CancelReason> cancellation;
+    private final int payloadVersion;
+    private final int snoozes;
+    /** The idempotency store {@link #once} writes to; null outside a worker unless a test gives one. */
+    private final Effects effects;
+
+    private record Effects(SideEffects store, DSLContext db) {}
 
     /** A context outside any worker (tests of a handler): never cancelled, no time limit. */
     public JobContext(long jobId, String tenantId, String queue, String type, String payloadJson, int attempt,
@@ -51,6 +61,14 @@ public final class JobContext {
     public JobContext(long jobId, String tenantId, String queue, String type, String payloadJson, int attempt,
                       int maxAttempts, String jobKey, String orderingKey, OffsetDateTime createdAt, String workerId,
                       Duration timeout, Supplier<CancelReason> cancellation) {
+        this(jobId, tenantId, queue, type, payloadJson, attempt, maxAttempts, jobKey, orderingKey, createdAt, workerId,
+                timeout, cancellation, 1, 0, null);
+    }
+
+    private JobContext(long jobId, String tenantId, String queue, String type, String payloadJson, int attempt,
+                       int maxAttempts, String jobKey, String orderingKey, OffsetDateTime createdAt, String workerId,
+                       Duration timeout, Supplier<CancelReason> cancellation, int payloadVersion, int snoozes,
+                       Effects effects) {
         this.jobId = jobId;
         this.tenantId = tenantId;
         this.queue = queue;
@@ -64,11 +82,32 @@ public final class JobContext {
         this.workerId = workerId;
         this.timeout = timeout;
         this.cancellation = cancellation;
+        this.payloadVersion = payloadVersion;
+        this.snoozes = snoozes;
+        this.effects = effects;
     }
 
-    static JobContext of(ClaimedJob job, String workerId, Duration timeout, Supplier<CancelReason> cancellation) {
-        return new JobContext(job.id(), job.tenantId(), job.queue(), job.type(), job.payloadJson(), job.attempt(),
-                job.maxAttempts(), job.jobKey(), job.orderingKey(), job.createdAt(), workerId, timeout, cancellation);
+    /**
+     * The context a worker hands its handler: the payload as the handler reads it ({@code payloadJson} at
+     * {@code payloadVersion}, after any upcasting) and the store {@link #once} writes to.
+     */
+    static JobContext of(ClaimedJob job, String workerId, Duration timeout, Supplier<CancelReason> cancellation,
+                         int payloadVersion, String payloadJson, JobStore store, DSLContext db) {
+        return new JobContext(job.id(), job.tenantId(), job.queue(), job.type(), payloadJson, job.attempt(),
+                job.maxAttempts(), job.jobKey(), job.orderingKey(), job.createdAt(), workerId, timeout, cancellation,
+                payloadVersion, job.snoozes(), new Effects(store.sideEffects(), db));
+    }
+
+    /** This context with {@link #once} writing to the given store (tests of a handler outside a worker). */
+    public JobContext withSideEffects(JobStore store, DSLContext db) {
+        return new JobContext(jobId, tenantId, queue, type, payloadJson, attempt, maxAttempts, jobKey, orderingKey,
+                createdAt, workerId, timeout, cancellation, payloadVersion, snoozes, new Effects(store.sideEffects(), db));
+    }
+
+    /** This context with another payload version (tests of a handler outside a worker). */
+    public JobContext withPayload(int version, String json) {
+        return new JobContext(jobId, tenantId, queue, type, json, attempt, maxAttempts, jobKey, orderingKey,
+                createdAt, workerId, timeout, cancellation, version, snoozes, effects);
     }
 
     public long jobId() { return jobId; }
@@ -83,6 +122,13 @@ public final class JobContext {
     public String orderingKey() { return orderingKey; }
     public OffsetDateTime createdAt() { return createdAt; }
     public String workerId() { return workerId; }
+    /**
+     * The version of {@link #payloadJson()} as the handler gets it: the job's {@code payload_version}, or the
+     * version its type's upcasters brought it to (see {@link PayloadVersions}).
+     */
+    public int payloadVersion() { return payloadVersion; }
+    /** How many times this job was snoozed before this attempt ({@link SnoozeJobException}). */
+    public int snoozes() { return snoozes; }
 
     /**
      * This attempt's time limit (the job's {@code timeout_ms}, else its type's default, else the worker's);
@@ -114,6 +160,68 @@ public final class JobContext {
     public String idempotencyKey() {
         return "fairq-" + tenantId + "-" + jobId;
     }
+
+    /** A side effect, run at most once per key (see {@link #once}). */
+    @FunctionalInterface
+    public interface SideEffect {
+        /** Performs the effect; what it returns is stored and answered to every later attempt (may be null). */
+        String run() throws Exception;
+    }
+
+    /**
+     * Runs {@code effect} once per {@code key} of this tenant, across attempts, workers and crashes (seed 003,
+     * approach A): the first attempt takes the key for {@code lease} (a row {@code pending} under a lock token),
+     * runs the effect and stores its result ({@code done}); every later call with the key, in this job or
+     * another of the tenant's, gets the stored result without running the effect.
+     *
+     * <ul>
+     *   <li>The effect throws: the key is given up (the next attempt runs it afresh) and the exception goes on.</li>
+     *   <li>Another attempt holds the key and its lock has not run out: {@link SnoozeJobException} until the
+     *       lock runs out at most (the job waits without using an attempt, then finds the result).</li>
+     *   <li>The holder died (its lock ran out before it wrote done): the key is taken over under a new token
+     *       and the effect runs again; that is the window of approach A, so make {@code lease} longer than
+     *       the effect can take.</li>
+     *   <li>This attempt outlived its lock and another took the key over: writing done fails with
+     *       {@link SideEffects.LostKeyException} (a transient failure; the retry finds the other's result).</li>
+     * </ul>
+     * Keys are 1-255 characters, per tenant; a key names the effect ({@code "charge:order-42"}), so include
+     * the job's own key or id when the effect belongs to one job ({@link #idempotencyKey()}).
+     */
+    public String once(String key, Duration lease, SideEffect effect) throws Exception {
+        if (effects == null) {
+            throw new IllegalStateException("no idempotency store: a worker's context has one; elsewhere use withSideEffects");
+        }
+        SideEffects.Claim claim = effects.store().begin(effects.db(), tenantId, key, lease, jobId);
+        if (claim instanceof SideEffects.Claim.Done done) return done.result();
+        if (claim instanceof SideEffects.Claim.Busy busy) {
+            // the holder finishes or its lock runs out by then; 100 ms at least so a lock just ending is not polled hot
+            Duration wait = busy.lockedFor().compareTo(MIN_BUSY_WAIT) < 0 ? MIN_BUSY_WAIT : busy.lockedFor();
+            throw new SnoozeJobException("side effect '" + key + "' is being run by another attempt; waiting "
+                    + wait.toMillis() + " ms for its result", wait);
+        }
+        java.util.UUID token = ((SideEffects.Claim.Acquired) claim).token();
+        String result;
+        try {
+            result = effect.run();
+        } catch (Throwable e) {
+            try {
+                effects.store().release(effects.db(), tenantId, key, token);
+            } catch (RuntimeException releaseFailed) {
+                e.addSuppressed(releaseFailed); // the lock then runs out by itself and the key is taken over
+            }
+            throw e;
+        }
+        effects.store().complete(effects.db(), tenantId, key, token, result);
+        return result;
+    }
+
+    /** {@link #once} for a result of any JSON-mapped type (stored as JSON). */
+    public <T> T once(String key, Duration lease, Class<T> type, Callable<T> effect) throws Exception {
+        String json = once(key, lease, () -> Json.MAPPER.writeValueAsString(effect.call()));
+        return json == null ? null : Json.MAPPER.readValue(json, type);
+    }
+
+    private static final Duration MIN_BUSY_WAIT = Duration.ofMillis(100);
 
     public JsonNode payload() {
         try {

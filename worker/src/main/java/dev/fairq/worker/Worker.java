@@ -5,6 +5,7 @@ import dev.fairq.schema.Completion;
 import dev.fairq.schema.JobOutcome;
 import dev.fairq.schema.JobStore;
 import dev.fairq.schema.QueueClock;
+import dev.fairq.schema.WorkerRoute;
 import org.jooq.DSLContext;
 import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
@@ -120,6 +121,8 @@ public final class Worker implements AutoCloseable {
     private Thread completer;
     private Thread listener;
     private Thread watchdog;
+    /** What this process can run (its queues, its handlers' types, its reservations), registered at start. */
+    private volatile WorkerRoute route;
 
     /** An attempt's end for the completer: an outcome to record, or (outcome null) a hand-back. */
     private record Finished(Attempt attempt, JobOutcome outcome) {}
@@ -177,7 +180,9 @@ public final class Worker implements AutoCloseable {
 
     public synchronized Worker start() {
         if (claimer != null) throw new IllegalStateException("already started");
-        store.leases().registerWorker(db, config.workerId(), config.threads());
+        // handlers registered later are not served: the route says what the scheduler may send here
+        route = WorkerRoute.of(config.queues(), handlers.types(), config.reserved());
+        store.leases().registerWorker(db, config.workerId(), config.threads(), route);
         claiming = true;
         claimer = new Thread(this::claimLoop, "fairq-claimer");
         completer = new Thread(this::completeLoop, "fairq-completer");
@@ -195,17 +200,21 @@ public final class Worker implements AutoCloseable {
         long check = config.cancelCheckInterval().toMillis();
         maintenance.scheduleWithFixedDelay(this::checkCancelRequests, check, check, TimeUnit.MILLISECONDS);
         log.info("worker {} started: {} threads, prefetch {}, lease {}, heartbeat {}, start margin {}, default "
-                        + "time limit {}, shutdown grace {}", config.workerId(), config.threads(), config.prefetch(),
-                config.lease(), config.heartbeatInterval(), config.startMargin(), config.defaultTimeout(),
-                config.shutdownGrace());
+                        + "time limit {}, shutdown grace {}; queues {}, reserved {}, types {}", config.workerId(),
+                config.threads(), config.prefetch(), config.lease(), config.heartbeatInterval(), config.startMargin(),
+                config.defaultTimeout(), config.shutdownGrace(), config.queues() == null ? "all" : config.queues(),
+                config.reserved(), route.types());
         return this;
     }
 
     // -------------------------------------------------------------------------------------------- claiming
 
     private void claimLoop() {
-        long leaseNanos = config.lease().toNanos();
         while (claiming) {
+            if (!config.reserved().isEmpty()) {
+                if (!claimWithReservations()) break;
+                continue;
+            }
             int limit = config.threads() + prefetchDepth();
             int busy = outstanding.get();
             // Back-pressure from the completer: jobs whose outcome is not recorded yet still hold a lease,
@@ -227,7 +236,7 @@ public final class Worker implements AutoCloseable {
             // this, so t0 + lease is a lower bound of the lease's end on this JVM's clock.
             long t0 = clock.nanoTime();
             try {
-                jobs = store.claim(db, config.workerId(), want, config.lease());
+                jobs = store.leases().claim(db, config.workerId(), want, config.lease(), config.queues(), route.types());
             } catch (RuntimeException e) {
                 log.warn("claim failed, retrying after the poll interval", e);
                 if (!sleepUntilWoken()) break;
@@ -237,20 +246,7 @@ public final class Worker implements AutoCloseable {
             claimNanos = claimNanos == 0 ? took : claimNanos * 0.8 + took * 0.2;
             observer.claimed(jobs.size(), took);
             if (log.isDebugEnabled()) log.debug("claimed {} of {} in {} us", jobs.size(), want, took / 1000);
-            // Everything claimed is dispatched, even when a stop began meanwhile: the stop then either runs
-            // it or hands it back, so no claimed job is stranded until its lease runs out.
-            outstanding.addAndGet(jobs.size());
-            for (ClaimedJob job : jobs) {
-                Attempt attempt = new Attempt(job, t0 + leaseNanos);
-                JobTask task = new JobTask(attempt);
-                attempt.task = task;
-                Attempt previous = held.put(job.id(), attempt);
-                if (previous != null) {
-                    // this process claimed the job again, so the reaper took the earlier attempt back
-                    leaseLost(previous, "the job was claimed again (attempt " + job.attempt() + ")");
-                }
-                handlerPool.execute(task);
-            }
+            dispatch(jobs, t0);
             if (jobs.size() < want) {
                 try {
                     store.leases().wakeScheduler(db); // the buffer ran dry while threads are free: refill it now
@@ -260,6 +256,93 @@ public final class Worker implements AutoCloseable {
                 if (!sleepUntilWoken()) break;
             }
         }
+    }
+
+    /**
+     * Everything claimed is dispatched, even when a stop began meanwhile: the stop then either runs it or hands
+     * it back, so no claimed job is stranded until its lease runs out. {@code t0}: when the claim was sent.
+     */
+    private void dispatch(List<ClaimedJob> jobs, long t0) {
+        outstanding.addAndGet(jobs.size());
+        for (ClaimedJob job : jobs) {
+            Attempt attempt = new Attempt(job, t0 + config.lease().toNanos());
+            JobTask task = new JobTask(attempt);
+            attempt.task = task;
+            Attempt previous = held.put(job.id(), attempt);
+            if (previous != null) {
+                // this process claimed the job again, so the reaper took the earlier attempt back
+                leaseLost(previous, "the job was claimed again (attempt " + job.attempt() + ")");
+            }
+            handlerPool.execute(task);
+        }
+    }
+
+    /**
+     * One claim round of a worker with reserved threads ({@link WorkerConfig#reserved()}): each reserved queue
+     * may fill its own threads, and any served queue the shared ones ({@link WorkerConfig#sharedThreads()}); a
+     * queue's jobs beyond its reservation count as shared. Only what can start at once is claimed (no prefetch),
+     * so a claimed job never waits for a thread another queue holds in reserve. Returns false to stop.
+     */
+    private boolean claimWithReservations() {
+        Map<String, Integer> usage = new HashMap<>();
+        int unsettled = 0;
+        for (Attempt a : held.values()) {
+            if (a.settled.get()) continue;
+            usage.merge(a.job.queue(), 1, Integer::sum);
+            unsettled++;
+        }
+        int unrecorded = held.size() - unsettled;
+        int sharedUsed = 0;
+        for (Map.Entry<String, Integer> u : usage.entrySet()) {
+            sharedUsed += Math.max(0, u.getValue() - config.reserved().getOrDefault(u.getKey(), 0));
+        }
+        int sharedRoom = Math.max(0, config.sharedThreads() - sharedUsed);
+        boolean room = false, cameShort = false;
+        if (unrecorded <= 2 * config.threads()) { // back-pressure from the completer, as in the prefetching loop
+            try {
+                for (Map.Entry<String, Integer> r : config.reserved().entrySet()) {
+                    int free = r.getValue() - usage.getOrDefault(r.getKey(), 0);
+                    if (free <= 0) continue;
+                    room = true;
+                    long t0 = clock.nanoTime();
+                    List<ClaimedJob> got = store.leases().claim(db, config.workerId(), free, config.lease(),
+                            List.of(r.getKey()), route.types());
+                    observer.claimed(got.size(), clock.nanoTime() - t0);
+                    dispatch(got, t0);
+                    cameShort |= got.size() < free;
+                }
+                if (sharedRoom > 0) {
+                    room = true;
+                    long t0 = clock.nanoTime();
+                    List<ClaimedJob> got = store.leases().claim(db, config.workerId(), sharedRoom, config.lease(),
+                            config.queues(), route.types());
+                    observer.claimed(got.size(), clock.nanoTime() - t0);
+                    dispatch(got, t0);
+                    cameShort |= got.size() < sharedRoom;
+                }
+            } catch (RuntimeException e) {
+                log.warn("claim failed, retrying after the poll interval", e);
+                return sleepUntilWoken();
+            }
+        }
+        if (!room) {
+            try {
+                slotFreed.tryAcquire(config.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
+                slotFreed.drainPermits();
+                return claiming;
+            } catch (InterruptedException e) {
+                return false;
+            }
+        }
+        if (cameShort) {
+            try {
+                store.leases().wakeScheduler(db);
+            } catch (RuntimeException e) {
+                log.debug("could not wake the scheduler", e);
+            }
+            return sleepUntilWoken();
+        }
+        return claiming;
     }
 
     /**
@@ -420,7 +503,10 @@ public final class Worker implements AutoCloseable {
         try {
             observer.started(job);
             if (registration.isPresent()) {
-                registration.get().handler().handle(JobContext.of(job, config.workerId(), timeout, a::cancelReason));
+                PayloadVersions.Read payload = registration.get().versions().read(job.type(), job.payloadVersion(),
+                        job.payloadJson());
+                registration.get().handler().handle(JobContext.of(job, config.workerId(), timeout, a::cancelReason,
+                        payload.version(), payload.json(), store, db));
             }
         } catch (Throwable e) {
             failure = e;
@@ -483,7 +569,24 @@ public final class Worker implements AutoCloseable {
             return new JobOutcome.Failed(job.id(), job.attempt(), true, 0, errorText(failure));
         }
         if (failure instanceof RetryableJobException e) return retryOrDead(job, policy, errorText(e), e.retryAfter());
+        if (failure instanceof SnoozeJobException z) return snooze(job, policy, z);
         return retryOrDead(job, policy, errorText(failure), null);
+    }
+
+    /**
+     * A snooze: back to waiting for its delay without using an attempt, up to {@link WorkerConfig#maxSnoozes()}
+     * per job; beyond that the attempt fails as transient (backoff, or dead when it was the last one).
+     */
+    private JobOutcome snooze(ClaimedJob job, RetryPolicy policy, SnoozeJobException z) {
+        if (job.snoozes() >= config.maxSnoozes()) {
+            return retryOrDead(job, policy, "snoozed " + job.snoozes() + " times, the most a job may be (FAIRQ_MAX_SNOOZES "
+                    + config.maxSnoozes() + "): this snooze fails the attempt: " + z.getMessage(), null);
+        }
+        long delay = z.delay().toMillis();
+        log.info("job {} attempt {} snoozed for {} ms ({} of {}): {}", job.id(), job.attempt(), delay,
+                job.snoozes() + 1, config.maxSnoozes(), z.getMessage());
+        return new JobOutcome.Snoozed(job.id(), job.attempt(), delay, "snoozed (" + (job.snoozes() + 1) + " of "
+                + config.maxSnoozes() + "): " + z.getMessage());
     }
 
     private static String timedOut(Attempt a, boolean abandoned) {
@@ -731,7 +834,7 @@ public final class Worker implements AutoCloseable {
             Map<Long, Integer> attempts = new HashMap<>();
             mine.forEach((id, a) -> attempts.put(id, a.job.attempt()));
             long sentAt = clock.nanoTime(); // before the statement: a lower bound, like the claim's
-            Set<Long> still = store.heartbeat(db, config.workerId(), config.threads(), attempts, config.lease());
+            Set<Long> still = store.leases().heartbeat(db, config.workerId(), config.threads(), route, attempts, config.lease());
             long until = sentAt + config.lease().toNanos();
             for (Map.Entry<Long, Attempt> e : mine.entrySet()) {
                 Attempt a = e.getValue();

@@ -33,12 +33,19 @@ import java.util.UUID;
  * @param cancelCheckInterval how often the worker checks its running jobs for cancel requests (the fallback
  *                            to NOTIFY fairq_cancel, which tells it at once)
  * @param watchInterval       how often the watchdog compares running attempts with their time limits
+ * @param queues              the queues this process serves; null: every queue (FAIRQ_WORKER_QUEUES)
+ * @param reserved            threads kept for jobs of a queue (queue to threads; FAIRQ_WORKER_RESERVED): jobs of
+ *                            other queues never take them. With reservations the worker claims only what it can
+ *                            start at once (no prefetch), so a claimed bulk job never waits for a reserved thread
+ * @param maxSnoozes          the most snoozes of one job; a snooze beyond it fails the attempt instead
+ *                            (FAIRQ_MAX_SNOOZES)
  */
 public record WorkerConfig(String workerId, int threads, int prefetch, Duration lease, Duration heartbeatInterval,
                            Duration pollInterval, Duration reapInterval, int reapBatch, int completionBatch,
                            Duration shutdownGrace, Duration startMargin, Duration defaultTimeout,
                            Duration abandonAfter, int maxAbandonedThreads, Duration cancelCheckInterval,
-                           Duration watchInterval) {
+                           Duration watchInterval, java.util.Set<String> queues, java.util.Map<String, Integer> reserved,
+                           int maxSnoozes) {
 
     public static final int DEFAULT_THREADS = 8;
     /** 128 no-op jobs are about one claim round trip's worth at full speed; slow jobs never reach it. */
@@ -69,6 +76,12 @@ public record WorkerConfig(String workerId, int threads, int prefetch, Duration 
     public static final Duration DEFAULT_CANCEL_CHECK_INTERVAL = Duration.ofSeconds(1);
     /** A time limit is enforced within 50 ms of running out (a loop over the running attempts, no I/O). */
     public static final Duration DEFAULT_WATCH_INTERVAL = Duration.ofMillis(50);
+    /**
+     * 100 snoozes: a job that waits for a partner's rate limit or a resource a hundred times is stuck rather
+     * than waiting; past it each further snooze costs an attempt, so it ends (dead) instead of cycling forever.
+     */
+    public static final int DEFAULT_MAX_SNOOZES = 100;
+    public static final int MAX_MAX_SNOOZES = 1_000_000;
 
     public WorkerConfig {
         if (threads < 1) throw new IllegalArgumentException("threads must be >= 1");
@@ -94,6 +107,28 @@ public record WorkerConfig(String workerId, int threads, int prefetch, Duration 
         if (!positive(cancelCheckInterval) || !positive(watchInterval) || !positive(pollInterval) || !positive(reapInterval)) {
             throw new IllegalArgumentException("intervals must be positive");
         }
+        queues = queues == null ? null : java.util.Set.copyOf(queues);
+        reserved = reserved == null ? java.util.Map.of() : java.util.Map.copyOf(reserved);
+        if (queues != null && queues.isEmpty()) throw new IllegalArgumentException("a worker serves at least one queue (null: all)");
+        int sum = 0;
+        for (var e : reserved.entrySet()) {
+            if (e.getValue() < 1) throw new IllegalArgumentException("reserved threads of queue '" + e.getKey() + "' must be >= 1");
+            if (queues != null && !queues.contains(e.getKey())) {
+                throw new IllegalArgumentException("queue '" + e.getKey() + "' has reserved threads but is not among the queues served " + queues);
+            }
+            sum += e.getValue();
+        }
+        if (sum > threads) {
+            throw new IllegalArgumentException("the reserved threads (" + sum + ") exceed the worker's threads (" + threads + ")");
+        }
+        if (maxSnoozes < 0 || maxSnoozes > MAX_MAX_SNOOZES) {
+            throw new IllegalArgumentException("maxSnoozes must be between 0 and " + MAX_MAX_SNOOZES);
+        }
+    }
+
+    /** Threads any served queue may use: the threads less every reservation. */
+    public int sharedThreads() {
+        return threads - reserved.values().stream().mapToInt(Integer::intValue).sum();
     }
 
     private static boolean positive(Duration d) {
@@ -125,7 +160,8 @@ public record WorkerConfig(String workerId, int threads, int prefetch, Duration 
                 .startMargin(startMargin.equals(heartbeatInterval) ? null : startMargin)
                 .defaultTimeout(defaultTimeout).abandonAfter(abandonAfter)
                 .maxAbandonedThreads(maxAbandonedThreads == threads ? -1 : maxAbandonedThreads)
-                .cancelCheckInterval(cancelCheckInterval).watchInterval(watchInterval);
+                .cancelCheckInterval(cancelCheckInterval).watchInterval(watchInterval)
+                .queues(queues).reserved(reserved).maxSnoozes(maxSnoozes);
     }
 
     public static final class Builder {
@@ -145,6 +181,9 @@ public record WorkerConfig(String workerId, int threads, int prefetch, Duration 
         private int maxAbandonedThreads = -1;
         private Duration cancelCheckInterval = DEFAULT_CANCEL_CHECK_INTERVAL;
         private Duration watchInterval = DEFAULT_WATCH_INTERVAL;
+        private java.util.Set<String> queues;
+        private java.util.Map<String, Integer> reserved = java.util.Map.of();
+        private int maxSnoozes = DEFAULT_MAX_SNOOZES;
 
         private Builder() {}
 
@@ -170,12 +209,18 @@ public record WorkerConfig(String workerId, int threads, int prefetch, Duration 
         public Builder maxAbandonedThreads(int n) { this.maxAbandonedThreads = n; return this; }
         public Builder cancelCheckInterval(Duration d) { this.cancelCheckInterval = d; return this; }
         public Builder watchInterval(Duration d) { this.watchInterval = d; return this; }
+        /** The queues this process serves (null: every queue). */
+        public Builder queues(java.util.Set<String> q) { this.queues = q; return this; }
+        /** Threads kept for a queue's jobs (queue to threads); their sum is at most the threads. */
+        public Builder reserved(java.util.Map<String, Integer> r) { this.reserved = r; return this; }
+        public Builder maxSnoozes(int n) { this.maxSnoozes = n; return this; }
 
         public WorkerConfig build() {
             return new WorkerConfig(workerId != null ? workerId : defaultWorkerId(), threads, prefetch, lease,
                     heartbeatInterval, pollInterval, reapInterval, reapBatch, completionBatch, shutdownGrace,
                     startMargin != null ? startMargin : heartbeatInterval, defaultTimeout, abandonAfter,
-                    maxAbandonedThreads >= 0 ? maxAbandonedThreads : threads, cancelCheckInterval, watchInterval);
+                    maxAbandonedThreads >= 0 ? maxAbandonedThreads : threads, cancelCheckInterval, watchInterval,
+                    queues, reserved, maxSnoozes);
         }
     }
 

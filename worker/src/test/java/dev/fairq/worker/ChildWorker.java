@@ -19,13 +19,19 @@ final class ChildWorker {
 
     static ChildWorker start(TestDatabase db, String id, int threads, int prefetch, long leaseMillis, long graceMillis)
             throws IOException {
+        return start(db, id, threads, prefetch, leaseMillis, graceMillis, "", "");
+    }
+
+    /** A worker process serving only {@code queues} (comma-separated, "" for all), with reserved threads ("urgent=1"). */
+    static ChildWorker start(TestDatabase db, String id, int threads, int prefetch, long leaseMillis, long graceMillis,
+                             String queues, String reserved) throws IOException {
         String classpath = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         Path log = Files.createTempFile("fairq-child-" + id.replace(':', '_'), ".log");
         ProcessBuilder pb = new ProcessBuilder(List.of(java, "-Xmx256m", "-cp", classpath,
                 WorkerProcessMain.class.getName(), db.jdbcUrl, db.user, db.password == null ? "" : db.password, id,
                 Integer.toString(threads), Integer.toString(prefetch), Long.toString(leaseMillis),
-                Long.toString(graceMillis)));
+                Long.toString(graceMillis), queues, reserved));
         pb.redirectErrorStream(true);
         pb.redirectOutput(log.toFile());
         return new ChildWorker(pb.start(), log);

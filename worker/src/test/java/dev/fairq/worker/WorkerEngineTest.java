@@ -162,16 +162,27 @@ class WorkerEngineTest extends PlatformTest {
         assertEquals(List.of(key + "#1#42", key + "#2#42", key + "#3#42"), keys);
     }
 
+    /**
+     * A worker never claims a job it has no handler for: the scheduler parks it (no live worker serves its type)
+     * and it waits without using attempts, until a worker that serves it registers and runs it.
+     */
     @Test
-    void aTypeWithoutHandlerIsRetriedNotLost() {
+    void aTypeWithoutHandlerWaitsUntilAWorkerServesItAndUsesNoAttempt() {
         long id = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "unknown-type").maxAttempts(1).build())
                 .job().getId();
         platform.startScheduler(SchedulerConfig.defaults());
-        platform.startWorker(TestPlatform.fastConfig("w1", 1), new HandlerRegistry());
-        await().atMost(Duration.ofSeconds(30)).until(() -> "dead".equals(status(id)));
-        String error = db.dsl().fetchValue("SELECT last_error FROM jobs WHERE id = ?", id).toString();
-        assertTrue(error.contains("no handler for type 'unknown-type'"), error);
-        assertFalse(error.isBlank());
+        platform.startWorker(TestPlatform.fastConfig("w1", 1), RecordingHandlers.registry(db.dataSource()));
+        await().atMost(Duration.ofSeconds(30)).until(() ->
+                db.count("SELECT count(*) FROM jobs WHERE id = ? AND no_worker_since IS NOT NULL", id) == 1);
+        assertEquals("pending", status(id));
+        assertEquals(0, db.count("SELECT attempts FROM jobs WHERE id = ?", id));
+
+        HandlerRegistry late = new HandlerRegistry();
+        late.register("unknown-type", job -> RecordingHandlers.recordRun(db.dsl(), job, 0));
+        platform.startWorker(TestPlatform.fastConfig("w2", 1), late);
+        await().atMost(Duration.ofSeconds(30)).until(() -> "succeeded".equals(status(id)));
+        assertEquals("w2", db.dsl().fetchValue("SELECT worker FROM test_runs WHERE job_id = ?", id));
+        assertEquals(1, db.count("SELECT attempts FROM jobs WHERE id = ?", id));
     }
 
     private String status(long id) {

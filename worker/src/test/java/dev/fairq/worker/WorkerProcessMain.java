@@ -10,7 +10,8 @@ import java.time.Duration;
  * A worker as its own JVM, for the crash and shutdown tests: the test starts it, kills it (SIGKILL) or stops
  * it (SIGTERM), and reads what happened from the database.
  *
- * <p>Arguments: jdbcUrl user password workerId threads prefetch leaseMillis graceMillis
+ * <p>Arguments: jdbcUrl user password workerId threads prefetch leaseMillis graceMillis [queues [reserved]]:
+ * queues comma-separated ("" or absent: all), reserved as queue=threads pairs ("urgent=1").
  */
 public final class WorkerProcessMain {
     private WorkerProcessMain() {}
@@ -22,10 +23,16 @@ public final class WorkerProcessMain {
         Duration lease = Duration.ofMillis(Long.parseLong(args[6]));
         Duration grace = Duration.ofMillis(Long.parseLong(args[7]));
 
+        java.util.Set<String> queues = args.length > 8 && !args[8].isEmpty() ? java.util.Set.of(args[8].split(",")) : null;
+        java.util.Map<String, Integer> reserved = new java.util.HashMap<>();
+        if (args.length > 9 && !args[9].isEmpty()) {
+            for (String pair : args[9].split(",")) reserved.put(pair.split("=")[0], Integer.parseInt(pair.split("=")[1]));
+        }
+
         HikariDataSource pool = Database.queuePool(url, user, password, threads + 4, "child-" + id);
         WorkerConfig config = WorkerConfig.builder().workerId(id).threads(threads).prefetch(prefetch)
                 .lease(lease, lease.dividedBy(4)).reapInterval(lease.dividedBy(4))
-                .pollInterval(Duration.ofMillis(200)).shutdownGrace(grace).build();
+                .pollInterval(Duration.ofMillis(200)).shutdownGrace(grace).queues(queues).reserved(reserved).build();
         Worker worker = new Worker(config, RecordingHandlers.registry(pool), new JobStore(), Database.dsl(pool),
                 () -> Database.dedicated(url, user, password, "listen-" + id));
         ShutdownSignals.onTerminate(() -> {

@@ -9,6 +9,7 @@ import dev.fairq.worker.JobContext;
 import dev.fairq.worker.JobHandler;
 import dev.fairq.worker.PermanentJobException;
 import dev.fairq.worker.RetryableJobException;
+import dev.fairq.worker.SnoozeJobException;
 import org.eclipse.jetty.client.Destination;
 import org.eclipse.jetty.client.HttpClient;
 import org.eclipse.jetty.client.ProxyAuthenticationProtocolHandler;
@@ -79,9 +80,11 @@ import java.util.regex.Pattern;
  * names are dropped, so a payload cannot forge them. Headers the client owns (Host, Content-Length,
  * Connection, Expect, Upgrade, Transfer-Encoding, ...) may not be given.
  *
- * <p>Outcome: 2xx succeeds. 408, 429, 5xx, timeouts, connection failures and DNS failures are transient
- * (retried with the type's backoff; on 429 and 503 a {@code Retry-After} in seconds or as an HTTP date sets
- * the delay instead, capped at {@value #MAX_RETRY_AFTER_SECONDS} s). 3xx is permanent: redirects are never
+ * <p>Outcome: 2xx succeeds. 429 or 503 with a {@code Retry-After} (seconds or an HTTP date, capped at
+ * {@value #MAX_RETRY_AFTER_SECONDS} s) snoozes the job for that long: the receiver asked to be called later,
+ * nothing failed, so no attempt is used (bounded by the worker's max snoozes, past which it fails the attempt).
+ * 408, 429 and 5xx without one, timeouts, connection failures and DNS failures are transient (retried with
+ * the type's backoff). 3xx is permanent: redirects are never
  * followed (the error names the target, redacted; send the job to the final URL). Any other 4xx, an invalid
  * payload and a refused destination are permanent (dead at once); the error names the status or the payload
  * field.
@@ -251,6 +254,10 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
             String clean = call.scrub(e.getMessage());
             if (clean.equals(e.getMessage())) throw e;
             throw new RetryableJobException(clean, e.retryAfter());
+        } catch (SnoozeJobException e) {
+            String clean = call.scrub(e.getMessage());
+            if (clean.equals(e.getMessage())) throw e;
+            throw new SnoozeJobException(clean, e.delay());
         }
     }
 
@@ -571,7 +578,8 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
         return " (" + excerpt(redactUrlsIn(message)) + ")";
     }
 
-    private void judge(Call call, Exchange response) throws PermanentJobException, RetryableJobException {
+    private void judge(Call call, Exchange response) throws PermanentJobException, RetryableJobException,
+            SnoozeJobException {
         int status = response.status();
         if (status >= 200 && status < 300) return;
         String what = "HTTP " + status + " from " + call.method() + " " + call.safeUrl();
@@ -584,8 +592,9 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
         String withBody = body.isEmpty() ? what : what + ": " + body;
         if (status == 429 || status == 503) {
             Duration retryAfter = response.retryAfter() == null ? null : parseRetryAfter(response.retryAfter(), clock.get());
-            throw new RetryableJobException(retryAfter == null ? withBody
-                    : withBody + " (Retry-After " + retryAfter.toSeconds() + " s)", retryAfter);
+            if (retryAfter == null) throw new RetryableJobException(withBody, null);
+            // the receiver named when to come back: a snooze, not a failure (no attempt used)
+            throw new SnoozeJobException(withBody + " (Retry-After " + retryAfter.toSeconds() + " s)", retryAfter);
         }
         if (status == 408 || status >= 500 || status < 200) throw new RetryableJobException(withBody, null);
         throw new PermanentJobException(withBody);

@@ -140,7 +140,7 @@ class HttpHandlerEndToEndTest {
     }
 
     @Test
-    void tooManyRequestsWithRetryAfterMovesRunAtByThatDelayOnTheDatabaseClock() {
+    void tooManyRequestsWithRetryAfterSnoozesTheJobForThatDelayOnTheDatabaseClock() {
         AtomicReference<OffsetDateTime> firstArrival = new AtomicReference<>();
         AtomicReference<OffsetDateTime> secondArrival = new AtomicReference<>();
         receiver.answer(r -> {
@@ -155,10 +155,11 @@ class HttpHandlerEndToEndTest {
         long id = enqueue(post(receiver.url("/hook")), 5);
 
         awaitStatus(id, "succeeded");
-        assertEquals(2, attempts(id));
-        // run_at was set by the failed attempt to (the database's now() when the failure was recorded) + 1 s,
-        // and the failure was recorded after the receiver answered, so it lies at least 1 s past the first
-        // arrival; the policy's own backoff (10-50 ms) could not have put it there.
+        assertEquals(1, attempts(id), "the snooze used no attempt");
+        assertEquals(1, db.count("SELECT snoozes FROM jobs WHERE id = ?", id));
+        // run_at was set by the snooze to (the database's now() when it was recorded) + 1 s, and it was
+        // recorded after the receiver answered, so it lies at least 1 s past the first arrival; the policy's
+        // own backoff (10-50 ms) could not have put it there.
         OffsetDateTime runAt = db.dsl().resultQuery("SELECT run_at FROM jobs WHERE id = ?", id)
                 .fetchOne(0, OffsetDateTime.class);
         assertNotNull(firstArrival.get());
@@ -281,13 +282,17 @@ class HttpHandlerEndToEndTest {
         assertEquals(1, receiver.requests.size(), "only the valid one was sent");
     }
 
+    /** A type no live worker serves is never claimed: it waits, parked, its attempts untouched (issue 11). */
     @Test
-    void lastErrorNamesNoWorkerHostOrPid() {
+    void aTypeNoWorkerServesWaitsWithoutUsingAttempts() {
         start();
         long id = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "no-such-type").maxAttempts(1).build())
                 .job().getId();
-        awaitStatus(id, "dead");
-        assertEquals("no handler for type 'no-such-type' on this worker", lastError(id));
+        await().atMost(Duration.ofSeconds(30)).until(() ->
+                db.count("SELECT count(*) FROM jobs WHERE id = ? AND no_worker_since IS NOT NULL", id) == 1);
+        assertEquals("pending", db.dsl().fetchValue("SELECT status::text FROM jobs WHERE id = ?", id));
+        assertEquals(0, attempts(id));
+        assertEquals("", lastError(id), "no attempt, no error");
     }
 
     /**

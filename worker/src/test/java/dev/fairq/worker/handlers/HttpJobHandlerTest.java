@@ -443,18 +443,19 @@ class HttpJobHandlerTest {
         }
     }
 
+    /** A Retry-After on 429 and 503 snoozes the job for that long (no attempt used); elsewhere it is ignored. */
     @Test
-    void retryAfterIsHonouredOn429And503Only() {
+    void retryAfterIsHonouredOn429And503OnlyAsASnooze() {
         String date = DateTimeFormatter.RFC_1123_DATE_TIME.format(NOW.plusSeconds(90).atOffset(ZoneOffset.UTC));
         receiver.answer(r -> new Receiver.Reply(503, Map.of("Retry-After", date), ""));
-        assertEquals(Duration.ofSeconds(90), assertThrows(RetryableJobException.class,
-                () -> local.handle(job(1, 1, payload(receiver.url("/"))))).retryAfter());
+        assertEquals(Duration.ofSeconds(90), assertThrows(dev.fairq.worker.SnoozeJobException.class,
+                () -> local.handle(job(1, 1, payload(receiver.url("/"))))).delay());
         receiver.answer(r -> new Receiver.Reply(429, Map.of("Retry-After", "7"), ""));
-        assertEquals(Duration.ofSeconds(7), assertThrows(RetryableJobException.class,
-                () -> local.handle(job(1, 1, payload(receiver.url("/"))))).retryAfter());
+        assertEquals(Duration.ofSeconds(7), assertThrows(dev.fairq.worker.SnoozeJobException.class,
+                () -> local.handle(job(1, 1, payload(receiver.url("/"))))).delay());
         receiver.answer(r -> new Receiver.Reply(429, Map.of("Retry-After", "604800"), ""));
-        assertEquals(Duration.ofHours(1), assertThrows(RetryableJobException.class,
-                () -> local.handle(job(1, 1, payload(receiver.url("/"))))).retryAfter());
+        assertEquals(Duration.ofHours(1), assertThrows(dev.fairq.worker.SnoozeJobException.class,
+                () -> local.handle(job(1, 1, payload(receiver.url("/"))))).delay());
         receiver.answer(r -> new Receiver.Reply(500, Map.of("Retry-After", "7"), ""));
         assertNull(assertThrows(RetryableJobException.class,
                 () -> local.handle(job(1, 1, payload(receiver.url("/"))))).retryAfter());

@@ -1,0 +1,109 @@
+package dev.fairq.schema;
+
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.UUID;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The idempotency store's protocol against the real table, on a settable clock (no waiting for a lock to lapse). */
+class SideEffectsStoreTest extends StoreTestSupport {
+    private static final Duration LOCK = Duration.ofSeconds(10);
+
+    private SideEffects effects() {
+        return store.sideEffects();
+    }
+
+    @Test
+    void aDoneKeyAnswersItsStoredResultToEveryLaterAttempt() {
+        UUID token = ((SideEffects.Claim.Acquired) effects().begin(dsl, T1, "charge:42", LOCK, 1L)).token();
+        effects().complete(dsl, T1, "charge:42", token, "receipt-42");
+
+        assertEquals(new SideEffects.Claim.Done("receipt-42"), effects().begin(dsl, T1, "charge:42", LOCK, 2L));
+        clock.advance(Duration.ofDays(1)); // a done key never expires by its lock: only retention removes it
+        assertEquals(new SideEffects.Claim.Done("receipt-42"), effects().begin(dsl, T1, "charge:42", LOCK, 3L));
+        // keys are per tenant
+        assertInstanceOf(SideEffects.Claim.Acquired.class, effects().begin(dsl, T2, "charge:42", LOCK, 4L));
+    }
+
+    @Test
+    void aLivePendingKeyIsBusyForTheRestOfItsLock() {
+        assertInstanceOf(SideEffects.Claim.Acquired.class, effects().begin(dsl, T1, "k", LOCK, 1L));
+        clock.advance(Duration.ofSeconds(4));
+        SideEffects.Claim.Busy second = assertInstanceOf(SideEffects.Claim.Busy.class, effects().begin(dsl, T1, "k", LOCK, 2L));
+        long ms = second.lockedFor().toMillis();
+        assertTrue(ms >= 5_999 && ms <= 6_001, "6 s of the lock left, not " + ms + " ms"); // rounded up from epoch seconds
+    }
+
+    /**
+     * The holder died between taking the key and writing done: once its lock ran out the key is taken over under
+     * a new token, and the old holder, should it wake up, can no longer write done (it fails loudly).
+     */
+    @Test
+    void anExpiredPendingIsTakenOverAndTheStaleHolderCannotWriteDone() {
+        UUID stale = ((SideEffects.Claim.Acquired) effects().begin(dsl, T1, "k", LOCK, 1L)).token();
+        clock.advance(LOCK.minusMillis(1));
+        assertInstanceOf(SideEffects.Claim.Busy.class, effects().begin(dsl, T1, "k", LOCK, 2L), "not yet expired");
+        clock.advance(Duration.ofMillis(1));
+        UUID fresh = ((SideEffects.Claim.Acquired) effects().begin(dsl, T1, "k", LOCK, 2L)).token();
+        assertNotEquals(stale, fresh);
+
+        SideEffects.LostKeyException lost = assertThrows(SideEffects.LostKeyException.class,
+                () -> effects().complete(dsl, T1, "k", stale, "from the stale holder"));
+        assertTrue(lost.getMessage().contains("another attempt took the key over"), lost.getMessage());
+        assertFalse(effects().release(dsl, T1, "k", stale), "a stale holder cannot give the key up either");
+        assertEquals("pending", effects().find(dsl, T1, "k").orElseThrow().status());
+
+        effects().complete(dsl, T1, "k", fresh, "from the new holder");
+        assertEquals(new SideEffects.Claim.Done("from the new holder"), effects().begin(dsl, T1, "k", LOCK, 3L));
+        assertThrows(SideEffects.LostKeyException.class, () -> effects().complete(dsl, T1, "k", fresh, "twice"),
+                "done is written once");
+    }
+
+    /** A holder whose lock ran out but was not taken over still writes done: its token is still the current one. */
+    @Test
+    void aLapsedLockNobodyTookOverStillCompletes() {
+        UUID token = ((SideEffects.Claim.Acquired) effects().begin(dsl, T1, "k", LOCK, 1L)).token();
+        clock.advance(LOCK.multipliedBy(3));
+        effects().complete(dsl, T1, "k", token, null);
+        assertEquals(new SideEffects.Claim.Done(null), effects().begin(dsl, T1, "k", LOCK, 2L));
+    }
+
+    @Test
+    void aReleasedKeyIsTakenAfreshByTheNextAttempt() {
+        UUID token = ((SideEffects.Claim.Acquired) effects().begin(dsl, T1, "k", LOCK, 1L)).token();
+        assertTrue(effects().release(dsl, T1, "k", token));
+        assertInstanceOf(SideEffects.Claim.Acquired.class, effects().begin(dsl, T1, "k", LOCK, 2L));
+    }
+
+    @Test
+    void retentionDeletesKeysNotWrittenForItsTimeInBoundedBatches() {
+        for (int i = 0; i < 5; i++) {
+            UUID t = ((SideEffects.Claim.Acquired) effects().begin(dsl, T1, "old-" + i, LOCK, 1L)).token();
+            effects().complete(dsl, T1, "old-" + i, t, "r");
+        }
+        effects().begin(dsl, T1, "old-pending", LOCK, 1L); // its holder never came back
+        clock.advance(Duration.ofDays(8));
+        UUID t = ((SideEffects.Claim.Acquired) effects().begin(dsl, T1, "new", LOCK, 1L)).token();
+        effects().complete(dsl, T1, "new", t, "r");
+
+        assertEquals(4, store.retention().deleteSideEffects(dsl, Duration.ofDays(7), 4), "one batch");
+        assertEquals(2, store.retention().deleteSideEffects(dsl, Duration.ofDays(7), 4));
+        assertEquals(0, store.retention().deleteSideEffects(dsl, Duration.ofDays(7), 4));
+        assertEquals(1, db.count("SELECT count(*) FROM side_effects"));
+        assertEquals("done", effects().find(dsl, T1, "new").orElseThrow().status());
+    }
+
+    @Test
+    void keysAreOneTo255Characters() {
+        assertThrows(IllegalArgumentException.class, () -> effects().begin(dsl, T1, "", LOCK, 1L));
+        assertThrows(IllegalArgumentException.class, () -> effects().begin(dsl, T1, "k".repeat(256), LOCK, 1L));
+        assertInstanceOf(SideEffects.Claim.Acquired.class, effects().begin(dsl, T1, "k".repeat(255), LOCK, 1L));
+    }
+}

@@ -1,0 +1,115 @@
+package dev.fairq.worker;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.fairq.schema.Json;
+import dev.fairq.schema.JobRequest;
+
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.function.UnaryOperator;
+
+/**
+ * The payload versions a handler reads, and the upcasters that bring older payloads to a version it reads
+ * (seed 003). {@code PayloadVersions.reads(2).upcast(1, p -> ...)}: the handler gets version-2 payloads as they
+ * are and version-1 payloads turned into version 2 first; {@link JobContext#payloadVersion()} says which it got.
+ * A job whose version the handler neither reads nor can upcast to one it reads fails permanently (dead at once,
+ * never retried: no other attempt of this worker would read it either), its {@code last_error} naming the
+ * version; explain then answers {@code unknown_payload_version}.
+ *
+ * <p>Upcasters step one version at a time (v to v + 1) and chain: a handler reading 3 with upcasters from 1 and
+ * 2 reads version-1 payloads. An upcaster that throws fails the attempt permanently too (its bug, not the job's
+ * luck). Immutable: each call returns a new value.
+ */
+public final class PayloadVersions {
+    /** What a handler registered without versions reads: version 1, the payloads submitted without one. */
+    public static final PayloadVersions V1 = new PayloadVersions(Set.of(1), Map.of());
+
+    /** The start of {@link #UNKNOWN}'s error text; explain recognises a dead job's last_error by it. */
+    public static final String UNKNOWN = "unknown payload_version";
+
+    private final Set<Integer> reads;
+    private final Map<Integer, UnaryOperator<JsonNode>> upcasters;
+
+    private PayloadVersions(Set<Integer> reads, Map<Integer, UnaryOperator<JsonNode>> upcasters) {
+        this.reads = Set.copyOf(reads);
+        this.upcasters = Map.copyOf(upcasters);
+    }
+
+    /** A handler that reads these versions (at least one). */
+    public static PayloadVersions reads(int... versions) {
+        if (versions.length == 0) throw new IllegalArgumentException("a handler reads at least one payload version");
+        Set<Integer> set = new TreeSet<>();
+        for (int v : versions) set.add(check(v));
+        return new PayloadVersions(set, Map.of());
+    }
+
+    /** Adds the upcaster from {@code fromVersion} to {@code fromVersion + 1}. */
+    public PayloadVersions upcast(int fromVersion, UnaryOperator<JsonNode> toNext) {
+        check(fromVersion);
+        check(fromVersion + 1);
+        if (upcasters.containsKey(fromVersion)) {
+            throw new IllegalArgumentException("an upcaster from payload version " + fromVersion + " is already registered");
+        }
+        Map<Integer, UnaryOperator<JsonNode>> next = new TreeMap<>(upcasters);
+        next.put(fromVersion, toNext);
+        return new PayloadVersions(reads, next);
+    }
+
+    public Set<Integer> readVersions() {
+        return new TreeSet<>(reads);
+    }
+
+    public Set<Integer> upcastFrom() {
+        return new TreeSet<>(upcasters.keySet());
+    }
+
+    /** A payload as the handler gets it. */
+    public record Read(int version, String json) {}
+
+    /**
+     * The payload as the handler reads it: as is when its version is read, else upcast step by step until it
+     * is; {@link PermanentJobException} naming the version when neither works.
+     */
+    public Read read(String type, int version, String json) throws PermanentJobException {
+        int v = version;
+        if (reads.contains(v)) return new Read(v, json);
+        JsonNode node = null;
+        while (!reads.contains(v) && upcasters.containsKey(v)) {
+            try {
+                if (node == null) node = Json.MAPPER.readTree(json);
+                node = upcasters.get(v).apply(node);
+            } catch (JsonProcessingException | RuntimeException e) {
+                throw new PermanentJobException("upcasting the payload of type '" + type + "' from payload_version " + v
+                        + " to " + (v + 1) + " failed: " + e, e);
+            }
+            if (node == null) throw new PermanentJobException("the upcaster of type '" + type + "' from payload_version "
+                    + v + " returned no payload");
+            v++;
+        }
+        if (!reads.contains(v)) {
+            throw new PermanentJobException(UNKNOWN + " " + version + " for type '" + type + "': its handler reads "
+                    + readVersions() + (upcasters.isEmpty() ? "" : " and upcasts from " + upcastFrom()));
+        }
+        try {
+            return new Read(v, Json.MAPPER.writeValueAsString(node));
+        } catch (JsonProcessingException e) {
+            throw new PermanentJobException("the upcast payload of type '" + type + "' is not JSON: " + e, e);
+        }
+    }
+
+    private static int check(int v) {
+        if (v < JobRequest.MIN_PAYLOAD_VERSION || v > JobRequest.MAX_PAYLOAD_VERSION) {
+            throw new IllegalArgumentException("payload versions are " + JobRequest.MIN_PAYLOAD_VERSION + " to "
+                    + JobRequest.MAX_PAYLOAD_VERSION + ", not " + v);
+        }
+        return v;
+    }
+
+    @Override
+    public String toString() {
+        return "reads " + readVersions() + (upcasters.isEmpty() ? "" : ", upcasts from " + upcastFrom());
+    }
+}
