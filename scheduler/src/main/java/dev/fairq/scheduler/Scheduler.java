@@ -349,14 +349,14 @@ public final class Scheduler {
         Set<String> woken = wokenSinceLastRound;
         wokenSinceLastRound = new HashSet<>();
         // A full buffer takes the first job of a fairness key that became active too, as it takes a newcomer
-        // tenant's: only of tenants a wake-up named since the last round (new work), so the rounds of a full
-        // buffer do not read every busy tenant's keys.
+        // tenant's: only of tenants with fairness keys that a wake-up named since the last round (new work), so
+        // the rounds of a full buffer do not read every busy tenant's keys.
         Set<String> keyNewcomersOnly = new HashSet<>();
         for (String tenantId : maybeWork) {
             TenantState t = tenants.get(tenantId);
             if (t == null || t.limits().paused()) continue;
             if (newcomersOnly && load.ready(tenantId) > 0) {
-                if (!woken.contains(tenantId)) continue;
+                if (!woken.contains(tenantId) || !t.usesFairnessKeys) continue;
                 keyNewcomersOnly.add(tenantId);
             }
             int room = room(t, load) - (grants.containsKey(tenantId) ? 1 : 0);
@@ -575,6 +575,7 @@ public final class Scheduler {
             int asked = fetch.getOrDefault(tenant, 0);
             TenantState t = tenants.get(tenant);
             boolean keys = config.fair() && t != null && list.stream().anyMatch(c -> c.fairnessKey() != null);
+            if (keys) t.usesFairnessKeys = true;
             List<Long> ids = new ArrayList<>(Math.min(asked, list.size()));
             if (!keys && keyNewcomersOnly.contains(tenant)) {
                 keySteps.remove(tenant); // no fairness key that could be new: nothing to take from a full buffer

@@ -183,12 +183,15 @@ public final class Admission {
     /**
      * For tenants that have nothing due now, how long until their next admissible job is due (null: none
      * waits). One probe of jobs_due_later_idx per tenant: only delayed, scheduled and retried jobs are in it.
+     * A job that came due in the last second counts (its timer fires at once): the candidates were read before
+     * this, and a retry due 10 ms later could come due in between; left out, its tenant had no timer and the
+     * job waited for the minute's rescan (WorkerEngineTest's retries, on a loaded machine).
      */
     static final NamedSql NEXT_DUE = NamedSql.of("""
             SELECT t.tenant_id,
                    (SELECT (fairq_epoch(min(j.run_at)) - fairq_epoch(:now)) * 1000 FROM jobs j
                     WHERE j.tenant_id = t.tenant_id AND j.status = 'pending' AND j.run_at > j.created_at
-                      AND (j.ordering_key IS NULL OR j.key_head) AND j.run_at > :now)
+                      AND (j.ordering_key IS NULL OR j.key_head) AND j.run_at > :now - interval '1 second')
             FROM unnest(:tenant_ids::text[]) AS t(tenant_id)
             """);
 
