@@ -98,6 +98,8 @@ public final class Scheduler {
      * them has room (a completion is the wake-up). Cost: the tenants held by a key, and their full keys.
      */
     private final Map<String, Set<String>> heldByKeys = new HashMap<>();
+    /** Tenants a wake-up named since the last round: new work, maybe a fairness key that was not active. */
+    private Set<String> wokenSinceLastRound = new HashSet<>();
 
     /** A grant goes to a tenant active this recently, and is taken back when unused this long. */
     static final long GRANT_WINDOW_NANOS = 60_000_000_000L;
@@ -188,6 +190,7 @@ public final class Scheduler {
         policy.reset();
         seenBusy.clear();
         heldByKeys.clear();
+        wokenSinceLastRound = new HashSet<>();
         finishedReadUntil = null;
         finishedReadAt = Long.MIN_VALUE;
         if (costs != null) costs.reset();
@@ -199,11 +202,12 @@ public final class Scheduler {
     /** A wake-up named this tenant: it may have admissible work (new, retried, reaped, promoted or replayed). */
     public synchronized void wake(String tenantId) {
         maybeWork.add(tenantId);
+        wokenSinceLastRound.add(tenantId);
     }
 
     /** A notification on the fairq_jobs channel: one that names a tenant wakes it; others only end a wait. */
     public synchronized void onWakeUp(String payload) {
-        if (payload != null && payload.startsWith(TENANT_WAKE_UP)) maybeWork.add(payload.substring(TENANT_WAKE_UP.length()));
+        if (payload != null && payload.startsWith(TENANT_WAKE_UP)) wake(payload.substring(TENANT_WAKE_UP.length()));
     }
 
     /** A wake-up that named nobody (a worker found the buffer dry, an operator action): nothing to remember. */
@@ -465,18 +469,27 @@ public final class Scheduler {
 
         Map<String, Integer> limits = new LinkedHashMap<>();
         long[] nextToken = {Long.MAX_VALUE}; // when a tenant held back only by its rate gets its next token
+        Set<String> woken = wokenSinceLastRound;
+        wokenSinceLastRound = new HashSet<>();
+        // A full buffer takes the first job of a fairness key that became active too, as it takes a newcomer
+        // tenant's: only of tenants with fairness keys that a wake-up named since the last round (new work), so
+        // the rounds of a full buffer do not read every busy tenant's keys.
+        Set<String> keyNewcomersOnly = new HashSet<>();
         int shortList = Math.max(2 * wanted, SHORT_LIST_MIN);
         if (config.fair() && !newcomersOnly && maybeWork.size() > 2 * shortList) {
             // Only the `wanted` lowest passes among the tenants that may take a job can get one of this round's
             // picks (stride order), and every tenant off the short list has a pass at least as high as all on it.
             // So if the short list has `wanted` tenants that may take a job, nobody else can get a pick.
-            limitsOf(lowestPasses(shortList, load.nextRank()), load, grants, wanted, false, limits, nextToken);
+            limitsOf(lowestPasses(shortList, load.nextRank()), load, grants, wanted, false, woken, keyNewcomersOnly,
+                    limits, nextToken);
             if (limits.size() < wanted) {
                 limits.clear();
                 nextToken[0] = Long.MAX_VALUE;
             }
         }
-        if (limits.isEmpty()) limitsOf(maybeWork, load, grants, wanted, newcomersOnly, limits, nextToken);
+        if (limits.isEmpty()) {
+            limitsOf(maybeWork, load, grants, wanted, newcomersOnly, woken, keyNewcomersOnly, limits, nextToken);
+        }
         if (limits.isEmpty()) return TickResult.none(newcomersOnly ? 0 : wanted, nextToken[0]);
 
         Map<String, Map<String, Integer>> keyRooms = keyRooms(limits.keySet(), load);
@@ -484,10 +497,11 @@ public final class Scheduler {
         AdmissionPolicy.Cost cost = costs == null ? AdmissionPolicy.Cost.PER_JOB
                 : (t, id) -> costs.estimate(t, jobs.get(id).type());
         Map<String, List<KeyStep>> keySteps = new HashMap<>();
-        Candidates fetched = fetchCandidates(ctx, limits, keyRooms, wanted, load.nextRank(), jobs, cost, keySteps);
+        Candidates fetched = fetchCandidates(ctx, limits, keyRooms, wanted, load.nextRank(), jobs, cost, keySteps,
+                keyNewcomersOnly);
         Map<String, List<Long>> candidates = fetched.byTenant();
         List<AdmissionPolicy.Pick> picks = policy.choose(candidates, tenants, wanted, load.nextRank(), load.lastRank(), cost);
-        commitKeySteps(picks, keySteps);
+        Set<Long> keyNewcomers = commitKeySteps(picks, keySteps);
         forgetEmpty(ctx, now, fetched, picks, keyRooms);
         // jobs parked this round may have hidden admissible ones behind them: come back soon (saturated)
         boolean parkedSome = parkUnroutable(ctx);
@@ -506,7 +520,11 @@ public final class Scheduler {
         for (AdmissionPolicy.Pick p : picks) {
             tenants.get(p.tenantId()).bucket().take(1);
             ids.add(p.jobId());
-            ranks.add(p.rank());
+            // the first job of a fairness key that just became active starts at the claim point, as a tenant that
+            // becomes active does: ranked by its tenant's pass it would queue behind the buffered jobs of the
+            // tenant's other keys (measured: a trickling key's p50 was 98 ms behind a flooding one, 9 ms alone)
+            boolean cutIn = keyNewcomers.contains(p.jobId()) && load.nextRank() != null && load.nextRank() < p.rank();
+            ranks.add(cutIn ? load.nextRank() : p.rank());
             tenantOf.put(p.jobId(), p.tenantId());
         }
         List<Long> admitted = store.admit(ctx, ids, ranks);
@@ -524,11 +542,15 @@ public final class Scheduler {
 
     /** How many jobs each of {@code ids} may have admitted this round (room under max_running, tokens). */
     private void limitsOf(Collection<String> ids, Admission.QueueLoad load, Map<String, Double> grants, int wanted,
-                          boolean newcomersOnly, Map<String, Integer> limits, long[] nextToken) {
+                          boolean newcomersOnly, Set<String> woken, Set<String> keyNewcomersOnly,
+                          Map<String, Integer> limits, long[] nextToken) {
         for (String tenantId : ids) {
             TenantState t = tenants.get(tenantId);
             if (t == null || t.limits().paused()) continue;
-            if (newcomersOnly && load.ready(tenantId) > 0) continue;
+            if (newcomersOnly && load.ready(tenantId) > 0) {
+                if (!woken.contains(tenantId) || !t.usesFairnessKeys) continue;
+                keyNewcomersOnly.add(tenantId);
+            }
             int room = room(t, load) - (grants.containsKey(tenantId) ? 1 : 0);
             int tokens = t.bucket().available();
             if (room > 0 && tokens == 0) nextToken[0] = Math.min(nextToken[0], t.bucket().nanosUntilNextToken());
@@ -679,12 +701,13 @@ public final class Scheduler {
     private Candidates fetchCandidates(DSLContext ctx, Map<String, Integer> limits,
                                        Map<String, Map<String, Integer>> keyRooms, int wanted, Double nextRank,
                                        Map<Long, Admission.Candidate> jobs, AdmissionPolicy.Cost cost,
-                                       Map<String, List<KeyStep>> keySteps) {
+                                       Map<String, List<KeyStep>> keySteps, Set<String> keyNewcomersOnly) {
         toPark.clear();
         parkedTenants.clear();
         Map<String, Integer> fetch = new HashMap<>(policy.fetchPlan(limits, tenants, wanted, nextRank));
-        Set<String> cutAtLaneCap = new HashSet<>();
-        Map<String, List<Long>> candidates = new HashMap<>(read(ctx, fetch, keyRooms, jobs, cost, keySteps, cutAtLaneCap));
+        Set<String> cutAtLaneCap = new HashSet<>(keyNewcomersOnly); // they have more than they may take now
+        Map<String, List<Long>> candidates = new HashMap<>(read(ctx, fetch, keyRooms, jobs, cost, keySteps, cutAtLaneCap,
+                keyNewcomersOnly));
         // A tenant that returned fewer jobs than planned has no more due now (its jobs may all be scheduled
         // later): if that left the round short, fetch once more from every other tenant, up to the whole
         // shortfall each (what every round read before the plan existed), so that however many tenants have
@@ -703,7 +726,7 @@ public final class Scheduler {
                 Map<String, Integer> refetch = new LinkedHashMap<>();
                 rest.forEach((t, n) -> refetch.put(t, fetch.getOrDefault(t, 0) + Math.min(n, shortfall)));
                 fetch.putAll(refetch);
-                candidates.putAll(read(ctx, refetch, keyRooms, jobs, cost, keySteps, cutAtLaneCap)); // the first ones again, plus more
+                candidates.putAll(read(ctx, refetch, keyRooms, jobs, cost, keySteps, cutAtLaneCap, keyNewcomersOnly));
             }
         }
         // Tenants cut at their planned share (more jobs than fetched) while another came up short: room was
@@ -727,7 +750,7 @@ public final class Scheduler {
     private Map<String, List<Long>> read(DSLContext ctx, Map<String, Integer> fetch,
                                          Map<String, Map<String, Integer>> keyRooms, Map<Long, Admission.Candidate> jobs,
                                          AdmissionPolicy.Cost cost, Map<String, List<KeyStep>> keySteps,
-                                         Set<String> cutAtLaneCap) {
+                                         Set<String> cutAtLaneCap, Set<String> keyNewcomersOnly) {
         Map<String, List<Long>> out = new HashMap<>();
         Admission.CandidateRead found = store.admission().candidates(ctx, fetch, keyRooms);
         cutAtLaneCap.addAll(found.cut());
@@ -749,8 +772,11 @@ public final class Scheduler {
             int asked = fetch.getOrDefault(tenant, 0);
             TenantState t = tenants.get(tenant);
             boolean keys = config.fair() && t != null && list.stream().anyMatch(c -> c.fairnessKey() != null);
+            if (keys) t.usesFairnessKeys = true;
             List<Long> ids = new ArrayList<>(Math.min(asked, list.size()));
-            if (!keys) {
+            if (!keys && keyNewcomersOnly.contains(tenant)) {
+                keySteps.remove(tenant); // no fairness key that could be new: nothing to take from a full buffer
+            } else if (!keys) {
                 for (Admission.Candidate c : list) {
                     if (ids.size() >= asked) break;
                     if (fits(c, room)) ids.add(c.id());
@@ -759,6 +785,7 @@ public final class Scheduler {
             } else {
                 List<KeyStep> steps = new ArrayList<>();
                 for (KeyStep step : interleaveKeys(t, list, room, asked, cost)) {
+                    if (keyNewcomersOnly.contains(tenant) && !step.newcomer()) break; // the order's newcomer prefix only
                     ids.add(step.jobId());
                     steps.add(step);
                 }
@@ -779,8 +806,11 @@ public final class Scheduler {
         return true;
     }
 
-    /** One job of a tenant's key order: which fairness key it came from, and that key's pass before and after. */
-    private record KeyStep(long jobId, String key, double passBefore, double passAfter) {}
+    /**
+     * One job of a tenant's key order: which fairness key it came from, that key's pass before and after, and
+     * whether it is the first job of a key that was not ahead (it became active, or came back).
+     */
+    private record KeyStep(long jobId, String key, double passBefore, double passAfter, boolean newcomer) {}
 
     /**
      * Weighted fair queueing among a tenant's fairness keys ("" stands for its jobs without one): the key with the
@@ -795,12 +825,16 @@ public final class Scheduler {
         for (Admission.Candidate c : list) {
             byKey.computeIfAbsent(c.fairnessKey() == null ? "" : c.fairnessKey(), k -> new java.util.ArrayDeque<>()).add(c);
         }
-        record Lane(String key, double weight, double[] pass, java.util.ArrayDeque<Admission.Candidate> jobs) {}
+        record Lane(String key, double weight, double[] pass, java.util.ArrayDeque<Admission.Candidate> jobs,
+                    boolean[] newcomer) {}
         PriorityQueue<Lane> queue = new PriorityQueue<>(Comparator.comparingDouble((Lane l) -> l.pass()[0])
                 .thenComparing(Lane::key));
         byKey.forEach((key, jobs) -> {
-            double pass = Math.max(t.keyPass.getOrDefault(key, t.keyVirtualTime), t.keyVirtualTime);
-            queue.add(new Lane(key, t.limits().keyWeights().getOrDefault(key, 1), new double[]{pass}, jobs));
+            Double ahead = t.keyPass.get(key);
+            boolean newcomer = ahead == null || ahead <= t.keyVirtualTime;
+            double pass = newcomer ? t.keyVirtualTime : ahead;
+            queue.add(new Lane(key, t.limits().keyWeights().getOrDefault(key, 1), new double[]{pass}, jobs,
+                    new boolean[]{newcomer && !key.isEmpty()}));
         });
         List<KeyStep> out = new ArrayList<>();
         while (out.size() < asked && !queue.isEmpty()) {
@@ -813,7 +847,8 @@ public final class Scheduler {
             if (next == null) continue;
             double before = lane.pass()[0];
             lane.pass()[0] += cost.of(t, next.id()) / lane.weight();
-            out.add(new KeyStep(next.id(), lane.key(), before, lane.pass()[0]));
+            out.add(new KeyStep(next.id(), lane.key(), before, lane.pass()[0], lane.newcomer()[0]));
+            lane.newcomer()[0] = false;
             if (!lane.jobs().isEmpty()) queue.add(lane);
         }
         return out;
@@ -822,9 +857,11 @@ public final class Scheduler {
     /**
      * The policy took a prefix of each tenant's order: those steps move the keys' passes for real. Keys that fall
      * behind the key virtual time are forgotten (they would be lifted to it), so the map holds only keys ahead.
+     * Returns the jobs that were the first of a key that became active.
      */
-    private void commitKeySteps(List<AdmissionPolicy.Pick> picks, Map<String, List<KeyStep>> keySteps) {
-        if (keySteps.isEmpty()) return;
+    private Set<Long> commitKeySteps(List<AdmissionPolicy.Pick> picks, Map<String, List<KeyStep>> keySteps) {
+        Set<Long> newcomers = new HashSet<>();
+        if (keySteps.isEmpty()) return newcomers;
         Map<String, Integer> taken = new HashMap<>();
         for (AdmissionPolicy.Pick p : picks) taken.merge(p.tenantId(), 1, Integer::sum);
         keySteps.forEach((tenant, steps) -> {
@@ -835,9 +872,11 @@ public final class Scheduler {
                 KeyStep step = steps.get(i);
                 t.keyPass.put(step.key(), step.passAfter());
                 t.keyVirtualTime = Math.max(t.keyVirtualTime, step.passBefore());
+                if (step.newcomer()) newcomers.add(step.jobId());
             }
             t.keyPass.values().removeIf(pass -> pass <= t.keyVirtualTime);
         });
+        return newcomers;
     }
 
     /** Parks the candidates set aside this round; true when there were any. */

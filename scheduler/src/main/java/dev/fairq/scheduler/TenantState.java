@@ -33,6 +33,8 @@ public final class TenantState {
     final java.util.Map<String, Double> keyPass = new java.util.HashMap<>();
     /** The key virtual time at which the tenant's latest pick was made. */
     double keyVirtualTime;
+    /** Its candidates had fairness keys (a full buffer may take a newly active key's first job). */
+    boolean usesFairnessKeys;
     /** With shares by worker time: estimates and charges not yet settled, per job type (WorkerTimeCosts). */
     final java.util.Map<String, WorkerTimeCosts.TypeCost> costs = new java.util.HashMap<>();
 

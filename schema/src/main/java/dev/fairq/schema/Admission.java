@@ -275,7 +275,9 @@ public final class Admission {
     /**
      * The worker time of the attempts that finished in a window, per tenant and job type (what shares by worker
      * time learn their estimates from and correct their charges with). One range of jobs_tenant_finished_idx per
-     * named tenant and finished status: the tenants the scheduler saw running jobs, never all tenants. The
+     * named tenant and finished status: the tenants the scheduler saw running jobs, never all tenants. A
+     * succeeded attempt's time is its handler's run (run_us, measured by the worker); others' is started_at to
+     * finished_at, which also holds the wait for a thread after a prefetching claim and the group commit. The
      * window ends a second before now, so that completions still committing (asynchronously) with an earlier
      * finished_at are not skipped; the caller passes the returned end as the next start. A retried attempt
      * (back to pending) is not read: its charge stays the estimate.
@@ -288,7 +290,9 @@ public final class Admission {
             SELECT t.tenant_id, f.type, count(*), sum(f.seconds), NULL
             FROM w, unnest(:tenant_ids::text[]) AS t(tenant_id)
             CROSS JOIN LATERAL (
-                SELECT j.type, fairq_epoch(j.finished_at) - fairq_epoch(j.started_at) AS seconds FROM jobs j
+                SELECT j.type, coalesce(j.run_us / 1e6, fairq_epoch(j.finished_at) - fairq_epoch(j.started_at))::double precision
+                       AS seconds
+                FROM jobs j
                 WHERE j.tenant_id = t.tenant_id AND j.status IN ('succeeded', 'dead', 'cancelled')
                   AND j.finished_at > coalesce(:since::timestamptz, 'infinity') AND j.finished_at <= w.until
                   AND j.started_at IS NOT NULL

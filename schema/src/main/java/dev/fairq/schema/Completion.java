@@ -42,11 +42,11 @@ public final class Completion {
      */
     static final NamedSql COMPLETE = NamedSql.of("""
             WITH input AS MATERIALIZED (
-                SELECT :ids::bigint[] AS ids, :attempts::integer[] AS attempts
+                SELECT :ids::bigint[] AS ids, :attempts::integer[] AS attempts, :run_us::bigint[] AS run_us
             ), done AS (
                 UPDATE jobs j
                 SET status = 'succeeded', finished_at = :now, locked_by = NULL, locked_until = NULL,
-                    key_head = false
+                    key_head = false, run_us = nullif(i.run_us[array_position(i.ids, j.id)], -1)
                 FROM input i
                 WHERE j.id = ANY(i.ids) AND j.locked_by = :worker_id
                   AND j.attempts = i.attempts[array_position(i.ids, j.id)]
@@ -240,7 +240,8 @@ public final class Completion {
         if (ok.isEmpty()) return new HashSet<>();
         Long[] ids = ok.stream().map(JobOutcome::jobId).toArray(Long[]::new);
         Integer[] attempts = ok.stream().map(JobOutcome::attempt).toArray(Integer[]::new);
-        return new HashSet<>(COMPLETE.bind().clock(clock).set("ids", ids).set("attempts", attempts)
+        Long[] runUs = ok.stream().map(JobOutcome.Succeeded::runMicros).toArray(Long[]::new);
+        return new HashSet<>(COMPLETE.bind().clock(clock).set("ids", ids).set("attempts", attempts).set("run_us", runUs)
                 .set("worker_id", workerId).fetch(ctx).getValues(0, Long.class));
     }
 

@@ -85,8 +85,10 @@ class StaleStatisticsTest extends StoreTestSupport {
         assertNoTableWalk("cancelled attempts", plan(Completion.CANCEL.bind().clock(clock).set("ids", idArray)
                 .set("attempts", ones).set("errors", new String[idArray.length]).set("worker_id", "w"), Completion.CANCEL));
         assertNoTableWalk("reaper", plan(Leases.REAP.bind().clock(clock).set("limit", 1000), Leases.REAP));
+        Long[] runUs = new Long[idArray.length];
+        java.util.Arrays.fill(runUs, 5_000L);
         assertNoTableWalk("complete", plan(Completion.COMPLETE.bind().clock(clock).set("ids", idArray).set("attempts", ones)
-                .set("worker_id", "w"), Completion.COMPLETE));
+                .set("run_us", runUs).set("worker_id", "w"), Completion.COMPLETE));
         Boolean[] dead = new Boolean[idArray.length];
         java.util.Arrays.fill(dead, false);
         Long[] delays = new Long[idArray.length];
