@@ -201,6 +201,11 @@
         b.addEventListener('click', function () { replay(r.id, b); });
         return b;
       }], 'the dead-letter queue is empty');
+    fillTable($('keys'), d.top_keys || [], [
+      function (r) { return r.key; }, function (r) { return r.kind; }, function (r) { return r.running; },
+      function (r) { return r.admitted; },
+      function (r) { return r.kind === 'concurrency' ? (r.limit === null ? 'unlimited' : 'limit ' + r.limit) : 'weight ' + r.weight; }],
+      'no concurrency or fairness key has jobs running');
     fillTable($('blocked'), d.blocked_keys, [
       function (r) { return r.ordering_key; }, function (r) { return '#' + r.dead_job_id; },
       function (r) { return time(r.dead_since); }, function (r) { return r.waiting; },

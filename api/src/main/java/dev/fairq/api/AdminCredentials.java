@@ -5,32 +5,45 @@ import org.jooq.DSLContext;
 import java.io.PrintStream;
 
 /**
- * The admin token's hash. {@code FAIRQ_ADMIN_TOKEN} when set; otherwise, with the embedded database only,
- * a token generated on the first start: its hash is stored in admin_credentials and the token itself is
- * printed once to stdout (it cannot be shown again; set FAIRQ_ADMIN_TOKEN to replace it).
+ * The admin credentials a server starts with. {@code FAIRQ_ADMIN_TOKEN}, when set, is the token named
+ * {@code bootstrap} (held in memory as its hash; at least {@link #MIN_LENGTH} characters). Otherwise, with the
+ * embedded database only, a token is generated when no admin token is live: it is stored (hashed) as the token
+ * named {@code initial} and printed once to stdout. More tokens, each with a name, come from POST /v1/admin/tokens.
  */
 final class AdminCredentials {
+    /** 32 characters: 128 bits even when they are hex digits; the generated tokens carry 256. */
+    static final int MIN_LENGTH = 32;
+
     private AdminCredentials() {}
 
+    /** FAIRQ_ADMIN_TOKEN's hash, or null when it is not set (the embedded database's generated token then). */
     static String resolveHash(FairqConfiguration config, boolean embedded, DSLContext db, PrintStream out) {
-        if (config.adminToken != null && !config.adminToken.isBlank()) return Tokens.sha256(config.adminToken);
+        if (config.adminToken != null && !config.adminToken.isBlank()) {
+            if (config.adminToken.length() < MIN_LENGTH) {
+                throw new IllegalStateException("FAIRQ_ADMIN_TOKEN must be at least " + MIN_LENGTH + " characters (it has "
+                        + config.adminToken.length() + "): use a random secret, e.g. $(openssl rand -hex 32)");
+            }
+            return Tokens.sha256(config.adminToken);
+        }
         if (!embedded) {
             throw new IllegalStateException("FAIRQ_ADMIN_TOKEN is required when FAIRQ_DATABASE_URL is set "
-                    + "(the admin API would otherwise have no credential). Set it to a long random secret.");
+                    + "(the admin API would otherwise have no credential). Set it to a random secret of at least "
+                    + MIN_LENGTH + " characters, e.g. $(openssl rand -hex 32).");
         }
-        String stored = db.resultQuery("SELECT token_hash FROM admin_credentials WHERE id = 1").fetchOne(0, String.class);
-        if (stored != null) return stored;
-        String token = Tokens.generate("fqa_");
-        String hash = Tokens.sha256(token);
-        int inserted = db.execute("INSERT INTO admin_credentials (id, token_hash) VALUES (1, ?) ON CONFLICT DO NOTHING", hash);
-        if (inserted == 0) return db.resultQuery("SELECT token_hash FROM admin_credentials WHERE id = 1").fetchOne(0, String.class);
+        AdminTokenStore tokens = new AdminTokenStore(db);
+        if (tokens.anyLive()) return null;
+        String name = "initial";
+        AdminTokenStore.Created created = tokens.create(name, "fairq")
+                .or(() -> tokens.create(name + "-" + Tokens.shortId("").substring(0, 6), "fairq")) // 'initial' was revoked
+                .orElseThrow();
         out.println();
         out.println("==========================================================================================");
-        out.println("fairq admin token: " + token);
-        out.println("Shown once, stored only as a hash. Use it as 'Authorization: Bearer <token>' on /v1/admin/.");
+        out.println("fairq admin token: " + created.token());
+        out.println("Shown once, stored only as a hash; its name is '" + created.name() + "'. Use it as "
+                + "'Authorization: Bearer <token>' on /v1/admin/, and make named tokens with POST /v1/admin/tokens.");
         out.println("==========================================================================================");
         out.println();
         out.flush();
-        return hash;
+        return null;
     }
 }

@@ -25,6 +25,7 @@ import java.util.List;
 @Produces(MediaType.APPLICATION_JSON)
 @Tag(name = "admin: jobs", description = "any tenant's jobs, blocked ordering keys, the audit log")
 @SecurityRequirement(name = OpenApiDocument.ADMIN_TOKEN)
+@jakarta.annotation.security.RolesAllowed(BearerAuthFilter.Role.ADMIN)
 public final class AdminJobsResource {
     private final JobStore store;
     private final JobQueries queries = new JobQueries();

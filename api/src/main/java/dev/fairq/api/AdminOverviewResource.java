@@ -22,6 +22,7 @@ import jakarta.ws.rs.core.MediaType;
 @Produces(MediaType.APPLICATION_JSON)
 @Tag(name = "dashboards")
 @SecurityRequirement(name = OpenApiDocument.ADMIN_TOKEN)
+@jakarta.annotation.security.RolesAllowed(BearerAuthFilter.Role.ADMIN)
 public final class AdminOverviewResource {
     private final DashboardFigures figures;
 

@@ -12,7 +12,6 @@ import io.swagger.v3.oas.annotations.tags.Tag;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.DELETE;
 import jakarta.ws.rs.GET;
-import jakarta.ws.rs.HeaderParam;
 import jakarta.ws.rs.PATCH;
 import jakarta.ws.rs.POST;
 import jakarta.ws.rs.PUT;
@@ -22,6 +21,7 @@ import jakarta.ws.rs.Produces;
 import jakarta.ws.rs.core.Context;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
+import jakarta.ws.rs.core.SecurityContext;
 import jakarta.ws.rs.core.UriInfo;
 
 import java.time.Instant;
@@ -33,6 +33,7 @@ import java.util.regex.Pattern;
 @Produces(MediaType.APPLICATION_JSON)
 @Tag(name = "admin: tenants", description = "tenants, their limits (audited) and their API keys")
 @SecurityRequirement(name = OpenApiDocument.ADMIN_TOKEN)
+@jakarta.annotation.security.RolesAllowed(BearerAuthFilter.Role.ADMIN)
 public final class AdminTenantsResource {
     static final Pattern TENANT_ID = TenantsFile.TENANT_ID;
 
@@ -81,10 +82,10 @@ public final class AdminTenantsResource {
             @ApiResponse(responseCode = "200", description = "replaced", content = @Content(schema = @Schema(implementation = TenantView.class))),
             @ApiResponse(responseCode = "422", description = "a bad tenant id or limit")})
     public Response put(@Parameter(description = "1-63 lower-case letters, digits, '_' or '-'") @PathParam("id") String id,
-                        @Parameter(description = "who makes the change, for the audit log (e.g. an e-mail)") @HeaderParam("X-Fairq-Actor") String actor,
-                        @Context UriInfo uri, TenantLimitsChange body) {
+                        @Context SecurityContext sc, @Context UriInfo uri, TenantLimitsChange body) {
         checkId(id);
-        TenantAdminStore.Change change = tenants.write(id, JsonBodyReader.required(body).given(), true, actor(actor)).orElseThrow();
+        TenantAdminStore.Change change = tenants.write(id, JsonBodyReader.required(body).given(), true,
+                BearerAuthFilter.actor(sc)).orElseThrow();
         if (change.created()) return Response.created(uri.getAbsolutePath()).entity(change.tenant()).build();
         return Response.ok(change.tenant()).build();
     }
@@ -97,9 +98,8 @@ public final class AdminTenantsResource {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = TenantView.class))),
             @ApiResponse(responseCode = "404", description = "no such tenant")})
     public TenantView patch(@PathParam("id") String id,
-                            @Parameter(description = "who makes the change, for the audit log (e.g. an e-mail)") @HeaderParam("X-Fairq-Actor") String actor,
-                            TenantLimitsChange body) {
-        return tenants.write(id, JsonBodyReader.required(body).given(), false, actor(actor))
+                            @Context SecurityContext sc, TenantLimitsChange body) {
+        return tenants.write(id, JsonBodyReader.required(body).given(), false, BearerAuthFilter.actor(sc))
                 .orElseThrow(() -> ApiException.notFound("no tenant " + id)).tenant();
     }
 
@@ -140,12 +140,5 @@ public final class AdminTenantsResource {
         if (!TENANT_ID.matcher(id).matches()) {
             throw ApiException.invalid("id", "must be 1-63 lower-case letters, digits, '_' or '-', starting with a letter or digit");
         }
-    }
-
-    /** Who made a change, for the audit log: the X-Fairq-Actor header when given (e.g. an e-mail), else "admin". */
-    static String actor(String header) {
-        if (header == null || header.isBlank()) return "admin";
-        String a = header.strip();
-        return "admin:" + (a.length() > 200 ? a.substring(0, 200) : a);
     }
 }

@@ -28,6 +28,7 @@ import java.util.Set;
 @Produces(MediaType.APPLICATION_JSON)
 @Tag(name = "admin: workers", description = "the worker registry: what each worker process serves")
 @SecurityRequirement(name = OpenApiDocument.ADMIN_TOKEN)
+@jakarta.annotation.security.RolesAllowed(BearerAuthFilter.Role.ADMIN)
 public final class AdminWorkersResource {
     private final JobStore store;
     private final DSLContext db;

@@ -10,6 +10,8 @@ import java.util.Optional;
 
 /** Tenant API keys (table api_keys): stored as SHA-256, looked up by hash on every request. */
 final class ApiKeyStore {
+    /** Every tenant key starts with it (the authentication tells keys from admin tokens by it). */
+    static final String PREFIX = "fqk_";
     private final DSLContext db;
 
     ApiKeyStore(DSLContext db) {
@@ -21,7 +23,7 @@ final class ApiKeyStore {
     record KeyInfo(String keyId, String tenant, java.time.Instant createdAt, java.time.Instant revokedAt) {}
 
     CreatedKey create(String tenantId) {
-        String key = Tokens.generate("fqk_");
+        String key = Tokens.generate(PREFIX);
         String id = Tokens.shortId("key_");
         OffsetDateTime created = db.resultQuery(
                 "INSERT INTO api_keys (id, tenant_id, key_hash) VALUES (?, ?, ?) RETURNING created_at",
@@ -29,10 +31,18 @@ final class ApiKeyStore {
         return new CreatedKey(id, key, tenantId, created);
     }
 
-    /** The tenant of a live key: one probe of the unique index on key_hash; a revoked key finds nothing. */
-    Optional<String> tenantOf(String key) {
-        return db.resultQuery("SELECT tenant_id FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL",
-                Tokens.sha256(key)).fetchOptional(0, String.class);
+    /** A live key's tenant and that tenant's API request limits, as stored now. */
+    record Owner(String tenant, double apiRatePerSecond, int apiBurst) {}
+
+    /**
+     * The owner of a live key: one probe of the unique index on key_hash and one of the tenants primary key; a
+     * revoked key finds nothing. The limits come along so that a live change applies at the next request.
+     */
+    Optional<Owner> ownerOf(String key) {
+        return db.resultQuery("""
+                SELECT k.tenant_id, t.api_rate_per_second, t.api_burst FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
+                WHERE k.key_hash = ? AND k.revoked_at IS NULL""", Tokens.sha256(key)).fetchOptional()
+                .map(r -> new Owner(r.get(0, String.class), r.get(1, Double.class), r.get(2, Integer.class)));
     }
 
     /** Revokes a key of the tenant; false when the tenant has no such key. Revoking twice is fine. */

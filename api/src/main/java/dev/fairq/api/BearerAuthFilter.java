@@ -16,28 +16,45 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * {@code Authorization: Bearer <token>} on everything under /v1. Admin paths (/v1/admin/...) take the admin
- * token; every other path a tenant key, and the tenant is the key's (never the body's). Missing or unknown
- * token: 401. The wrong kind of valid token (a tenant key on an admin path, the admin token on a tenant
- * path): 403. Keys are checked against the database on every request, so a revoked key stops at once.
+ * Authentication: {@code Authorization: Bearer <token>} on everything under /v1 says who calls. A tenant key
+ * ({@code fqk_...}) is the tenant (never the body's), in the role {@link Role#TENANT}; an admin token is the
+ * token's name (FAIRQ_ADMIN_TOKEN is {@code bootstrap}), in the role {@link Role#ADMIN}. Missing, unknown or
+ * revoked: 401. Keys and tokens are checked against the database on every request, so a revocation applies at
+ * once. What a caller may do is decided on the resources themselves ({@code @RolesAllowed}, {@link RolesFeature}),
+ * not here. A tenant's request takes a token from its API request limit ({@link ApiRateLimiter}) first.
  */
 @Priority(Priorities.AUTHENTICATION)
 final class BearerAuthFilter implements ContainerRequestFilter, ContainerResponseFilter {
-    static final String ADMIN = "admin";
+    /** The two roles a caller can have. */
+    static final class Role {
+        static final String ADMIN = "admin";
+        static final String TENANT = "tenant";
 
-    private final String adminTokenHash;
-    private final ApiKeyStore keys;
-
-    BearerAuthFilter(String adminTokenHash, ApiKeyStore keys) {
-        this.adminTokenHash = adminTokenHash;
-        this.keys = keys;
+        private Role() {}
     }
 
-    /** The caller: a tenant id, or {@link #ADMIN}. */
-    record Caller(String name, boolean admin) implements Principal {
+    private final String bootstrapHash;
+    private final ApiKeyStore keys;
+    private final AdminTokenStore adminTokens;
+    private final ApiRateLimiter limiter;
+
+    /** @param bootstrapHash FAIRQ_ADMIN_TOKEN's hash, or null when it is not set */
+    BearerAuthFilter(String bootstrapHash, ApiKeyStore keys, AdminTokenStore adminTokens, ApiRateLimiter limiter) {
+        this.bootstrapHash = bootstrapHash;
+        this.keys = keys;
+        this.adminTokens = adminTokens;
+        this.limiter = limiter;
+    }
+
+    /** The caller: a tenant id (role tenant), or an admin token's name (role admin). */
+    record Caller(String name, String role) implements Principal {
         @Override
         public String getName() {
             return name;
+        }
+
+        boolean admin() {
+            return Role.ADMIN.equals(role);
         }
     }
 
@@ -46,29 +63,23 @@ final class BearerAuthFilter implements ContainerRequestFilter, ContainerRespons
         String path = req.getUriInfo().getPath();
         if (path.startsWith("/")) path = path.substring(1);
         if (!path.startsWith("v1/") && !path.equals("v1")) return;
-        boolean adminPath = path.startsWith("v1/admin/") || path.equals("v1/admin");
         String token = bearer(req.getHeaderString(HttpHeaders.AUTHORIZATION));
         if (token == null) throw unauthorized("missing 'Authorization: Bearer <token>'");
-        boolean isAdmin = Tokens.sameHash(Tokens.sha256(token), adminTokenHash);
-        if (adminPath) {
-            if (isAdmin) {
-                setCaller(req, new Caller(ADMIN, true));
-                return;
-            }
-            if (keys.tenantOf(token).isPresent()) {
-                throw ApiException.of(jakarta.ws.rs.core.Response.Status.FORBIDDEN,
-                        "a tenant key cannot use the admin API; use the admin token");
-            }
-            throw unauthorized("unknown or revoked token");
+        if (bootstrapHash != null && Tokens.sameHash(Tokens.sha256(token), bootstrapHash)) {
+            setCaller(req, new Caller(AdminTokenStore.BOOTSTRAP, Role.ADMIN));
+            return;
         }
-        if (isAdmin) {
-            throw ApiException.of(jakarta.ws.rs.core.Response.Status.FORBIDDEN,
-                    "the admin token does not belong to a tenant; use a tenant key here, or /v1/admin/jobs");
+        if (token.startsWith(ApiKeyStore.PREFIX)) { // tenant keys are made with this prefix; admin tokens never are
+            Optional<ApiKeyStore.Owner> owner = keys.ownerOf(token);
+            if (owner.isEmpty()) throw unauthorized("unknown or revoked API key");
+            limit(owner.get());
+            setCaller(req, new Caller(owner.get().tenant(), Role.TENANT));
+            MDC.put("tenant", owner.get().tenant());
+            return;
         }
-        Optional<String> tenant = keys.tenantOf(token);
-        if (tenant.isEmpty()) throw unauthorized("unknown or revoked API key");
-        setCaller(req, new Caller(tenant.get(), false));
-        MDC.put("tenant", tenant.get());
+        Optional<String> admin = adminTokens.nameOf(token);
+        if (admin.isEmpty()) throw unauthorized("unknown or revoked token");
+        setCaller(req, new Caller(admin.get(), Role.ADMIN));
     }
 
     @Override
@@ -76,11 +87,21 @@ final class BearerAuthFilter implements ContainerRequestFilter, ContainerRespons
         MDC.remove("tenant");
     }
 
+    /** The tenant's API request limit: over it, a 429 with Retry-After (whole seconds until the next token). */
+    private void limit(ApiKeyStore.Owner o) {
+        long wait = limiter.acquire(o.tenant(), o.apiRatePerSecond(), o.apiBurst());
+        if (wait == 0) return;
+        long seconds = Math.max(1, (wait + 999_999_999L) / 1_000_000_000L);
+        throw new ApiException(429, "tenant " + o.tenant() + " is over its API request limit (api_rate_per_second "
+                + o.apiRatePerSecond() + ", api_burst " + o.apiBurst() + "); retry after " + seconds + " s", List.of(),
+                Map.of("Retry-After", Long.toString(seconds)));
+    }
+
     private static void setCaller(ContainerRequestContext req, Caller caller) {
         boolean secure = req.getSecurityContext() != null && req.getSecurityContext().isSecure();
         req.setSecurityContext(new SecurityContext() {
             @Override public Principal getUserPrincipal() { return caller; }
-            @Override public boolean isUserInRole(String role) { return caller.admin() == ADMIN.equals(role); }
+            @Override public boolean isUserInRole(String role) { return caller.role().equals(role); }
             @Override public boolean isSecure() { return secure; }
             @Override public String getAuthenticationScheme() { return "Bearer"; }
         });
@@ -94,12 +115,17 @@ final class BearerAuthFilter implements ContainerRequestFilter, ContainerRespons
         return t.isEmpty() ? null : t;
     }
 
-    private static ApiException unauthorized(String message) {
+    static ApiException unauthorized(String message) {
         return new ApiException(401, message, List.of(), Map.of(HttpHeaders.WWW_AUTHENTICATE, "Bearer realm=\"fairq\""));
     }
 
-    /** The tenant of a tenant request (the filter let it through, so there is one). */
+    /** The tenant of a tenant request (its resource allows the tenant role only, so there is one). */
     static String tenant(SecurityContext sc) {
+        return sc.getUserPrincipal().getName();
+    }
+
+    /** The admin token's name, for the audit log (the resource allows the admin role only). */
+    static String actor(SecurityContext sc) {
         return sc.getUserPrincipal().getName();
     }
 }

@@ -37,6 +37,7 @@ final class ClientCommands {
         bootstrap.addCommand(new Jobs(env, out));
         bootstrap.addCommand(new Stats(env, out));
         bootstrap.addCommand(new Tenants(env, out));
+        bootstrap.addCommand(new AdminTokens(env, out));
     }
 
     /** A mistake in the arguments that argparse cannot see (e.g. a payload that is not JSON). */
@@ -127,6 +128,8 @@ final class ClientCommands {
             line("attempts", j.attempts() + " of " + j.maxAttempts());
             line("job_key", j.jobKey());
             line("ordering_key", j.orderingKey());
+            line("concurrency_key", j.concurrencyKey());
+            line("fairness_key", j.fairnessKey());
             line("created_at", j.createdAt());
             line("run_at", j.runAt());
             line("started_at", j.startedAt());
@@ -154,6 +157,8 @@ final class ClientCommands {
             submit.addArgument("--payload").required(true).help("the payload, any JSON value, e.g. '{\"to\": \"a@b.c\"}'");
             submit.addArgument("--job-key").help("idempotency key: resubmitting answers the first job");
             submit.addArgument("--ordering-key").help("jobs with the same key run one at a time, in order");
+            submit.addArgument("--concurrency-key").help("a shared resource: the tenant's concurrency_limits caps its jobs at once");
+            submit.addArgument("--fairness-key").help("the tenant's customer the job is for: its share is split among them");
             submit.addArgument("--queue").help("default: default");
             submit.addArgument("--priority").type(Integer.class).help("-100 to 100, higher first (default 0)");
             submit.addArgument("--delay-ms").type(Long.class).help("start after this many milliseconds");
@@ -185,7 +190,8 @@ final class ClientCommands {
                             .jobKey(ns.getString("job_key")).orderingKey(ns.getString("ordering_key"))
                             .queue(ns.getString("queue")).priority(ns.getInt("priority")).delayMs(ns.getLong("delay_ms"))
                             .maxAttempts(ns.getInt("max_attempts")).timeoutMs(ns.getLong("timeout_ms"))
-                            .payloadVersion(ns.getInt("payload_version"));
+                            .payloadVersion(ns.getInt("payload_version"))
+                            .concurrencyKey(ns.getString("concurrency_key")).fairnessKey(ns.getString("fairness_key"));
                     FairqClient.Answer a = client.send("POST", "/v1/jobs", job, job.jobKey() != null);
                     if (json) {
                         print(a.body());
@@ -399,7 +405,69 @@ final class ClientCommands {
             line("max_queued", t.maxQueued());
             line("paused", t.paused());
             line("webhook_allow", t.webhookAllow().isEmpty() ? "-" : String.join(", ", t.webhookAllow()));
+            line("api_rate_per_second", t.apiRatePerSecond());
+            line("api_burst", t.apiBurst());
+            line("concurrency_limits", t.concurrencyLimits() == null || t.concurrencyLimits().isEmpty() ? "-"
+                    : t.concurrencyLimits().toString());
+            line("key_weights", t.keyWeights() == null || t.keyWeights().isEmpty() ? "-" : t.keyWeights().toString());
             line("updated_at", t.updatedAt());
+        }
+    }
+
+    /** {@code admin-tokens create|list|revoke}: named admin tokens (FAIRQ_TOKEN is an admin token). */
+    static final class AdminTokens extends ClientCommand {
+        AdminTokens(Map<String, String> env, PrintStream out) {
+            super("admin-tokens", "Named admin tokens (FAIRQ_URL, FAIRQ_TOKEN = an admin token)", env, out);
+        }
+
+        @Override
+        public void configure(Subparser subparser) {
+            Subparsers actions = subparser.addSubparsers().title("actions").dest("action").metavar("ACTION");
+            leaf(actions, "create", "a new admin token with a name (the audit log's actor), printed once")
+                    .addArgument("name").metavar("NAME");
+            leaf(actions, "list", "every admin token (never the tokens themselves)");
+            leaf(actions, "revoke", "revoke an admin token at once").addArgument("id").metavar("ID")
+                    .help("adm_..., as list or create printed it");
+        }
+
+        @Override
+        void execute(FairqClient client, Namespace ns, boolean json) {
+            String action = ns.getString("action");
+            switch (action) {
+                case "create" -> {
+                    JsonNode body = client.send("POST", "/v1/admin/tokens",
+                            JSON.createObjectNode().put("name", ns.getString("name")), false).body();
+                    if (json) {
+                        print(body);
+                        return;
+                    }
+                    Model.NewAdminToken t = read(body, Model.NewAdminToken.class);
+                    out.println("admin token " + t.id() + " named " + t.name() + " (shown once: only its hash is kept)");
+                    out.println(t.token());
+                }
+                case "list" -> {
+                    JsonNode body = client.send("GET", "/v1/admin/tokens", null, true).body();
+                    if (json) {
+                        print(body);
+                        return;
+                    }
+                    out.printf("%-22s %-28s %-16s %-28s %s%n", "ID", "NAME", "CREATED_BY", "CREATED", "REVOKED");
+                    for (JsonNode n : body.get("tokens")) {
+                        Model.AdminToken t = read(n, Model.AdminToken.class);
+                        out.printf("%-22s %-28s %-16s %-28s %s%n", t.id(), t.name(), t.createdBy(), t.createdAt(),
+                                t.revokedAt() == null ? "-" : t.revokedAt());
+                    }
+                }
+                case "revoke" -> {
+                    client.send("DELETE", "/v1/admin/tokens/" + enc(ns.getString("id")), null, true);
+                    if (json) {
+                        print(JSON.createObjectNode().put("revoked", ns.getString("id")));
+                        return;
+                    }
+                    out.println("admin token " + ns.getString("id") + " revoked");
+                }
+                default -> throw new UsageException("unknown action " + action);
+            }
         }
     }
 }

@@ -31,6 +31,8 @@ final class DashboardFigures {
     /** Share of worker time: the last five minutes of the rollup (recent enough to show a flood now). */
     static final Duration SHARE_WINDOW = Duration.ofMinutes(5);
     static final int LIST_LIMIT = 50;
+    /** Keys on the tenant dashboard: the busiest ten (a tenant may have thousands of customers as keys). */
+    static final int TOP_KEYS = 10;
 
     private final JobQueries queries = new JobQueries();
     private final DashboardStore dashboards = new DashboardStore();
@@ -69,9 +71,18 @@ final class DashboardFigures {
                     JobView.utc(j.getFinishedAt()), j.getLastError()));
         }
         // the tenant's schedules, next to fire first, with the last fire's job status (at most max_schedules)
+        Map<String, Integer> keyLimits = dev.fairq.schema.TenantLimits.keyMap(t.getConcurrencyLimits());
+        Map<String, Integer> keyWeights = dev.fairq.schema.TenantLimits.keyMap(t.getKeyWeights());
+        List<DashboardViews.KeyUsage> topKeys = new ArrayList<>();
+        for (JobQueries.KeyUsage k : queries.topKeys(db, tenantId, TOP_KEYS)) {
+            boolean concurrency = k.kind().equals("concurrency");
+            topKeys.add(new DashboardViews.KeyUsage(k.kind(), k.key(), k.running(), k.admitted(),
+                    concurrency ? keyLimits.get(k.key()) : null,
+                    concurrency ? null : keyWeights.getOrDefault(k.key(), 1)));
+        }
         return new DashboardViews.TenantDashboard(now.toInstant(), summary(t, live, totals),
                 series(dashboards.minuteStats(db, tenantId, WINDOW), now), running, blocked, dead,
-                schedules.byNextFire(db, tenantId, LIST_LIMIT));
+                schedules.byNextFire(db, tenantId, LIST_LIMIT), topKeys);
     }
 
     /** The overview's page size when none is asked for, and the most a page may hold. */

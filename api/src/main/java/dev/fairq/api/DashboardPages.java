@@ -22,6 +22,7 @@ import java.util.Map;
  */
 @Path("/dashboard")
 @Tag(name = "dashboards")
+@jakarta.annotation.security.PermitAll // static pages; their scripts call /v1 with the token the user pastes
 public final class DashboardPages {
     private static final Map<String, String> FILES = Map.of(
             "dashboard.js", "text/javascript; charset=utf-8",

@@ -18,6 +18,7 @@ import jakarta.ws.rs.core.SecurityContext;
 @Produces(MediaType.APPLICATION_JSON)
 @Tag(name = "dashboards")
 @SecurityRequirement(name = OpenApiDocument.TENANT_KEY)
+@jakarta.annotation.security.RolesAllowed(BearerAuthFilter.Role.TENANT)
 public final class DashboardResource {
     private final DashboardFigures figures;
 

@@ -16,7 +16,16 @@ final class DashboardViews {
                                   @Schema(description = "one point per minute of the last hour, oldest first") List<SeriesPoint> series,
                                   List<RunningJob> runningJobs, List<BlockedKey> blockedKeys, List<DeadLetter> deadLetters,
                                   @Schema(description = "the tenant's schedules, next to fire first")
-                                  List<dev.fairq.scheduler.ScheduleInfo> schedules) {}
+                                  List<dev.fairq.scheduler.ScheduleInfo> schedules,
+                                  @Schema(description = "the concurrency and fairness keys with the most jobs running or "
+                                          + "admitted now (at most 10)")
+                                  List<KeyUsage> topKeys) {}
+
+    /** A key in use: its jobs running and admitted, and for a concurrency key its limit (null: unlimited). */
+    @Schema(name = "KeyUsage")
+    public record KeyUsage(@Schema(allowableValues = {"concurrency", "fairness"}) String kind, String key, long running,
+                           long admitted, Integer limit,
+                           @Schema(description = "a fairness key's weight within the tenant's share") Integer weight) {}
 
     @Schema(name = "Overview", description = "totals over the active tenants and one page of tenants, sorted "
             + "(over their share first, then by backlog, then by id)")

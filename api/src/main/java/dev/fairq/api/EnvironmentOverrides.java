@@ -35,6 +35,7 @@ final class EnvironmentOverrides {
             c.tenantsFileRequired = true;
         }
         if ((v = get(env, "FAIRQ_WORKER_THREADS")) != null) c.workerThreads = intIn("FAIRQ_WORKER_THREADS", v, 1, 1000);
+        if ((v = get(env, "FAIRQ_ADMIN_TASKS")) != null) c.adminTasks = bool("FAIRQ_ADMIN_TASKS", v);
         if ((v = get(env, "FAIRQ_DEMO_HANDLERS")) != null) c.demoHandlers = bool("FAIRQ_DEMO_HANDLERS", v);
         if ((v = get(env, "FAIRQ_WORKER_QUEUES")) != null) c.workerQueues = queues(v);
         if ((v = get(env, "FAIRQ_WORKER_RESERVED")) != null) c.workerReserved = reserved(v, c.workerThreads);
@@ -43,6 +44,10 @@ final class EnvironmentOverrides {
         }
         if ((v = get(env, "FAIRQ_EFFECT_RETENTION_HOURS")) != null) {
             c.effectRetentionHours = intIn("FAIRQ_EFFECT_RETENTION_HOURS", v, 1, 24 * 3650);
+        }
+        if ((v = get(env, "FAIRQ_FAIR_SHARE")) != null) {
+            dev.fairq.scheduler.SchedulerConfig.FairShare.parse(v); // refused at start-up, naming the variable
+            c.fairShare = v.trim().toLowerCase(java.util.Locale.ROOT);
         }
         if ((v = get(env, "FAIRQ_LEASE_MS")) != null) c.leaseMs = intIn("FAIRQ_LEASE_MS", v, 1000, 3_600_000);
         if ((v = get(env, "FAIRQ_HEARTBEAT_MS")) != null) c.heartbeatMs = (long) intIn("FAIRQ_HEARTBEAT_MS", v, 100, 1_800_000);
@@ -62,6 +67,15 @@ final class EnvironmentOverrides {
         if (c.getServerFactory() instanceof DefaultServerFactory server) {
             if ((v = get(env, "FAIRQ_PORT")) != null) setPort(server.getApplicationConnectors(), intIn("FAIRQ_PORT", v, 0, 65535));
             if ((v = get(env, "FAIRQ_ADMIN_PORT")) != null) setPort(server.getAdminConnectors(), intIn("FAIRQ_ADMIN_PORT", v, 0, 65535));
+            // a file's server section replaces the default factory: its admin connector listens on this machine
+            // only unless the file names a bindHost (0.0.0.0 for every interface) or FAIRQ_ADMIN_BIND does
+            String bind = get(env, "FAIRQ_ADMIN_BIND");
+            for (ConnectorFactory f : server.getAdminConnectors()) {
+                if (f instanceof HttpConnectorFactory http) {
+                    if (bind != null) http.setBindHost(bind);
+                    else if (http.getBindHost() == null) http.setBindHost(FairqConfiguration.DEFAULT_ADMIN_BIND);
+                }
+            }
         }
         if (c.getLoggingFactory() instanceof DefaultLoggingFactory logging) {
             String format = get(env, "FAIRQ_LOG_FORMAT");

@@ -3,6 +3,7 @@ package dev.fairq.api;
 import dev.fairq.scheduler.ScheduleKeys;
 import dev.fairq.scheduler.SchedulerService;
 import dev.fairq.schema.JobQueries;
+import dev.fairq.schema.TenantLimits;
 import dev.fairq.schema.TenantStore;
 import dev.fairq.schema.JobStore;
 import dev.fairq.schema.SchedulerStates;
@@ -33,7 +34,11 @@ import java.util.function.Supplier;
  *   <li>{@code ordering_blocked}: not its key's turn (behind job Y, or the key is blocked by dead job Y);</li>
  *   <li>{@code ready}: admitted, waiting for a free worker;</li>
  *   <li>{@code concurrency_full}: the tenant's running (+ admitted) jobs are at max_running;</li>
+ *   <li>{@code concurrency_key_full}: the job's concurrency key has as many jobs running (+ admitted) as the
+ *       tenant's concurrency_limits allow it;</li>
  *   <li>{@code rate_limited}: the tenant's token bucket is empty until next_token_at;</li>
+ *   <li>{@code fair_share_key}: a job with a fairness key: the tenant's share is split among its keys with jobs
+ *       waiting, and other keys (or other tenants) have their turn; the key's weight and the keys competing;</li>
  *   <li>{@code fair_share}: other tenants' turn; the tenant's position in the fair order.</li>
  * </ol>
  * Tokens and fair-share position live in the active scheduler's memory: read directly when this process is
@@ -63,7 +68,7 @@ final class Explainer {
     public record Explanation(long jobId, String status,
                               @io.swagger.v3.oas.annotations.media.Schema(allowableValues = {"not_waiting", "unknown_payload_version",
                                       "scheduled", "snoozed", "backoff", "paused", "no_worker", "ordering_blocked", "ready",
-                                      "concurrency_full", "rate_limited", "fair_share"})
+                                      "concurrency_full", "concurrency_key_full", "rate_limited", "fair_share_key", "fair_share"})
                               String reason,
                               String message,
                               @io.swagger.v3.oas.annotations.media.Schema(description = "the reason's figures, e.g. run_at, "
@@ -165,6 +170,19 @@ final class Explainer {
             return new Explanation(job.getId(), st, "concurrency_full", "the tenant has " + stats.running()
                     + " jobs running (and " + stats.ready() + " admitted) of max_running " + tenant.getMaxRunning(), data);
         }
+        Integer keyLimit = job.getConcurrencyKey() == null ? null
+                : TenantLimits.keyMap(tenant.getConcurrencyLimits()).get(job.getConcurrencyKey());
+        if (keyLimit != null) {
+            long active = queries.keyActive(db, job.getTenantId(), job.getConcurrencyKey());
+            if (active >= keyLimit) {
+                data.put("concurrency_key", job.getConcurrencyKey());
+                data.put("key_running_or_admitted", active);
+                data.put("key_limit", keyLimit);
+                return new Explanation(job.getId(), st, "concurrency_key_full", "concurrency key '"
+                        + job.getConcurrencyKey() + "' has " + active + " jobs running or admitted of its limit "
+                        + keyLimit + "; the tenant's other keys go on meanwhile", data);
+            }
+        }
         Optional<SchedulerStates.State> sched = schedulerState(job.getTenantId());
         if (sched.isPresent() && sched.get().tokensAvailable() < 1) {
             SchedulerStates.State s = sched.get();
@@ -184,6 +202,16 @@ final class Explainer {
             if (s.updatedAt() != null) data.put("scheduler_state_at", s.updatedAt().toInstant());
         });
         if (sched.isEmpty()) data.put("scheduler", "no scheduler state yet (is a scheduler running?)");
+        if (job.getFairnessKey() != null) {
+            long keys = queries.activeFairnessKeys(db, job.getTenantId(), 1_000);
+            int keyWeight = TenantLimits.keyMap(tenant.getKeyWeights()).getOrDefault(job.getFairnessKey(), 1);
+            data.put("fairness_key", job.getFairnessKey());
+            data.put("key_weight", keyWeight);
+            data.put("competing_keys", keys);
+            return new Explanation(job.getId(), st, "fair_share_key", "the tenant's share is split among its "
+                    + keys + " fairness keys with jobs waiting (this one, '" + job.getFairnessKey() + "', weighs "
+                    + keyWeight + "), and tenants share by weight: other keys' or tenants' turn", data);
+        }
         return new Explanation(job.getId(), st, "fair_share", "other tenants' turn: admission is shared by weight"
                 + sched.map(s -> s.position() == null ? "" : "; the tenant is at position " + s.position() + " of "
                 + s.competing()).orElse(""), data);

@@ -110,7 +110,10 @@ public class FairqApplication extends Application<FairqConfiguration> {
         env.getObjectMapper().disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS);
         ApiKeyStore keys = new ApiKeyStore(db);
         TenantAdminStore tenants = new TenantAdminStore(db);
-        env.jersey().register(new BearerAuthFilter(adminHash, keys));
+        AdminTokenStore adminTokens = new AdminTokenStore(db);
+        env.jersey().register(new BearerAuthFilter(adminHash, keys, adminTokens, new ApiRateLimiter(System::nanoTime)));
+        env.jersey().register(new RolesFeature());
+        env.jersey().register(new ParameterGuard());
         env.jersey().register(new ApiExceptionMappers.Api());
         env.jersey().register(new ApiExceptionMappers.InvalidJob());
         env.jersey().register(new ApiExceptionMappers.QueueFull());
@@ -119,6 +122,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         env.jersey().register(new StatsResource(db));
         env.jersey().register(new AdminTenantsResource(tenants, keys));
         env.jersey().register(new AdminJobsResource(store, db, tenants));
+        env.jersey().register(new AdminTokensResource(adminTokens));
         ScheduleService schedules = new ScheduleService(store, config.maxPayloadBytes);
         DashboardFigures dashboards = new DashboardFigures(db, schedules);
         env.jersey().register(new DashboardResource(dashboards));
@@ -130,6 +134,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         env.jersey().register(new OpenApiDocument(() -> resourceClasses(env), env.getObjectMapper()));
 
         env.admin().addServlet("prometheus", new PrometheusServlet(metrics)).addMapping("/metrics");
+        AdminTasksGuard.install(env, config.adminTasks);
         env.healthChecks().register("database", new HealthChecks.DatabaseCheck(db));
         env.healthChecks().register("scheduler", new LazyCheck(() -> new HealthChecks.SchedulerCheck(db, scheduler.get())));
 

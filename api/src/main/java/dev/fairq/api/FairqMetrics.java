@@ -168,6 +168,9 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
         return registry.scrape();
     }
 
+    /** Keys with series of their own: the 20 with the most jobs running or admitted (about 150 bytes each). */
+    static final int TOP_KEYS = 20;
+
     private MetricSnapshots collectDepths() {
         try {
             JobQueries.Depths depths = queries.liveDepths(db);
@@ -197,7 +200,14 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
             var age = GaugeWithCallback.builder().name("fairq_oldest_pending_age_seconds")
                     .help("age of the oldest pending job, per tracked tenant").labelNames("tenant")
                     .callback(cb -> oldest.forEach((t, ms) -> cb.call(ms / 1000.0, t))).build();
-            return MetricSnapshots.of(jobs.collect(), age.collect());
+            List<JobQueries.KeyUsage> keys = queries.topKeys(db, null, TOP_KEYS);
+            var keyJobs = GaugeWithCallback.builder().name("fairq_key_jobs")
+                    .help("jobs running or admitted per concurrency or fairness key, only for the " + TOP_KEYS
+                            + " busiest keys of all tenants (keys are unbounded: a tenant may have thousands)")
+                    .labelNames("tenant", "kind", "key")
+                    .callback(cb -> keys.forEach(k -> cb.call(k.running() + k.admitted(), k.tenantId(), k.kind(), k.key())))
+                    .build();
+            return MetricSnapshots.of(jobs.collect(), age.collect(), keyJobs.collect());
         } catch (RuntimeException e) {
             log.warn("queue depth for /metrics failed", e);
             return new MetricSnapshots();

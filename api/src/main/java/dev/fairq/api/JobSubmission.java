@@ -43,7 +43,7 @@ public record JobSubmission(
         @Min(value = JobRequest.MIN_PRIORITY, message = PRIORITY_RULE)
         @Max(value = JobRequest.MAX_PRIORITY, message = PRIORITY_RULE)
         Integer priority,
-        @Schema(description = "when the job may start (RFC 3339); not with delay_ms", format = "date-time")
+        @Schema(description = "when the job may start (RFC 3339), within a year of now either way; not with delay_ms", format = "date-time")
         @RequestBody.WrongType(JsonBodyReader.TIME_RULE)
         OffsetDateTime runAt,
         @Schema(description = "start after this many milliseconds (database clock); not with run_at")
@@ -70,11 +70,19 @@ public record JobSubmission(
                 + "read it or upcast it, else the job dead-letters naming the version")
         @Min(value = JobRequest.MIN_PAYLOAD_VERSION, message = VERSION_RULE)
         @Max(value = JobRequest.MAX_PAYLOAD_VERSION, message = VERSION_RULE)
-        Integer payloadVersion) implements RequestBody {
+        Integer payloadVersion,
+        @Schema(description = "a shared resource the job uses: the tenant limit concurrency_limits caps how many jobs "
+                + "of one key are admitted or running at once (a key without a limit is unlimited)", example = "stripe-api")
+        @Size(min = 1, max = JobRequest.MAX_KEY_LENGTH, message = KEY_RULE)
+        String concurrencyKey,
+        @Schema(description = "the tenant's own customer, project or user the job is for: the tenant's share is split "
+                + "among its keys with jobs waiting (tenant limit key_weights)", example = "customer-42")
+        @Size(min = 1, max = JobRequest.MAX_KEY_LENGTH, message = KEY_RULE)
+        String fairnessKey) implements RequestBody {
 
     static final String PRIORITY_RULE = "must be between " + JobRequest.MIN_PRIORITY + " and " + JobRequest.MAX_PRIORITY;
     static final String DELAY_RULE = "must be between 0 and one year";
-    static final String KEY_RULE = "must be 1-" + JobRequest.MAX_KEY_LENGTH + " characters";
+    static final String KEY_RULE = JobRequest.KEY_RULE;
     static final String TIMEOUT_RULE = "must be a whole number of milliseconds between " + JobRequest.MIN_TIMEOUT_MS
             + " and " + JobRequest.MAX_TIMEOUT_MS;
     static final String VERSION_RULE = "must be between " + JobRequest.MIN_PAYLOAD_VERSION + " and " + JobRequest.MAX_PAYLOAD_VERSION;
@@ -110,7 +118,9 @@ public record JobSubmission(
                 .orderingKey(orderingKey)
                 .maxAttempts(maxAttempts)
                 .timeout(timeoutMs == null ? null : Duration.ofMillis(timeoutMs))
-                .payloadVersion(payloadVersion == null ? JobRequest.DEFAULT_PAYLOAD_VERSION : payloadVersion);
+                .payloadVersion(payloadVersion == null ? JobRequest.DEFAULT_PAYLOAD_VERSION : payloadVersion)
+                .concurrencyKey(concurrencyKey)
+                .fairnessKey(fairnessKey);
     }
 
     /** SHA-256 over the normalised request (defaults filled in, payload with sorted keys, run_at in UTC). */
@@ -130,6 +140,8 @@ public record JobSubmission(
             if (r.timeout() != null) o.put("timeout_ms", r.timeout().toMillis());
             // only when not the default: version 1 hashes as every request did before versions existed
             if (r.payloadVersion() != JobRequest.DEFAULT_PAYLOAD_VERSION) o.put("payload_version", r.payloadVersion());
+            if (r.concurrencyKey() != null) o.put("concurrency_key", r.concurrencyKey());
+            if (r.fairnessKey() != null) o.put("fairness_key", r.fairnessKey());
             return Tokens.sha256(CANONICAL.writeValueAsString(CANONICAL.treeToValue(o, Object.class)));
         } catch (JsonProcessingException e) {
             throw new IllegalStateException(e);

@@ -25,7 +25,11 @@ public record JobView(long id, String tenant, String queue, String type,
                       @Schema(description = "the version of the payload's shape, as submitted (default 1)")
                       int payloadVersion,
                       @Schema(description = "times a handler snoozed the job (put it back for later without using an attempt)")
-                      int snoozes) {
+                      int snoozes,
+                      @Schema(description = "the shared resource it uses (tenant limit concurrency_limits), or null")
+                      String concurrencyKey,
+                      @Schema(description = "the tenant's customer it is for (fair shares within the tenant), or null")
+                      String fairnessKey) {
 
     static JobView of(JobsRecord r) {
         return new JobView(r.getId(), r.getTenantId(), r.getQueue(), r.getType(),
@@ -33,7 +37,8 @@ public record JobView(long id, String tenant, String queue, String type,
                 r.getAttempts(), r.getMaxAttempts(), utc(r.getRunAt()), r.getJobKey(), r.getOrderingKey(),
                 utc(r.getCreatedAt()), utc(r.getStartedAt()), utc(r.getFinishedAt()), r.getLastError(),
                 r.getTimeoutMs(), utc(r.getCancelRequestedAt()),
-                r.getPayloadVersion() == null ? 1 : r.getPayloadVersion(), r.getSnoozes() == null ? 0 : r.getSnoozes());
+                r.getPayloadVersion() == null ? 1 : r.getPayloadVersion(), r.getSnoozes() == null ? 0 : r.getSnoozes(),
+                r.getConcurrencyKey(), r.getFairnessKey());
     }
 
     static Instant utc(OffsetDateTime t) {

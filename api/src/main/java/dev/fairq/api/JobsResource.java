@@ -36,6 +36,7 @@ import java.util.Map;
 @Produces(MediaType.APPLICATION_JSON)
 @Tag(name = "jobs", description = "a tenant's own jobs (the tenant is the key's)")
 @SecurityRequirement(name = OpenApiDocument.TENANT_KEY)
+@jakarta.annotation.security.RolesAllowed(BearerAuthFilter.Role.TENANT)
 public final class JobsResource {
     private final JobStore store;
     private final JobQueries queries = new JobQueries();

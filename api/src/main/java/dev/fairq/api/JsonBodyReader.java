@@ -177,6 +177,10 @@ final class JsonBodyReader implements MessageBodyReader<RequestBody> {
                 return error(errors, field, wrong);
             }
         }
+        if (raw == Map.class) { // a tenant's key map: its limit checks the entries (keys and whole numbers)
+            if (!v.isObject()) return error(errors, field, wrong);
+            return mapper.convertValue(v, LinkedHashMap.class);
+        }
         if (raw == List.class) {
             if (!v.isArray()) return error(errors, field, wrong);
             Type element = ((ParameterizedType) generic).getActualTypeArguments()[0];
@@ -230,6 +234,7 @@ final class JsonBodyReader implements MessageBodyReader<RequestBody> {
         if (raw == Boolean.class) return "must be true or false";
         if (raw == OffsetDateTime.class) return TIME_RULE;
         if (raw == List.class) return "must be an array";
+        if (raw == Map.class) return "must be an object";
         return "must be a string";
     }
 

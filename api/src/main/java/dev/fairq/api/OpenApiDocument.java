@@ -46,6 +46,7 @@ import java.util.function.Supplier;
  */
 @Path("/openapi.json")
 @Tag(name = "contract")
+@jakarta.annotation.security.PermitAll // the contract is public
 public final class OpenApiDocument {
     static final String TENANT_KEY = "tenantKey";
     static final String ADMIN_TOKEN = "adminToken";
@@ -86,7 +87,7 @@ public final class OpenApiDocument {
                         .addSecuritySchemes(TENANT_KEY, new SecurityScheme().type(SecurityScheme.Type.HTTP).scheme("bearer")
                                 .description("a tenant's API key (fqk_...), made by POST /v1/admin/tenants/{id}/keys"))
                         .addSecuritySchemes(ADMIN_TOKEN, new SecurityScheme().type(SecurityScheme.Type.HTTP).scheme("bearer")
-                                .description("the admin token (fqa_..., printed on the first start, or FAIRQ_ADMIN_TOKEN)")));
+                                .description("an admin token (fqa_..., printed on the first start or made by POST /v1/admin/tokens; or FAIRQ_ADMIN_TOKEN)")));
         SwaggerConfiguration config = new SwaggerConfiguration().openAPI(base).readAllResources(true)
                 .sortOutput(true).prettyPrint(true);
         Set<Class<?>> classes = new LinkedHashSet<>(resources.get());
@@ -129,6 +130,17 @@ public final class OpenApiDocument {
                         .addHeaderObject("WWW-Authenticate", new Header().schema(new StringSchema())));
                 responses.putIfAbsent("403", new io.swagger.v3.oas.models.responses.ApiResponse().description(admin
                         ? "a tenant key on the admin API" : "the admin token on a tenant's endpoint"));
+                if (!admin) {
+                    String over = "the tenant is over its API request limit (api_rate_per_second, api_burst); nothing was done";
+                    io.swagger.v3.oas.models.responses.ApiResponse r429 = responses.get("429");
+                    if (r429 == null) {
+                        responses.put("429", new io.swagger.v3.oas.models.responses.ApiResponse().description(over)
+                                .addHeaderObject("Retry-After", new Header().description("seconds to wait")
+                                        .schema(new io.swagger.v3.oas.models.media.IntegerSchema())));
+                    } else {
+                        r429.setDescription(r429.getDescription() + "; or " + over);
+                    }
+                }
                 if (op.getRequestBody() != null) {
                     responses.putIfAbsent("400", new io.swagger.v3.oas.models.responses.ApiResponse()
                             .description("the body is not a JSON object"));
@@ -183,6 +195,13 @@ public final class OpenApiDocument {
                 }
                 case HOST_LIST -> {
                     if (p instanceof ArraySchema a && a.getItems() != null) a.getItems().setMaxLength((int) l.max());
+                }
+                case KEY_MAP -> {
+                    p.setType("object");
+                    p.setMaxProperties(TenantLimit.MAX_MAP_ENTRIES);
+                    p.setAdditionalProperties(new io.swagger.v3.oas.models.media.IntegerSchema()
+                            .minimum(BigDecimal.valueOf(l.min())).maximum(BigDecimal.valueOf(l.max())));
+                    p.setDescription("default {} (none); keys of 1-" + TenantLimit.MAX_MAP_KEY_LENGTH + " characters");
                 }
                 default -> { }
             }

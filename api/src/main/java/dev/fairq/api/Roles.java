@@ -41,7 +41,8 @@ final class Roles {
                                            ScheduleObserver schedules) {
         SchedulerConfig config = SchedulerConfig.builder().retention(
                 java.time.Duration.ofHours(fairq.retentionHours), java.time.Duration.ofHours(fairq.deadRetentionHours))
-                .effectRetention(java.time.Duration.ofHours(fairq.effectRetentionHours)).build();
+                .effectRetention(java.time.Duration.ofHours(fairq.effectRetentionHours))
+                .fairShare(SchedulerConfig.FairShare.parse(fairq.fairShare)).build();
         return new SchedulerService(new Scheduler(store, config), new ScheduleFirer(store, schedules), store, config,
                 () -> db.dedicated("fairq-scheduler")).start();
     }

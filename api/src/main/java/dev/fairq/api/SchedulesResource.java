@@ -46,6 +46,7 @@ import java.util.function.Supplier;
 @Produces(MediaType.APPLICATION_JSON)
 @Tag(name = "schedules", description = "a tenant's own recurring schedules")
 @SecurityRequirement(name = OpenApiDocument.TENANT_KEY)
+@jakarta.annotation.security.RolesAllowed(BearerAuthFilter.Role.TENANT)
 public final class SchedulesResource {
     static final int DEFAULT_LIMIT = 50;
     static final int MAX_LIMIT = 500;
@@ -164,6 +165,7 @@ public final class SchedulesResource {
     @Produces(MediaType.APPLICATION_JSON)
     @Tag(name = "admin: schedules", description = "any tenant's schedules")
     @SecurityRequirement(name = OpenApiDocument.ADMIN_TOKEN)
+    @jakarta.annotation.security.RolesAllowed(BearerAuthFilter.Role.ADMIN)
     public static final class Admin {
         private final ScheduleService schedules;
         private final DSLContext db;

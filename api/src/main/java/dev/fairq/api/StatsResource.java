@@ -25,6 +25,7 @@ import java.time.Duration;
 @Produces(MediaType.APPLICATION_JSON)
 @Tag(name = "jobs")
 @SecurityRequirement(name = OpenApiDocument.TENANT_KEY)
+@jakarta.annotation.security.RolesAllowed(BearerAuthFilter.Role.TENANT)
 public final class StatsResource {
     static final Duration RECENT = Duration.ofMinutes(5);
     private final JobQueries queries = new JobQueries();

@@ -25,7 +25,11 @@ public record TenantLimitsChange(
         @Limit(TenantLimit.PAUSED) Boolean paused,
         @Limit(TenantLimit.WEBHOOK_ALLOW) List<String> webhookAllow,
         @Limit(TenantLimit.MAX_SCHEDULES) Integer maxSchedules,
-        @Limit(TenantLimit.MIN_SCHEDULE_INTERVAL_S) Integer minScheduleIntervalS) implements RequestBody {
+        @Limit(TenantLimit.MIN_SCHEDULE_INTERVAL_S) Integer minScheduleIntervalS,
+        @Limit(TenantLimit.API_RATE_PER_SECOND) Double apiRatePerSecond,
+        @Limit(TenantLimit.API_BURST) Integer apiBurst,
+        @Limit(TenantLimit.CONCURRENCY_LIMITS) Map<String, Object> concurrencyLimits,
+        @Limit(TenantLimit.KEY_WEIGHTS) Map<String, Object> keyWeights) implements RequestBody {
 
     /** The limits given, field -> value in their stored form (as {@link TenantLimit#accept} returns it). */
     Map<String, Object> given() {
@@ -39,6 +43,10 @@ public record TenantLimitsChange(
         put(out, TenantLimit.WEBHOOK_ALLOW, webhookAllow);
         put(out, TenantLimit.MAX_SCHEDULES, maxSchedules);
         put(out, TenantLimit.MIN_SCHEDULE_INTERVAL_S, minScheduleIntervalS);
+        put(out, TenantLimit.API_RATE_PER_SECOND, apiRatePerSecond);
+        put(out, TenantLimit.API_BURST, apiBurst);
+        put(out, TenantLimit.CONCURRENCY_LIMITS, concurrencyLimits);
+        put(out, TenantLimit.KEY_WEIGHTS, keyWeights);
         return out;
     }
 

@@ -66,7 +66,7 @@ class AdminApiTest {
         assertEquals(3, audit.size());
         JsonNode last = audit.get(0);
         assertEquals("patch", last.get("action").asText());
-        assertEquals("admin", last.get("actor").asText());
+        assertEquals("bootstrap", last.get("actor").asText(), "FAIRQ_ADMIN_TOKEN is the token named bootstrap");
         assertEquals(20, last.get("old_values").get("max_running").asInt());
         assertEquals(7, last.get("new_values").get("max_running").asInt());
         assertTrue(audit.get(2).get("old_values").isNull());
@@ -169,5 +169,53 @@ class AdminApiTest {
         assertTrue(live.get("last_seen").asText().endsWith("Z"));
         String key = app.newTenantKey(TestApp.uniqueTenant("wrk"));
         assertEquals(403, app.call("GET", "/v1/admin/workers", key, null).status());
+    }
+
+    @Test
+    void keyMapsAreValidatedAuditedAndAJobWaitingOnAFullKeyIsExplained() {
+        String t = TestApp.uniqueTenant("keys");
+        String key = app.newTenantKey(t);
+        List<Object> before = app.snapshot();
+        TestApp.Res bad = app.admin("PATCH", "/v1/admin/tenants/" + t,
+                "{\"concurrency_limits\": {\"stripe-api\": 100001, \"ok\": 3}, \"key_weights\": [1]}");
+        assertEquals(422, bad.status());
+        JsonNode errors = bad.body().get("errors");
+        java.util.Set<String> fields = new java.util.HashSet<>();
+        errors.forEach(e -> fields.add(e.get("field").asText()));
+        assertEquals(java.util.Set.of("concurrency_limits.stripe-api", "key_weights"), fields, errors.toString());
+        assertEquals(422, app.admin("PATCH", "/v1/admin/tenants/" + t, "{\"key_weights\": {\"vip\": 0}}").status());
+        assertEquals(422, app.admin("PATCH", "/v1/admin/tenants/" + t, "{\"concurrency_limits\": {\"a\": \"2\"}}").status());
+        assertEquals(before, app.snapshot(), "nothing changed");
+
+        TestApp.Res ok = app.admin("PATCH", "/v1/admin/tenants/" + t,
+                "{\"concurrency_limits\": {\"stripe-api\": 0}, \"key_weights\": {\"vip\": 5}}");
+        assertEquals(200, ok.status());
+        assertEquals("{\"stripe-api\":0}", ok.body().get("concurrency_limits").toString());
+        assertEquals("{\"vip\":5}", ok.body().get("key_weights").toString());
+        JsonNode audit = app.admin("GET", "/v1/admin/audit?tenant=" + t, null).body().get("entries").get(0);
+        assertEquals(0, audit.get("new_values").get("concurrency_limits").get("stripe-api").asInt());
+        assertEquals(5, audit.get("new_values").get("key_weights").get("vip").asInt());
+
+        assertEquals(422, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"concurrency_key\": \"\"}").status());
+        assertEquals(422, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"fairness_key\": \""
+                + "k".repeat(256) + "\"}").status());
+        // a key with limit 0 holds its jobs: explain says so, and a job of another key of the tenant runs
+        app.awaitSchedulerSaw(t);
+        TestApp.Res held = app.call("POST", "/v1/jobs", key,
+                "{\"type\": \"record\", \"payload\": {}, \"concurrency_key\": \"stripe-api\", \"fairness_key\": \"vip\"}");
+        assertEquals(201, held.status());
+        assertEquals("stripe-api", held.body().get("concurrency_key").asText());
+        assertEquals("vip", held.body().get("fairness_key").asText());
+        long heldId = held.body().get("id").asLong();
+        long other = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"concurrency_key\": \"other\"}")
+                .body().get("id").asLong();
+        await().atMost(Duration.ofSeconds(20)).until(() ->
+                app.call("GET", "/v1/jobs/" + other, key, null).body().get("status").asText().equals("succeeded"));
+        JsonNode explained = app.call("GET", "/v1/jobs/" + heldId + "/explain", key, null).body();
+        assertEquals("concurrency_key_full", explained.get("reason").asText(), explained.toString());
+        assertEquals(0, explained.get("data").get("key_limit").asInt());
+        assertEquals("pending", app.call("GET", "/v1/jobs/" + heldId, key, null).body().get("status").asText());
+        assertTrue(app.call("GET", "/v1/dashboard", key, null).body().get("top_keys").isArray(), "the dashboard lists its keys");
+        assertEquals(200, app.call("POST", "/v1/jobs/" + heldId + "/cancel", key, null).status()); // leave nothing waiting
     }
 }

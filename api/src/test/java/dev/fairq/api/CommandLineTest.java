@@ -122,6 +122,25 @@ class CommandLineTest {
     }
 
     @Test
+    void adminTokensAreCreatedListedAndRevoked() {
+        String name = TestApp.uniqueTenant("cli") + "@example.com";
+        Run created = ok(TestApp.ADMIN_TOKEN, "admin-tokens", "create", name);
+        String[] lines = created.out().strip().split("\n");
+        assertTrue(lines[0].startsWith("admin token adm_") && lines[0].contains(name), created.out());
+        String id = lines[0].split(" ")[2];
+        String token = lines[1].strip();
+        assertTrue(ok(token, "admin-tokens", "list").out().contains(name), "the new token lists the tokens");
+        JsonNode listed = ok(TestApp.ADMIN_TOKEN, "admin-tokens", "list", "--json").json();
+        assertTrue(listed.get("tokens").toString().contains(id));
+        assertTrue(ok(TestApp.ADMIN_TOKEN, "admin-tokens", "revoke", id).out().contains("revoked"));
+        Run refused = run(token, "admin-tokens", "list");
+        assertFalse(refused.ok());
+        assertTrue(refused.err().startsWith("fairq: unknown or revoked token (HTTP 401)"), refused.err());
+        Run bad = run(TestApp.ADMIN_TOKEN, "admin-tokens", "create", "Not A Name");
+        assertTrue(bad.err().contains("name: must be 1-63"), bad.err());
+    }
+
+    @Test
     void everyErrorIsOneClearMessageAndAFailure() {
         String key = app.newTenantKey(TestApp.uniqueTenant("cli-err"));
         Run missing = run(key, "jobs", "get", "999999999");

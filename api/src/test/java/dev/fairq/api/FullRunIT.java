@@ -132,7 +132,7 @@ class FullRunIT {
                 pb.environment().put("FAIRQ_DATABASE_URL", url);
                 pb.environment().put("FAIRQ_DATABASE_USER", db.user);
                 if (db.password != null) pb.environment().put("FAIRQ_DATABASE_PASSWORD", db.password);
-                pb.environment().put("FAIRQ_ADMIN_TOKEN", "migrate-only");
+                pb.environment().put("FAIRQ_ADMIN_TOKEN", "migrate-only-0123456789abcdef0123456789");
                 Process p = pb.start();
                 started.add(p);
                 String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);

@@ -3,6 +3,7 @@ package dev.fairq.api;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import dev.fairq.schema.FieldError;
+import dev.fairq.schema.JobRequest;
 import dev.fairq.schema.TenantLimit;
 import io.dropwizard.jackson.Jackson;
 import io.dropwizard.jersey.validation.Validators;
@@ -53,11 +54,11 @@ class JsonBodyReaderTest {
         Map<String, String> e = errors("{\"type\": \"\", \"priority\": 1000, \"run_at\": \"2030-01-01T00:00:00Z\", \"delay_ms\": 5, "
                 + "\"job_key\": \"\", \"tenant\": \"other\", \"colour\": 1}", JobSubmission.class);
         assertEquals("the tenant comes from the API key, not the body", e.get("tenant"));
-        assertEquals("unknown field (expected one of delay_ms, job_key, max_attempts, ordering_key, payload, payload_version, priority, queue, run_at, timeout_ms, type)", e.get("colour"));
+        assertEquals("unknown field (expected one of concurrency_key, delay_ms, fairness_key, job_key, max_attempts, ordering_key, payload, payload_version, priority, queue, run_at, timeout_ms, type)", e.get("colour"));
         assertEquals("is required", e.get("type"), "one error for an empty type, not also its pattern");
         assertEquals("is required (any JSON value, e.g. {})", e.get("payload"));
         assertEquals("must be between -100 and 100", e.get("priority"));
-        assertEquals("must be 1-255 characters", e.get("job_key"));
+        assertEquals(JobRequest.KEY_RULE, e.get("job_key"));
         assertEquals("give run_at or delay_ms, not both", e.get("run_at"), "the store's own rule, through check()");
         assertEquals(7, e.size(), e.toString());
     }
@@ -105,7 +106,7 @@ class JsonBodyReaderTest {
         List<String> change = Arrays.stream(TenantLimitsChange.class.getRecordComponents())
                 .map(c -> MAPPER.getPropertyNamingStrategy() instanceof PropertyNamingStrategies.NamingBase n ? n.translate(c.getName()) : c.getName()).toList();
         assertEquals(TenantLimit.fields(), change);
-        List<String> answer = MAPPER.convertValue(new TenantView.Limits(1, 1, 1, 1, 1, false, List.of(), 1, 60), Map.class).keySet().stream().map(String::valueOf).toList();
+        List<String> answer = MAPPER.convertValue(new TenantView.Limits(1, 1, 1, 1, 1, false, List.of(), 1, 60, 1, 1, Map.of(), Map.of()), Map.class).keySet().stream().map(String::valueOf).toList();
         assertEquals(TenantLimit.fields(), answer);
     }
 }

@@ -26,7 +26,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * PostgreSQL. Tests use fresh tenants of their own instead of emptying tables under the running app.
  */
 final class TestApp {
-    static final String ADMIN_TOKEN = "test-admin-token-0123456789";
+    /** At least 32 characters, as FAIRQ_ADMIN_TOKEN must be. */
+    static final String ADMIN_TOKEN = "test-admin-token-0123456789abcdef0123";
     static final ObjectMapper JSON = new ObjectMapper();
     /** Causes "fixed" for the {@code fixable} job type. */
     static final java.util.Set<String> FIXED = java.util.concurrent.ConcurrentHashMap.newKeySet();
@@ -112,7 +113,7 @@ final class TestApp {
     /** Any fairq on localhost (the integration test's own process too). */
     static Res callPort(int port, String method, String path, String token, String body) {
         HttpClient http = CLIENT;
-        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://localhost:" + port + path))
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
                 .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
         if (body != null) b.header("Content-Type", "application/json");
         if (token != null) b.header("Authorization", "Bearer " + token);
@@ -140,7 +141,8 @@ final class TestApp {
     /** A new tenant with generous limits (created over the admin API, through the client) and a key for it. */
     String newTenantKey(String tenantId) {
         FairqClient admin = client(ADMIN_TOKEN);
-        admin.putTenant(tenantId, java.util.Map.of("rate_per_second", 100000, "burst", 100000, "max_running", 1000));
+        admin.putTenant(tenantId, java.util.Map.of("rate_per_second", 100000, "burst", 100000, "max_running", 1000,
+                "api_rate_per_second", 100000, "api_burst", 100000));
         return admin.createKey(tenantId).key();
     }
 
@@ -180,6 +182,21 @@ final class TestApp {
 
     static String uniqueTenant(String prefix) {
         return prefix + "-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    /**
+     * What a bad request of these tenants could have changed: their jobs (count, highest id), and every key, audit
+     * row, admin token and tenant row. Jobs of other tenants are left out: a schedule another test made fires on its
+     * own, at any moment.
+     */
+    List<Object> snapshot(String... tenants) {
+        Record r = db.dsl().resultQuery("""
+                SELECT (SELECT count(*) FROM jobs WHERE tenant_id = ANY(?::text[])),
+                       (SELECT coalesce(max(id), 0) FROM jobs WHERE tenant_id = ANY(?::text[])),
+                       (SELECT count(*) FROM api_keys), (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL),
+                       (SELECT count(*) FROM tenant_audit), (SELECT count(*) FROM admin_tokens),
+                       (SELECT md5(string_agg(t::text, ',' ORDER BY t.id)) FROM tenants t)""", tenants, tenants).fetchOne();
+        return List.of(r.intoArray());
     }
 
     /** Everything a bad request could have changed: row counts, the highest job id, every tenant row. */

@@ -13,16 +13,19 @@ public final class Bench {
         Map<String, Object> run(BenchDatabase db) throws Exception;
     }
 
-    private static final Map<String, Benchmark> BENCHMARKS = new TreeMap<>(Map.of(
-            "throughput", new ThroughputBench(),
-            "latency", new LatencyBench(),
-            "fairness", new FairnessBench(),
-            "starvation", new StarvationBench(),
-            "ordering", new OrderingBench(),
-            "crash", new CrashBench(),
-            "longtx", new LongTxBench(),
-            "tenants", new TenantsBench(),
-            "schedules", new SchedulesBench()));
+    private static final Map<String, Benchmark> BENCHMARKS = new TreeMap<>(Map.ofEntries(
+            Map.entry("throughput", new ThroughputBench()),
+            Map.entry("latency", new LatencyBench()),
+            Map.entry("fairness", new FairnessBench()),
+            Map.entry("starvation", new StarvationBench()),
+            Map.entry("ordering", new OrderingBench()),
+            Map.entry("crash", new CrashBench()),
+            Map.entry("longtx", new LongTxBench()),
+            Map.entry("tenants", new TenantsBench()),
+            Map.entry("schedules", new SchedulesBench()),
+            Map.entry("costfair", new KeysBench.CostFair()),
+            Map.entry("subkeys", new KeysBench.SubKeys()),
+            Map.entry("concurrency_keys", new KeysBench.ConcurrencyKeys())));
 
     private Bench() {}
 

@@ -59,10 +59,13 @@ final class BenchPlatform implements AutoCloseable {
         return h.info().totalCpuDuration().map(d -> d.toNanos() / 1e9).orElse(0.0);
     }
 
-    /** True while any job is pending, ready or running (three probes of small partial indexes). */
+    /** True while any job is pending, ready or running (four probes of small partial indexes). */
     boolean busy() {
         return Boolean.TRUE.equals(db.dsl().fetchValue("""
-                SELECT EXISTS (SELECT 1 FROM jobs WHERE status = 'pending' AND (ordering_key IS NULL OR key_head))
+                SELECT EXISTS (SELECT 1 FROM jobs WHERE status = 'pending' AND (ordering_key IS NULL OR key_head)
+                                                    AND concurrency_key IS NULL AND fairness_key IS NULL)
+                    OR EXISTS (SELECT 1 FROM jobs WHERE status = 'pending' AND (ordering_key IS NULL OR key_head)
+                                                    AND (concurrency_key IS NOT NULL OR fairness_key IS NOT NULL))
                     OR EXISTS (SELECT 1 FROM jobs WHERE status = 'ready')
                     OR EXISTS (SELECT 1 FROM jobs WHERE status = 'running')"""));
     }

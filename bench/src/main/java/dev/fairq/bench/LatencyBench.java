@@ -66,7 +66,7 @@ final class LatencyBench implements Bench.Benchmark {
         try {
             awaitUp(http, base, adminToken, server, log);
             send(http, "PUT", base + "/v1/admin/tenants/latency", adminToken,
-                    "{\"weight\": 1, \"rate_per_second\": 1000, \"burst\": 1000, \"max_running\": 100}", 201);
+                    "{\"weight\": 1, \"rate_per_second\": 1000, \"burst\": 1000, \"max_running\": 100, \"api_rate_per_second\": 1000, \"api_burst\": 1000}", 201);
             String key = Json.MAPPER.readTree(send(http, "POST", base + "/v1/admin/tenants/latency/keys", adminToken, "", 201))
                     .get("key").asText();
 

@@ -164,6 +164,20 @@ public final class FairqClient {
         send("DELETE", "/v1/admin/tenants/" + path(tenant) + "/keys/" + path(keyId), null, true);
     }
 
+    /** A new named admin token (shown once in the answer); the audit log names it as the actor of its changes. */
+    public Model.NewAdminToken createAdminToken(String name) {
+        return read(send("POST", "/v1/admin/tokens", Map.of("name", name), false).body(), Model.NewAdminToken.class);
+    }
+
+    /** Every admin token ever made (never the tokens themselves). */
+    public List<Model.AdminToken> adminTokens() {
+        return read(get("/v1/admin/tokens").body(), Model.AdminTokens.class).tokens();
+    }
+
+    public void revokeAdminToken(String id) {
+        send("DELETE", "/v1/admin/tokens/" + path(id), null, true);
+    }
+
     /** Any tenant's job. */
     public Model.Job adminJob(long id) {
         return read(get("/v1/admin/jobs/" + id).body(), Model.Job.class);

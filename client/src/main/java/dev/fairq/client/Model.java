@@ -22,7 +22,8 @@ public final class Model {
     public record Job(long id, String tenant, String queue, String type, JsonNode payload, int priority, String status,
                       int attempts, int maxAttempts, Instant runAt, String jobKey, String orderingKey, Instant createdAt,
                       Instant startedAt, Instant finishedAt, String lastError, Long timeoutMs,
-                      Instant cancelRequestedAt, Integer payloadVersion, Integer snoozes) {}
+                      Instant cancelRequestedAt, Integer payloadVersion, Integer snoozes, String concurrencyKey,
+                      String fairnessKey) {}
 
     /** A page of jobs, newest first; {@code next} is null on the last page. */
     public record JobPage(List<Job> jobs, String next) {}
@@ -33,9 +34,10 @@ public final class Model {
     /** Why a job is not running: {@code reason} (e.g. rate_limited), a sentence, and the reason's figures. */
     public record Explanation(long jobId, String status, String reason, String message, JsonNode data) {}
 
-    /** A tenant's limits, by their API names. */
+    /** A tenant's limits, by their API names ({@code concurrencyLimits}: key -> most jobs of it at once). */
     public record Limits(int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued, boolean paused,
-                         List<String> webhookAllow) {}
+                         List<String> webhookAllow, java.util.Map<String, Integer> concurrencyLimits,
+                         java.util.Map<String, Integer> keyWeights) {}
 
     /** GET /v1/stats: the caller's counts (the recent ones over five minutes) and limits. */
     public record Stats(String tenant, long pending, long ready, long running,
@@ -44,7 +46,17 @@ public final class Model {
                         long blockedOrderingKeys, Limits limits) {}
 
     public record Tenant(String id, int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued,
-                         boolean paused, List<String> webhookAllow, Instant createdAt, Instant updatedAt) {}
+                         boolean paused, List<String> webhookAllow, double apiRatePerSecond, int apiBurst,
+                         java.util.Map<String, Integer> concurrencyLimits, java.util.Map<String, Integer> keyWeights,
+                         Instant createdAt, Instant updatedAt) {}
+
+    /** An admin token as listed: never the token itself. */
+    public record AdminToken(String id, String name, String createdBy, Instant createdAt, Instant revokedAt) {}
+
+    /** A new admin token: {@code token} is shown in this answer only. */
+    public record NewAdminToken(String id, String name, String token, String createdBy, Instant createdAt) {}
+
+    record AdminTokens(List<AdminToken> tokens) {}
 
     /** A tenant's key as listed: never the key itself. */
     public record ApiKey(String keyId, String tenant, Instant createdAt, Instant revokedAt) {}

@@ -15,7 +15,7 @@ public final class FifoAdmission implements AdmissionPolicy {
 
     @Override
     public List<Pick> choose(Map<String, List<Long>> candidates, Map<String, TenantState> tenants, int n,
-                             Double nextRank, Double lastRank) {
+                             Double nextRank, Double lastRank, Cost cost) {
         if (lastRank != null) nextRankToGive = Math.max(nextRankToGive, lastRank + 1);
         List<long[]> all = new ArrayList<>();
         List<String> tenantOf = new ArrayList<>();

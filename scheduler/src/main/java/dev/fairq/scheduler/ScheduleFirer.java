@@ -199,7 +199,7 @@ public final class ScheduleFirer {
                 Instant runAt = f.late || f.at.isBefore(now) ? now : f.at;
                 JobRequest r = ScheduleService.jobOf(p.row).runAt(runAt.atOffset(ZoneOffset.UTC))
                         .jobKey(ScheduleKeys.fire(p.row.getName(), f.at)).buildUnchecked();
-                List<FieldError> errors = r.validate();
+                List<FieldError> errors = r.validate(now);
                 if (!errors.isEmpty()) {
                     f.outcome = INVALID;
                     log.warn("schedule {} of tenant {}: its job is invalid ({}); the fire of {} is skipped",

@@ -18,6 +18,25 @@ public final class TenantState {
     boolean eligibleLastRound;
     /** When a job of the tenant was last admitted or took a grant (Long.MIN_VALUE: never, as leader). */
     long lastActiveNanos = Long.MIN_VALUE;
+    /**
+     * What one of its jobs costs the virtual clock before the weight, for plans and grants: 1 when shares are
+     * by jobs; with shares by worker time, its estimated seconds per job (all types; see WorkerTimeCosts).
+     */
+    double unitCost = 1.0;
+    /** The charge of its last pick: how far ahead of the virtual time its pass may be after it. */
+    double lastCharge = 1.0;
+    /**
+     * Fair queueing among the tenant's fairness keys, one level down: each key's virtual time, only for keys
+     * ahead of {@link #keyVirtualTime} (a key at or behind it would be lifted to it anyway, so it is dropped: the
+     * map holds the keys with work lately, never every key seen).
+     */
+    final java.util.Map<String, Double> keyPass = new java.util.HashMap<>();
+    /** The key virtual time at which the tenant's latest pick was made. */
+    double keyVirtualTime;
+    /** Its candidates had fairness keys (a full buffer may take a newly active key's first job). */
+    boolean usesFairnessKeys;
+    /** With shares by worker time: estimates and charges not yet settled, per job type (WorkerTimeCosts). */
+    final java.util.Map<String, WorkerTimeCosts.TypeCost> costs = new java.util.HashMap<>();
 
     TenantState(TenantLimits limits, LongSupplier nanoTime) {
         this.limits = limits;
@@ -28,6 +47,7 @@ public final class TenantState {
     long limitsVersion;
 
     void update(TenantLimits newLimits) {
+        if (newLimits.equals(limits)) return; // the scheduler's sweep re-reads unchanged tenants
         limitsVersion++;
         if (newLimits.ratePerSecond() != limits.ratePerSecond() || newLimits.burst() != limits.burst()) {
             bucket.reconfigure(newLimits.ratePerSecond(), newLimits.burst());

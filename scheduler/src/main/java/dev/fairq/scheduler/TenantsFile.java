@@ -238,13 +238,7 @@ public final class TenantsFile {
     }
 
     private static TenantLimits toLimits(Map<String, Object> v) {
-        @SuppressWarnings("unchecked")
-        List<String> allow = (List<String>) v.get(TenantLimit.WEBHOOK_ALLOW.field());
-        return new TenantLimits((String) v.get("id"), (Integer) v.get(TenantLimit.WEIGHT.field()),
-                (Double) v.get(TenantLimit.RATE_PER_SECOND.field()), (Integer) v.get(TenantLimit.BURST.field()),
-                (Integer) v.get(TenantLimit.MAX_RUNNING.field()), (Integer) v.get(TenantLimit.MAX_QUEUED.field()),
-                (Boolean) v.get(TenantLimit.PAUSED.field()), allow, (Integer) v.get(TenantLimit.MAX_SCHEDULES.field()),
-                (Integer) v.get(TenantLimit.MIN_SCHEDULE_INTERVAL_S.field()));
+        return TenantLimits.of((String) v.get("id"), v);
     }
 
     private static Map<String, Object> limits(MappingNode m, String source, String where, boolean allowId) {
@@ -289,6 +283,21 @@ public final class TenantsFile {
      * limit's kind is passed on as text, which accept rejects with the limit's own message.
      */
     private static Object yamlValue(TenantLimit limit, Node v, String source, String field) {
+        if (limit.kind() == TenantLimit.Kind.KEY_MAP) {
+            if (!(v instanceof MappingNode m)) return scalar(v, source, field);
+            Map<String, Object> entries = new LinkedHashMap<>();
+            for (NodeTuple t : m.getValue()) {
+                String text = scalar(t.getValueNode(), source, field);
+                Object value;
+                try {
+                    value = Long.parseLong(text);
+                } catch (NumberFormatException e) {
+                    value = text; // accept names the entry and what it takes
+                }
+                entries.put(key(t, source), value);
+            }
+            return entries;
+        }
         if (limit.kind() == TenantLimit.Kind.HOST_LIST) {
             if (!(v instanceof SequenceNode seq)) return scalar(v, source, field);
             List<Object> items = new ArrayList<>();
@@ -301,7 +310,7 @@ public final class TenantsFile {
                 case WHOLE -> Long.parseLong(text);
                 case POSITIVE_NUMBER -> Double.parseDouble(text);
                 case BOOLEAN -> text.equals("true") ? Boolean.TRUE : text.equals("false") ? Boolean.FALSE : text;
-                case HOST_LIST -> text;
+                case HOST_LIST, KEY_MAP -> text;
             };
         } catch (NumberFormatException e) {
             return text;

@@ -15,11 +15,13 @@ import java.util.Map;
 import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Routing at admission, tick by tick on a settable clock: jobs no live worker can run are parked (out of the
  * admission index, so no later probe walks them), the others are admitted past them, and parked jobs come back
  * when a worker that serves them registers. A ready job whose only worker went away is taken back and parked.
+ * Jobs with concurrency and fairness keys (issue 14) are routed the same way, and their keys' limits hold.
  */
 class RoutingAdmissionTest {
     final TestDatabase db = TestDatabase.get();
@@ -95,5 +97,47 @@ class RoutingAdmissionTest {
         s.tick();
         assertEquals(3, count("no_worker_since IS NOT NULL"));
         assertEquals(1, count("status = 'ready'"), "with no worker registered, jobs are admitted as before");
+    }
+
+    /**
+     * Routing meets concurrency keys: jobs of a type nobody serves, first in their lanes' aging order, are parked
+     * (never admitted) while the served jobs of the same keys get through, never more than the key's limit at
+     * once; once a worker serves the type, the parked jobs run too, within the limit.
+     */
+    @Test
+    void keyedJobsOfAnUnservedTypeAreParkedAndTheirKeysLimitsHold() {
+        db.dsl().execute("UPDATE tenants SET concurrency_limits = '{\"k\": 2}' WHERE id = 't'");
+        register("w-a", null, Set.of("a"));
+        OffsetDateTime due = OffsetDateTime.now(ZoneOffset.UTC).minusMinutes(1);
+        List<JobRequest> unserved = new ArrayList<>(), served = new ArrayList<>();
+        for (int i = 0; i < 30; i++) {
+            unserved.add(JobRequest.builder("t", "b").runAt(due).concurrencyKey("k").fairnessKey("f" + i % 2).build());
+        }
+        for (int i = 0; i < 10; i++) {
+            served.add(JobRequest.builder("t", "a").runAt(due).concurrencyKey("k").fairnessKey("f" + i % 2).build());
+            served.add(JobRequest.builder("t", "a").runAt(due).fairnessKey("f" + i % 2).build());
+        }
+        s.enqueue(unserved); // ahead of the served ones in every lane
+        s.enqueue(served);
+        long maxActive = 0;
+        for (int i = 0; i < 200 && count("type = 'a' AND status = 'succeeded'") < 20; i++) {
+            s.tick();
+            maxActive = Math.max(maxActive, count("concurrency_key = 'k' AND status IN ('ready', 'running')"));
+            assertEquals(0, count("type = 'b' AND status <> 'pending'"), "a job nobody serves is never admitted");
+            s.completeReady();
+        }
+        assertEquals(20, count("type = 'a' AND status = 'succeeded'"));
+        assertEquals(30, count("type = 'b' AND status = 'pending' AND no_worker_since IS NOT NULL"));
+        assertTrue(maxActive <= 2, "key k had " + maxActive + " jobs admitted at once, its limit is 2");
+
+        register("w-b", Set.of("default"), Set.of("b"));
+        s.clock.advance(Duration.ofSeconds(2));
+        for (int i = 0; i < 200 && count("status = 'pending'") > 0; i++) {
+            s.tick();
+            maxActive = Math.max(maxActive, count("concurrency_key = 'k' AND status IN ('ready', 'running')"));
+            s.completeReady();
+        }
+        assertEquals(50, count("status = 'succeeded'"));
+        assertTrue(maxActive <= 2, "key k had " + maxActive + " jobs admitted at once, its limit is 2");
     }
 }

@@ -57,7 +57,14 @@ class TenantsFileTest {
     @Test
     void theRepositoryTenantsFileIsValid() throws Exception {
         Path file = Path.of("..", "tenants.yml");
-        assertTrue(TenantsFile.load(file).tenants().size() >= 1);
+        List<TenantLimits> tenants = TenantsFile.load(file).tenants();
+        assertTrue(tenants.size() >= 1);
+        // the demo reaches a receiver on this machine through an IP entry, never through a name such as localhost
+        TenantLimits demo = tenants.stream().filter(t -> t.id().equals("demo")).findFirst().orElseThrow();
+        assertEquals(List.of("127.0.0.1"), demo.webhookAllow());
+        // and the defaults it ships are the built-in ones for the API limits
+        assertEquals(100.0, demo.apiRatePerSecond());
+        assertEquals(200, demo.apiBurst());
     }
 
     @Test

@@ -4,6 +4,7 @@ import org.jooq.DSLContext;
 import org.jooq.Record;
 
 import java.time.Duration;
+import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -19,19 +20,78 @@ import java.util.Map;
 public final class Admission {
     /**
      * Per tenant, its next admissible due jobs in aging order, for the tenants the scheduler names with how
-     * many it may take from each. One index probe per named tenant on jobs_admit_idx, never a scan of the
-     * backlog: cost grows with the tenants that have room, not with the jobs waiting.
+     * many it may take from each, read per <i>lane</i>. Jobs with neither a concurrency nor a fairness key: one
+     * index probe per named tenant on jobs_admit_idx. The others: a loose index scan of jobs_admit_key_idx finds
+     * the tenant's lanes, (fairness key, concurrency key) pairs with jobs waiting ('' for none; one probe per lane,
+     * none per job), and each lane is read at most up to:
+     * <ul>
+     *   <li>the tenant's limit;</li>
+     *   <li>its concurrency key's room, the key's limit minus its jobs ready or running ({@code :key_*}, from the
+     *       scheduler; a key not named is unlimited). A full key (room 0) is not read at all: however deep its
+     *       backlog, it costs the round one probe and holds back neither the tenant's other lanes nor anyone
+     *       else (no head-of-line blocking);</li>
+     *   <li>twice the tenant's limit over its lanes (at least 2), so that a tenant with thousands of fairness
+     *       keys reads about twice what a round can take, not a limit's worth per key. Such a lane says it was
+     *       cut ({@code capped}): the scheduler keeps the aging order exact by not passing its last job.</li>
+     * </ul>
+     * Parked jobs (no live worker can run them: routing, V11) are in neither index and never read. Each row
+     * carries the job's queue and type, so that the scheduler can park those no live worker serves.
+     * Cost: the tenants with room plus their lanes with waiting jobs, never the backlog.
      */
     static final NamedSql CANDIDATES = NamedSql.of("""
-            SELECT l.tenant_id, c.id, c.sort_key, c.queue, c.type
-            FROM unnest(:tenant_ids::text[], :limits::integer[]) AS l(tenant_id, lim)
-            CROSS JOIN LATERAL (
+            WITH RECURSIVE req AS MATERIALIZED (
+                SELECT * FROM unnest(:tenant_ids::text[], :limits::integer[]) AS l(tenant_id, lim)
+            ), rooms AS MATERIALIZED (
+                SELECT * FROM unnest(:key_tenants::text[], :key_names::text[], :key_rooms::integer[])
+                    AS k(tenant_id, ckey, room)
+            ), lanes(tenant_id, lim, fk, ck) AS (
+                SELECT r.tenant_id, r.lim, f.fk, f.ck
+                FROM req r LEFT JOIN LATERAL (
+                    SELECT coalesce(j.fairness_key, '') AS fk, coalesce(j.concurrency_key, '') AS ck FROM jobs j
+                    WHERE j.tenant_id = r.tenant_id AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
+                      AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL) AND j.no_worker_since IS NULL
+                    ORDER BY coalesce(j.fairness_key, ''), coalesce(j.concurrency_key, '') LIMIT 1
+                ) f ON true
+                UNION ALL
+                SELECT l.tenant_id, l.lim, f.fk, f.ck
+                FROM lanes l CROSS JOIN LATERAL (
+                    SELECT coalesce(j.fairness_key, '') AS fk, coalesce(j.concurrency_key, '') AS ck FROM jobs j
+                    WHERE j.tenant_id = l.tenant_id AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
+                      AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL) AND j.no_worker_since IS NULL
+                      AND (coalesce(j.fairness_key, ''), coalesce(j.concurrency_key, '')) > (l.fk, l.ck)
+                    ORDER BY coalesce(j.fairness_key, ''), coalesce(j.concurrency_key, '') LIMIT 1
+                ) f
+                WHERE l.fk IS NOT NULL
+            ), sized AS MATERIALIZED (
+                SELECT l.tenant_id, l.fk, l.ck, least(l.lim, coalesce(k.room, l.lim)) AS lane_limit,
+                       greatest(2, ceil(2.0 * l.lim / count(*) OVER (PARTITION BY l.tenant_id)))::integer AS cap
+                FROM lanes l LEFT JOIN rooms k ON k.tenant_id = l.tenant_id AND k.ckey = l.ck
+                WHERE l.fk IS NOT NULL
+            )
+            SELECT r.tenant_id, c.id, c.sort_key, c.queue, c.type, NULL::text AS ckey, NULL::text AS fkey,
+                   false AS capped, 0 AS lane
+            FROM req r CROSS JOIN LATERAL (
                 SELECT j.id, j.sort_key, j.queue, j.type FROM jobs j
-                WHERE j.tenant_id = l.tenant_id AND j.status = 'pending'
-                  AND (j.ordering_key IS NULL OR j.key_head) AND j.no_worker_since IS NULL AND j.run_at <= :now
+                WHERE j.tenant_id = r.tenant_id AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
+                  AND j.concurrency_key IS NULL AND j.fairness_key IS NULL AND j.no_worker_since IS NULL
+                  AND j.run_at <= :now
                 ORDER BY j.sort_key, j.id
-                LIMIT l.lim
+                LIMIT r.lim
             ) c
+            UNION ALL
+            SELECT s.tenant_id, c.id, c.sort_key, c.queue, c.type, nullif(s.ck, ''), nullif(s.fk, ''),
+                   s.cap < s.lane_limit AND count(*) OVER w = s.cap, dense_rank() OVER (ORDER BY s.tenant_id, s.fk, s.ck)
+            FROM sized s CROSS JOIN LATERAL (
+                SELECT j.id, j.sort_key, j.queue, j.type FROM jobs j
+                WHERE j.tenant_id = s.tenant_id AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
+                  AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL) AND j.no_worker_since IS NULL
+                  AND coalesce(j.fairness_key, '') = s.fk AND coalesce(j.concurrency_key, '') = s.ck
+                  AND j.run_at <= :now
+                ORDER BY j.sort_key, j.id
+                LIMIT least(s.lane_limit, s.cap)
+            ) c
+            WHERE s.lane_limit > 0
+            WINDOW w AS (PARTITION BY s.tenant_id, s.fk, s.ck)
             """);
 
     /**
@@ -64,30 +124,37 @@ public final class Admission {
      * so each is served by its own small partial index (a single "status IN (...)" is planned as a scan of
      * the whole table). Its cost follows the ready buffer, the running jobs and the grants, all bounded by the
      * worker capacity: which tenants have work waiting is not read here but kept in the scheduler's memory
-     * (wake-ups name the tenant; {@link #TENANTS_WITH_WORK} rebuilds it). The ready jobs are counted per
+ * (wake-ups name the tenant; {@link #TENANTS_WITH_WORK} rebuilds it). The ready jobs are counted per
      * queue and type too (the same rows, grouped finer), so that jobs no live worker can run are found in the
-     * buffer (routing: a job inserted ready by a grant, or the buffer of a worker that died).
+     * buffer (routing: a job inserted ready by a grant, or the buffer of a worker that died). Ready and running
+     * jobs are counted per concurrency key as well (grouped finer again): the scheduler is the only one that
+     * makes a keyed job ready (a keyed job never takes an admission grant), so these counts, read at the start
+     * of every tick by the leader that then admits on the same fenced connection, can only fall before its
+     * admission commits. That makes the key limits exact, across failovers too: nothing about them lives only
+     * in memory.
      */
     static final NamedSql LOAD = NamedSql.of("""
-            SELECT 'ready' AS what, tenant_id, count(*)::double precision AS n, queue, type
-            FROM jobs WHERE status = 'ready' GROUP BY tenant_id, queue, type
+            SELECT 'ready' AS what, tenant_id, count(*)::double precision AS n, queue, type, concurrency_key
+            FROM jobs WHERE status = 'ready' GROUP BY tenant_id, queue, type, concurrency_key
             UNION ALL
-            SELECT 'running', tenant_id, count(*), NULL, NULL FROM jobs WHERE status = 'running' GROUP BY tenant_id
+            SELECT 'running', tenant_id, count(*), NULL, NULL, concurrency_key FROM jobs WHERE status = 'running'
+            GROUP BY tenant_id, concurrency_key
             UNION ALL
-            SELECT 'capacity', NULL, coalesce(sum(capacity), 0), NULL, NULL FROM workers
+            SELECT 'capacity', NULL, coalesce(sum(capacity), 0), NULL, NULL, NULL FROM workers
             WHERE heartbeat_at > :now - :liveness_ms * interval '1 millisecond'
             UNION ALL
             SELECT 'next_rank', NULL, (SELECT min(ready_rank) FROM jobs WHERE status = 'ready' AND ready_rank > '-Infinity'),
-                   NULL, NULL
+                   NULL, NULL, NULL
             UNION ALL
-            SELECT 'last_rank', NULL, (SELECT max(ready_rank) FROM jobs WHERE status = 'ready'), NULL, NULL
+            SELECT 'last_rank', NULL, (SELECT max(ready_rank) FROM jobs WHERE status = 'ready'), NULL, NULL, NULL
             UNION ALL
-            SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL
+            SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL, NULL
             FROM admission_grants
             """);
 
     /**
-     * The tenants with admissible pending jobs, due or not: a loose index scan over jobs_admit_idx, one probe
+     * The tenants with admissible pending jobs, due or not: a loose index scan over jobs_admit_idx and one over
+     * jobs_admit_key_idx (jobs with a concurrency or fairness key), one probe
      * per distinct tenant (never a walk of the backlog, never the tenants table). The scheduler reads it when
      * it becomes the leader and, as a safety net, every few seconds; between those its wake-ups keep it
      * current. Cost: the tenants that have work, not those that exist.
@@ -96,15 +163,30 @@ public final class Admission {
             WITH RECURSIVE with_work(tenant_id) AS (
                 (SELECT tenant_id FROM jobs
                  WHERE status = 'pending' AND (ordering_key IS NULL OR key_head) AND no_worker_since IS NULL
+                   AND concurrency_key IS NULL AND fairness_key IS NULL
                  ORDER BY tenant_id LIMIT 1)
                 UNION ALL
                 SELECT (SELECT j.tenant_id FROM jobs j
                         WHERE j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
-                          AND j.no_worker_since IS NULL AND j.tenant_id > w.tenant_id
+                          AND j.no_worker_since IS NULL AND j.concurrency_key IS NULL AND j.fairness_key IS NULL
+                          AND j.tenant_id > w.tenant_id
                         ORDER BY j.tenant_id LIMIT 1)
                 FROM with_work w WHERE w.tenant_id IS NOT NULL
+            ), with_keyed_work(tenant_id) AS (
+                (SELECT tenant_id FROM jobs
+                 WHERE status = 'pending' AND (ordering_key IS NULL OR key_head) AND no_worker_since IS NULL
+                   AND (concurrency_key IS NOT NULL OR fairness_key IS NOT NULL)
+                 ORDER BY tenant_id LIMIT 1)
+                UNION ALL
+                SELECT (SELECT j.tenant_id FROM jobs j
+                        WHERE j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head) AND j.no_worker_since IS NULL
+                          AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL) AND j.tenant_id > w.tenant_id
+                        ORDER BY j.tenant_id LIMIT 1)
+                FROM with_keyed_work w WHERE w.tenant_id IS NOT NULL
             )
             SELECT tenant_id FROM with_work WHERE tenant_id IS NOT NULL
+            UNION
+            SELECT tenant_id FROM with_keyed_work WHERE tenant_id IS NOT NULL
             """);
 
     /**
@@ -190,6 +272,53 @@ public final class Admission {
             RETURNING j.tenant_id
             """);
 
+    /**
+     * The worker time of the attempts that finished in a window, per tenant and job type (what shares by worker
+     * time learn their estimates from and correct their charges with). One range of jobs_tenant_finished_idx per
+     * named tenant and finished status: the tenants the scheduler saw running jobs, never all tenants. A
+     * succeeded attempt's time is its handler's run (run_us, measured by the worker); others' is started_at to
+     * finished_at, which also holds the wait for a thread after a prefetching claim and the group commit. The
+     * window ends a second before now, so that completions still committing (asynchronously) with an earlier
+     * finished_at are not skipped; the caller passes the returned end as the next start. A retried attempt
+     * (back to pending) is not read: its charge stays the estimate.
+     */
+    static final NamedSql FINISHED_WORK = NamedSql.of("""
+            WITH w AS MATERIALIZED (SELECT :now - interval '1 second' AS until)
+            SELECT NULL::text AS tenant_id, NULL::text AS type, 0::bigint AS n, 0::double precision AS seconds, w.until
+            FROM w
+            UNION ALL
+            SELECT t.tenant_id, f.type, count(*), sum(f.seconds), NULL
+            FROM w, unnest(:tenant_ids::text[]) AS t(tenant_id)
+            CROSS JOIN LATERAL (
+                SELECT j.type, coalesce(j.run_us / 1e6, fairq_epoch(j.finished_at) - fairq_epoch(j.started_at))::double precision
+                       AS seconds
+                FROM jobs j
+                WHERE j.tenant_id = t.tenant_id AND j.status IN ('succeeded', 'dead', 'cancelled')
+                  AND j.finished_at > coalesce(:since::timestamptz, 'infinity') AND j.finished_at <= w.until
+                  AND j.started_at IS NOT NULL
+            ) f
+            GROUP BY t.tenant_id, f.type
+            """);
+
+    /** Attempts of one tenant and type that finished in the window, and the worker time they took. */
+    public record FinishedWork(String tenantId, String type, long attempts, double seconds) {}
+
+    /** What {@link #finishedWork} read, and where the next read starts. */
+    public record FinishedWindow(List<FinishedWork> work, OffsetDateTime until) {}
+
+    /** Attempts finished after {@code since} (null: none, only the window's end) by the given tenants. */
+    public FinishedWindow finishedWork(DSLContext ctx, java.util.Collection<String> tenants, OffsetDateTime since) {
+        List<FinishedWork> out = new ArrayList<>();
+        OffsetDateTime until = null;
+        for (Record r : FINISHED_WORK.bind().clock(clock).set("tenant_ids", tenants.toArray(String[]::new))
+                .set("since", since).fetch(ctx)) {
+            String tenant = r.get(0, String.class);
+            if (tenant == null) until = r.get(4, OffsetDateTime.class);
+            else out.add(new FinishedWork(tenant, r.get(1, String.class), r.get(2, Long.class), r.get(3, Double.class)));
+        }
+        return new FinishedWindow(out, until);
+    }
+
     /** The highest rank in the ready buffer, for admitting behind everything already there. */
     static final NamedSql LAST_RANK = NamedSql.of("SELECT max(ready_rank) FROM jobs WHERE status = 'ready'");
 
@@ -208,10 +337,15 @@ public final class Admission {
      */
     public record QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant,
                             int workerCapacity, Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds,
-                            List<ReadyGroup> readyGroups) {
+                            List<ReadyGroup> readyGroups, Map<String, Map<String, Integer>> activeByKey) {
         public QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant, int workerCapacity,
                          Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds) {
-            this(readyByTenant, runningByTenant, workerCapacity, nextRank, lastRank, grantAgeSeconds, List.of());
+            this(readyByTenant, runningByTenant, workerCapacity, nextRank, lastRank, grantAgeSeconds, List.of(), Map.of());
+        }
+
+        /** Jobs of the tenant's concurrency key that are ready or running. */
+        public int active(String tenant, String key) {
+            return activeByKey.getOrDefault(tenant, Map.of()).getOrDefault(key, 0);
         }
 
         public int ready(String tenant) { return readyByTenant.getOrDefault(tenant, 0); }
@@ -223,36 +357,45 @@ public final class Admission {
     /** Ready jobs of one tenant, queue and type. */
     public record ReadyGroup(String tenantId, String queue, String type, int count) {}
 
-    /** A candidate for admission: a job, its place in its tenant's aging order, and its route. */
-    public record Candidate(long id, double sortKey, String queue, String type) {}
-
     public QueueLoad load(DSLContext ctx, Duration workerLiveness) {
         Map<String, Integer> ready = new HashMap<>(), running = new HashMap<>();
-        List<ReadyGroup> groups = new ArrayList<>();
+        record Route(String tenantId, String queue, String type) {}
+        Map<Route, Integer> groups = new LinkedHashMap<>(); // LOAD's ready rows are per concurrency key too
         Map<String, Double> grants = new HashMap<>();
+        Map<String, Map<String, Integer>> byKey = new HashMap<>();
         int capacity = 0;
         Double nextRank = null, lastRank = null;
         for (Record r : LOAD.bind().clock(clock).set("liveness_ms", workerLiveness.toMillis()).fetch(ctx)) {
             String tenant = r.get(1, String.class);
             Double n = r.get(2, Double.class);
-            switch (r.get(0, String.class)) {
+            String what = r.get(0, String.class);
+            String key = r.get(5, String.class);
+            if (key != null && (what.equals("ready") || what.equals("running"))) {
+                byKey.computeIfAbsent(tenant, t -> new HashMap<>()).merge(key, n.intValue(), Integer::sum);
+            }
+            switch (what) {
                 case "ready" -> {
                     ready.merge(tenant, n.intValue(), Integer::sum);
-                    groups.add(new ReadyGroup(tenant, r.get(3, String.class), r.get(4, String.class), n.intValue()));
+                    groups.merge(new Route(tenant, r.get(3, String.class), r.get(4, String.class)), n.intValue(),
+                            Integer::sum);
                 }
-                case "running" -> running.put(tenant, n.intValue());
+                case "running" -> running.merge(tenant, n.intValue(), Integer::sum);
                 case "capacity" -> capacity = n.intValue();
                 case "next_rank" -> nextRank = n;
                 case "last_rank" -> lastRank = n;
                 default -> grants.put(tenant, n);
             }
         }
-        return new QueueLoad(ready, running, capacity, nextRank, lastRank, grants, groups);
+        List<ReadyGroup> readyGroups = new ArrayList<>(groups.size());
+        groups.forEach((g, count) -> readyGroups.add(new ReadyGroup(g.tenantId(), g.queue(), g.type(), count)));
+        return new QueueLoad(ready, running, capacity, nextRank, lastRank, grants, readyGroups, byKey);
     }
 
     /** The tenants with admissible pending jobs (see {@link #TENANTS_WITH_WORK}). */
     public List<String> tenantsWithWork(DSLContext ctx) {
-        return TENANTS_WITH_WORK.bind().fetch(ctx).getValues(0, String.class);
+        List<String> out = new ArrayList<>(TENANTS_WITH_WORK.bind().fetch(ctx).getValues(0, String.class));
+        out.sort(null); // by id, as each loose scan finds them (the union of the two does not keep the order)
+        return out;
     }
 
     /** Per tenant, milliseconds until its next admissible job is due; tenants with none are left out. */
@@ -272,35 +415,94 @@ public final class Admission {
         return out;
     }
 
-    /** Candidates per tenant, in each tenant's aging order. */
+    /**
+     * A job a round may admit: its place in its tenant's aging order, its route (queue and type: whether a live
+     * worker can run it; the type is also what its cost is estimated by), its concurrency and fairness keys (or
+     * null).
+     */
+    public record Candidate(long id, double sortKey, String queue, String type, String concurrencyKey,
+                            String fairnessKey) {}
+
+    /** Candidates per tenant, in each tenant's aging order; keys are unlimited (tools and tests). */
     public Map<String, List<Long>> candidates(DSLContext ctx, Map<String, Integer> limits) {
         Map<String, List<Long>> out = new LinkedHashMap<>();
-        candidateRows(ctx, limits).forEach((tenant, rows) -> out.put(tenant, rows.stream().map(Candidate::id).toList()));
+        candidates(ctx, limits, Map.of()).byTenant().forEach((t, c) -> out.put(t, c.stream().map(Candidate::id).toList()));
         return out;
     }
 
-    /** Candidates per tenant with their routes, in each tenant's aging order. */
-    public Map<String, List<Candidate>> candidateRows(DSLContext ctx, Map<String, Integer> limits) {
-        Map<String, List<Candidate>> keyed = new LinkedHashMap<>();
-        if (limits.isEmpty()) return keyed;
+    /**
+     * What a read of candidates found: per tenant its jobs, and the tenants one of whose lanes was cut at its
+     * cap (they may have more due jobs than they got, however few they got: not a sign that they ran dry).
+     */
+    public record CandidateRead(Map<String, List<Candidate>> byTenant, java.util.Set<String> cut) {}
+
+    /**
+     * Candidates per tenant, in each tenant's aging order within each fairness key (the scheduler interleaves
+     * the keys), at most the tenant's limit per fairness key: each concurrency key named in {@code keyRooms}
+     * (tenant -> key -> how many more of it may be admitted) contributes at most its room. Each carries its
+     * route (queue and type) and its keys.
+     */
+    public CandidateRead candidates(DSLContext ctx, Map<String, Integer> limits,
+                                    Map<String, Map<String, Integer>> keyRooms) {
+        Map<String, List<Candidate>> out = new LinkedHashMap<>();
+        java.util.Set<String> cutTenants = new java.util.HashSet<>();
+        if (limits.isEmpty()) return new CandidateRead(out, cutTenants);
         String[] tenants = limits.keySet().toArray(String[]::new);
         Integer[] lims = new Integer[tenants.length];
         for (int i = 0; i < tenants.length; i++) lims[i] = limits.get(tenants[i]);
-        NamedSql.Binding query = CANDIDATES.bind().clock(clock).set("tenant_ids", tenants).set("limits", lims);
+        List<String> keyTenants = new ArrayList<>(), keyNames = new ArrayList<>();
+        List<Integer> keyRoom = new ArrayList<>();
+        for (String t : tenants) {
+            keyRooms.getOrDefault(t, Map.of()).forEach((key, room) -> {
+                keyTenants.add(t);
+                keyNames.add(key);
+                keyRoom.add(Math.max(0, room));
+            });
+        }
+        record Row(Candidate candidate, boolean capped, int lane) {}
+        // tenant -> fairness key ("" for none) -> its rows
+        Map<String, Map<String, List<Row>>> keyed = new LinkedHashMap<>();
+        NamedSql.Binding query = CANDIDATES.bind().clock(clock).set("tenant_ids", tenants).set("limits", lims)
+                .set("key_tenants", keyTenants.toArray(String[]::new)).set("key_names", keyNames.toArray(String[]::new))
+                .set("key_rooms", keyRoom.toArray(Integer[]::new));
         // Plain JDBC: up to a few thousand rows a tick, and materialising jOOQ records for them was most of the
         // scheduler's CPU per admitted job once the rows carried their queue and type (routing).
         ctx.connection(c -> {
             try (java.sql.PreparedStatement ps = query.prepare(c); java.sql.ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    keyed.computeIfAbsent(rs.getString(1), k -> new ArrayList<>())
-                            .add(new Candidate(rs.getLong(2), rs.getDouble(3), rs.getString(4), rs.getString(5)));
+                    Candidate cand = new Candidate(rs.getLong(2), rs.getDouble(3), rs.getString(4), rs.getString(5),
+                            rs.getString(6), rs.getString(7));
+                    keyed.computeIfAbsent(rs.getString(1), k -> new LinkedHashMap<>())
+                            .computeIfAbsent(cand.fairnessKey() == null ? "" : cand.fairnessKey(), k -> new ArrayList<>())
+                            .add(new Row(cand, rs.getBoolean(8), rs.getInt(9)));
                 }
             }
         });
-        // Each tenant's rows come out of its index walk in order already; sorting here makes that a
-        // guarantee rather than a property of the plan (and lets the query skip an outer sort).
-        keyed.values().forEach(rows -> rows.sort(Comparator.comparingDouble(Candidate::sortKey).thenComparingLong(Candidate::id)));
-        return keyed;
+        // Each lane comes out of its index walk in order already; a fairness key's lanes (no concurrency key, and
+        // each concurrency key with room) are merged by this sort, cut at the tenant's limit, and never past the
+        // last job read of a lane that was cut at its cap (the lane's next job might go first).
+        Comparator<Row> order = Comparator.comparingDouble((Row row) -> row.candidate().sortKey())
+                .thenComparingLong(row -> row.candidate().id());
+        keyed.forEach((tenant, byKey) -> {
+            List<Candidate> cut = new ArrayList<>();
+            for (List<Row> rows : byKey.values()) {
+                Map<Integer, Row> lastOfCappedLane = new HashMap<>();
+                for (Row row : rows) {
+                    if (row.capped()) lastOfCappedLane.merge(row.lane(), row, (a, b) -> order.compare(a, b) >= 0 ? a : b);
+                }
+                Row bound = lastOfCappedLane.values().stream().min(order).orElse(null);
+                if (bound != null) cutTenants.add(tenant);
+                rows.sort(order);
+                int taken = 0;
+                for (Row row : rows) {
+                    if (taken >= limits.get(tenant) || (bound != null && order.compare(row, bound) > 0)) break;
+                    cut.add(row.candidate());
+                    taken++;
+                }
+            }
+            out.put(tenant, cut);
+        });
+        return new CandidateRead(out, cutTenants);
     }
 
     /** Parks pending jobs no live worker can run; returns how many. */

@@ -28,6 +28,10 @@ public final class Completion {
      * condition, which lets the planner walk every running job through jobs_lease_idx instead of probing the
      * ids (the lease already implies running: jobs_lease_only_while_running).
      *
+     * <p>A finished job with a concurrency key wakes the scheduler with its tenant: the key has room again, and
+     * the next job behind it should not wait for a timed tick (measured: with 20 keys of limit 2 and 50 ms jobs,
+     * a key's next job waited for the scheduler's idle tick, and the keys ran at a fifth of their limits).
+     *
      * <p>The same statement hands each finished head's ordering key to the key's oldest waiting job, and wakes
      * the scheduler with that job's tenant (the scheduler learns of admissible work only from wake-ups: a
      * promoted head is new work), so the
@@ -38,15 +42,15 @@ public final class Completion {
      */
     static final NamedSql COMPLETE = NamedSql.of("""
             WITH input AS MATERIALIZED (
-                SELECT :ids::bigint[] AS ids, :attempts::integer[] AS attempts
+                SELECT :ids::bigint[] AS ids, :attempts::integer[] AS attempts, :run_us::bigint[] AS run_us
             ), done AS (
                 UPDATE jobs j
                 SET status = 'succeeded', finished_at = :now, locked_by = NULL, locked_until = NULL,
-                    key_head = false
+                    key_head = false, run_us = nullif(i.run_us[array_position(i.ids, j.id)], -1)
                 FROM input i
                 WHERE j.id = ANY(i.ids) AND j.locked_by = :worker_id
                   AND j.attempts = i.attempts[array_position(i.ids, j.id)]
-                RETURNING j.id, j.tenant_id, j.ordering_key
+                RETURNING j.id, j.tenant_id, j.ordering_key, j.concurrency_key
             ), keys AS (
                 SELECT DISTINCT tenant_id, ordering_key FROM done WHERE ordering_key IS NOT NULL
             ), promoted AS (
@@ -60,8 +64,11 @@ public final class Completion {
                                   WHERE h.tenant_id = k.tenant_id AND h.ordering_key = k.ordering_key
                                     AND h.key_head AND h.id NOT IN (SELECT id FROM done))
                 RETURNING n.id, pg_notify('fairq_jobs', 't:' || n.tenant_id)
+            ), key_freed AS (
+                SELECT count(pg_notify('fairq_jobs', 't:' || tenant_id)) AS n
+                FROM (SELECT DISTINCT tenant_id FROM done WHERE concurrency_key IS NOT NULL) x
             )
-            SELECT id FROM done
+            SELECT id, (SELECT n FROM key_freed) FROM done
             """);
 
     /**
@@ -96,7 +103,8 @@ public final class Completion {
             FROM f
             WHERE j.id = f.id AND j.attempts = f.attempt AND j.locked_by = :worker_id
             RETURNING j.id, j.tenant_id, j.ordering_key, j.key_head,
-                      CASE WHEN j.status = 'pending' THEN pg_notify('fairq_jobs', 't:' || j.tenant_id) END
+                      CASE WHEN j.status = 'pending' OR j.concurrency_key IS NOT NULL
+                           THEN pg_notify('fairq_jobs', 't:' || j.tenant_id) END
             """);
 
     /**
@@ -121,7 +129,8 @@ public final class Completion {
      * snoozes + 1, last_error saying it was a snooze. The job keeps key_head, so a snoozed head keeps its
      * ordering key and the next job of the key keeps waiting. A job someone asked to cancel meanwhile ends
      * cancelled and hands its key on. A pending job is admissible work again later: its tenant is named to
-     * the scheduler (which sets a timer for run_at, as for a retry).
+     * the scheduler (which sets a timer for run_at, as for a retry); so is a job with a concurrency key,
+     * whatever its end (its key has room again, as after FAIL).
      */
     static final NamedSql SNOOZE = NamedSql.of("""
             WITH input AS MATERIALIZED (
@@ -142,7 +151,8 @@ public final class Completion {
             WHERE j.id = ANY(i.ids) AND j.locked_by = :worker_id
               AND j.attempts = i.attempts[array_position(i.ids, j.id)]
             RETURNING j.id, j.tenant_id, j.ordering_key, j.status = 'cancelled' AS cancelled,
-                      CASE WHEN j.status = 'pending' THEN pg_notify('fairq_jobs', 't:' || j.tenant_id) END
+                      CASE WHEN j.status = 'pending' OR j.concurrency_key IS NOT NULL
+                           THEN pg_notify('fairq_jobs', 't:' || j.tenant_id) END
             """);
 
     private final QueueClock clock;
@@ -230,7 +240,8 @@ public final class Completion {
         if (ok.isEmpty()) return new HashSet<>();
         Long[] ids = ok.stream().map(JobOutcome::jobId).toArray(Long[]::new);
         Integer[] attempts = ok.stream().map(JobOutcome::attempt).toArray(Integer[]::new);
-        return new HashSet<>(COMPLETE.bind().clock(clock).set("ids", ids).set("attempts", attempts)
+        Long[] runUs = ok.stream().map(JobOutcome.Succeeded::runMicros).toArray(Long[]::new);
+        return new HashSet<>(COMPLETE.bind().clock(clock).set("ids", ids).set("attempts", attempts).set("run_us", runUs)
                 .set("worker_id", workerId).fetch(ctx).getValues(0, Long.class));
     }
 

@@ -40,7 +40,8 @@ public final class Enqueue {
      * caller needs no second read; the outer SELECT gives every input row with its id, matched to them.
      *
      * <p>A tenant holding an admission grant (V4__admission_grants.sql: the scheduler admitted its next job
-     * in advance) has its first due job without an ordering key inserted ready, ranked at the front of the
+     * in advance) has its first due job without an ordering key or a concurrency key inserted ready (a keyed job
+     * waits for the scheduler, the only one that counts a key's running jobs), ranked at the front of the
      * claim order (-Infinity), and the workers are woken: a quiet tenant's job starts without a scheduler
      * round trip. The grant is locked first (SKIP LOCKED: one that another open transaction is taking is
      * simply not there, so no enqueue ever waits on another's) and deleted only for a row that was actually
@@ -49,16 +50,16 @@ public final class Enqueue {
     static final NamedSql INSERT_JOBS = NamedSql.of("""
             WITH input AS MATERIALIZED (
                 SELECT coalesce(r.preset_id, nextval(pg_get_serial_sequence('jobs', 'id'))) AS id, r.*,
-                       r.ordering_key IS NULL AND coalesce(r.run_at::timestamptz <= :now, true)
+                       r.ordering_key IS NULL AND r.concurrency_key IS NULL AND coalesce(r.run_at::timestamptz <= :now, true)
                            AND coalesce(r.delay_ms, 0) <= 0 AS grantable
                 FROM unnest(:preset_ids::bigint[], :tenant_ids::text[], :queues::text[], :types::text[],
                             :payloads::text[], :priorities::smallint[], :run_ats::text[], :delays_ms::bigint[],
                             :job_keys::text[], :ordering_keys::text[], :max_attempts::integer[],
                             :request_hashes::text[], :may_head::boolean[], :timeouts_ms::integer[],
-                            :payload_versions::integer[])
+                            :payload_versions::integer[], :concurrency_keys::text[], :fairness_keys::text[])
                      WITH ORDINALITY AS r(preset_id, tenant_id, queue, type, payload, priority, run_at,
                                           delay_ms, job_key, ordering_key, max_attempts, request_hash, may_head,
-                                          timeout_ms, payload_version, ord)
+                                          timeout_ms, payload_version, concurrency_key, fairness_key, ord)
                 ORDER BY r.ord
             ), granted AS (
                 SELECT a.tenant_id FROM admission_grants a
@@ -71,14 +72,14 @@ public final class Enqueue {
                 ORDER BY i.tenant_id, i.ord
             ), inserted AS (
                 INSERT INTO jobs (id, tenant_id, queue, type, payload, priority, run_at, job_key, ordering_key,
-                                  key_head, max_attempts, request_hash, timeout_ms, payload_version, status, ready_rank,
-                                  admitted_at, created_at)
+                                  key_head, max_attempts, request_hash, timeout_ms, payload_version, concurrency_key,
+                                  fairness_key, status, ready_rank, admitted_at, created_at)
                 SELECT i.id, i.tenant_id, i.queue, i.type, i.payload::jsonb, i.priority,
                        coalesce(i.run_at::timestamptz, :now + coalesce(i.delay_ms, 0) * interval '1 millisecond'),
                        i.job_key, i.ordering_key,
                        i.may_head AND i.ordering_key IS NOT NULL
                            AND row_number() OVER (PARTITION BY i.tenant_id, i.ordering_key ORDER BY i.ord) = 1,
-                       i.max_attempts, i.request_hash, i.timeout_ms, i.payload_version,
+                       i.max_attempts, i.request_hash, i.timeout_ms, i.payload_version, i.concurrency_key, i.fairness_key,
                        CASE WHEN u.ord IS NULL THEN 'pending' ELSE 'ready' END::job_status,
                        CASE WHEN u.ord IS NOT NULL THEN '-Infinity'::double precision END,
                        CASE WHEN u.ord IS NOT NULL THEN :now END,
@@ -140,7 +141,7 @@ public final class Enqueue {
         List<FieldError> errors = new ArrayList<>();
         for (int i = 0; i < requests.size(); i++) {
             String prefix = requests.size() == 1 ? "" : "jobs[" + i + "].";
-            for (FieldError e : requests.get(i).validate()) errors.add(e.prefixed(prefix));
+            for (FieldError e : requests.get(i).validate(clock.instant())) errors.add(e.prefixed(prefix));
         }
         if (!errors.isEmpty()) throw new InvalidJobException(errors);
         checkQueueRoom(tx, requests);
@@ -234,6 +235,7 @@ public final class Enqueue {
         Integer[] maxAttempts = new Integer[n];
         Integer[] timeoutMs = new Integer[n];
         Integer[] versions = new Integer[n];
+        String[] concurrencyKey = new String[n], fairnessKey = new String[n];
         Boolean[] head = new Boolean[n];
         for (int k = 0; k < n; k++) {
             int i = indexes.get(k);
@@ -252,6 +254,8 @@ public final class Enqueue {
             timeoutMs[k] = r.timeout() == null ? null : (int) r.timeout().toMillis();
             hash[k] = r.requestHash();
             versions[k] = r.payloadVersion();
+            concurrencyKey[k] = r.concurrencyKey();
+            fairnessKey[k] = r.fairnessKey();
             head[k] = mayHead[i];
         }
         List<Integer> notInserted = new ArrayList<>();
@@ -261,6 +265,7 @@ public final class Enqueue {
                 .set("job_keys", jobKey).set("ordering_keys", orderingKey).set("max_attempts", maxAttempts)
                 .set("request_hashes", hash).set("may_head", head).set("timeouts_ms", timeoutMs)
                 .set("payload_versions", versions)
+                .set("concurrency_keys", concurrencyKey).set("fairness_keys", fairnessKey)
                 .fetch(tx);
         for (Record row : rows) {
             int i = indexes.get(row.get("input_ord", Integer.class) - 1);

@@ -6,7 +6,15 @@ public sealed interface JobOutcome {
 
     int attempt();
 
-    record Succeeded(long jobId, int attempt) implements JobOutcome {}
+    /**
+     * @param runMicros how long the handler ran, on the worker's clock (what shares by worker time learn from;
+     *                  -1: not measured, the attempt's started_at to finished_at is used instead)
+     */
+    record Succeeded(long jobId, int attempt, long runMicros) implements JobOutcome {
+        public Succeeded(long jobId, int attempt) {
+            this(jobId, attempt, -1);
+        }
+    }
 
     /**
      * @param dead         true: dead-letter now (permanent error or attempts used up)

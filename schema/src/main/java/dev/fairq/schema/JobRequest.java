@@ -22,17 +22,22 @@ import java.util.regex.Pattern;
  *                    HandlerRegistry)
  * @param payloadVersion the version of the payload's shape, {@link #MIN_PAYLOAD_VERSION} to
  *                    {@link #MAX_PAYLOAD_VERSION}; handlers declare the versions they read (default 1)
+ * @param concurrencyKey a shared resource the job uses (1-255 characters): the tenant's {@code concurrency_limits}
+ *                    caps how many jobs of one key are admitted or running at once; null: none
+ * @param fairnessKey the tenant's own customer, project or user (1-255 characters): the tenant's share is split
+ *                    among its keys with jobs waiting (tenant limit {@code key_weights}); null: none
  */
 public record JobRequest(String tenantId, String queue, String type, String payloadJson, int priority,
                          OffsetDateTime runAt, Duration delay, String jobKey, String orderingKey,
-                         Integer maxAttempts, String requestHash, Duration timeout, int payloadVersion) {
+                         Integer maxAttempts, String requestHash, Duration timeout, int payloadVersion,
+                         String concurrencyKey, String fairnessKey) {
 
-    /** A version-1 payload (the form before payload versions existed). */
+    /** A version-1 payload (the form before payload versions existed), with no concurrency or fairness key. */
     public JobRequest(String tenantId, String queue, String type, String payloadJson, int priority,
                       OffsetDateTime runAt, Duration delay, String jobKey, String orderingKey,
                       Integer maxAttempts, String requestHash, Duration timeout) {
         this(tenantId, queue, type, payloadJson, priority, runAt, delay, jobKey, orderingKey, maxAttempts, requestHash,
-                timeout, DEFAULT_PAYLOAD_VERSION);
+                timeout, DEFAULT_PAYLOAD_VERSION, null, null);
     }
 
     public static final String DEFAULT_QUEUE = "default";
@@ -45,7 +50,7 @@ public record JobRequest(String tenantId, String queue, String type, String payl
     public static final int MAX_PRIORITY = 100;
     public static final int MIN_MAX_ATTEMPTS = 1;
     public static final int MAX_MAX_ATTEMPTS = 1000;
-    /** job_key and ordering_key: 1 to 255 characters. */
+    /** job_key, ordering_key, concurrency_key and fairness_key: 1 to 255 characters. */
     public static final int MAX_KEY_LENGTH = 255;
     /** queue and type: 1 to 100 characters of {@link #NAME}. */
     public static final int MAX_NAME_LENGTH = 100;
@@ -71,8 +76,19 @@ public record JobRequest(String tenantId, String queue, String type, String payl
         return maxAttempts == null ? DEFAULT_MAX_ATTEMPTS : maxAttempts;
     }
 
-    /** Every problem with this request, empty when it can be stored. */
+    /** run_at: within a year of now, either way, like delay_ms ahead (PostgreSQL's timestamptz has a range too). */
+    public static final String RUN_AT_RULE = "must be within one year of now";
+    /** job_key, ordering_key, concurrency_key and fairness_key: a key is an identifier, and a NUL cannot be stored in a PostgreSQL text at all. */
+    public static final String KEY_RULE = "must be 1-" + MAX_KEY_LENGTH + " characters, none of them a control character";
+    public static final String NUL_RULE = "must not contain the character U+0000 (PostgreSQL's jsonb cannot store it)";
+
+    /** Every problem with this request, empty when it can be stored; run_at is checked against this JVM's clock. */
     public List<FieldError> validate() {
+        return validate(java.time.Instant.now());
+    }
+
+    /** Every problem with this request, with {@code now} for run_at's bound (the queue's clock). */
+    public List<FieldError> validate(java.time.Instant now) {
         List<FieldError> errors = new ArrayList<>();
         if (tenantId == null || tenantId.isBlank()) errors.add(new FieldError("tenant_id", "is required"));
         if (type == null || type.isBlank()) {
@@ -87,20 +103,24 @@ public record JobRequest(String tenantId, String queue, String type, String payl
             errors.add(new FieldError("payload", "is required"));
         } else if (!isJson(payloadJson)) {
             errors.add(new FieldError("payload", "must be valid JSON"));
+        } else {
+            String at = nulAt(payloadJson);
+            if (at != null) errors.add(new FieldError(at, NUL_RULE));
         }
         if (priority < MIN_PRIORITY || priority > MAX_PRIORITY) {
             errors.add(new FieldError("priority", "must be between " + MIN_PRIORITY + " and " + MAX_PRIORITY));
         }
         if (runAt != null && delay != null) errors.add(new FieldError("run_at", "give run_at or delay_ms, not both"));
+        if (runAt != null && (runAt.toInstant().isAfter(now.plus(MAX_DELAY)) || runAt.toInstant().isBefore(now.minus(MAX_DELAY)))) {
+            errors.add(new FieldError("run_at", RUN_AT_RULE));
+        }
         if (delay != null && (delay.isNegative() || delay.compareTo(MAX_DELAY) > 0)) {
             errors.add(new FieldError("delay_ms", "must be between 0 and one year"));
         }
-        if (jobKey != null && (jobKey.isEmpty() || jobKey.length() > MAX_KEY_LENGTH)) {
-            errors.add(new FieldError("job_key", "must be 1-" + MAX_KEY_LENGTH + " characters"));
-        }
-        if (orderingKey != null && (orderingKey.isEmpty() || orderingKey.length() > MAX_KEY_LENGTH)) {
-            errors.add(new FieldError("ordering_key", "must be 1-" + MAX_KEY_LENGTH + " characters"));
-        }
+        if (jobKey != null && !isKey(jobKey)) errors.add(new FieldError("job_key", KEY_RULE));
+        if (orderingKey != null && !isKey(orderingKey)) errors.add(new FieldError("ordering_key", KEY_RULE));
+        if (concurrencyKey != null && !isKey(concurrencyKey)) errors.add(new FieldError("concurrency_key", KEY_RULE));
+        if (fairnessKey != null && !isKey(fairnessKey)) errors.add(new FieldError("fairness_key", KEY_RULE));
         if (maxAttempts != null && (maxAttempts < MIN_MAX_ATTEMPTS || maxAttempts > MAX_MAX_ATTEMPTS)) {
             errors.add(new FieldError("max_attempts", "must be between " + MIN_MAX_ATTEMPTS + " and " + MAX_MAX_ATTEMPTS));
         }
@@ -113,6 +133,45 @@ public record JobRequest(String tenantId, String queue, String type, String payl
             errors.add(new FieldError("payload_version", "must be between " + MIN_PAYLOAD_VERSION + " and " + MAX_PAYLOAD_VERSION));
         }
         return errors;
+    }
+
+    /** A key's rule ({@link #KEY_RULE}): job_key, ordering_key, concurrency_key, fairness_key and map limits' keys. */
+    static boolean isKey(String key) {
+        if (key.isEmpty() || key.length() > MAX_KEY_LENGTH) return false;
+        for (int i = 0; i < key.length(); i++) if (Character.isISOControl(key.charAt(i))) return false;
+        return true;
+    }
+
+    /**
+     * Where a payload holds U+0000, in a string or as a key ({@code payload.a[2].b}), or null. PostgreSQL's jsonb
+     * refuses {@code \u0000} (its text type cannot hold the character), so without this the insert fails. The
+     * tree is walked only when the text has the escape at all (Jackson writes U+0000 as it).
+     */
+    static String nulAt(String json) {
+        if (!json.contains("\\u0000")) return null;
+        try {
+            return nulAt(Json.MAPPER.readTree(json), "payload");
+        } catch (JsonProcessingException e) {
+            return null; // not JSON: reported as such
+        }
+    }
+
+    private static String nulAt(com.fasterxml.jackson.databind.JsonNode n, String path) {
+        if (n.isTextual()) return n.textValue().indexOf('\0') >= 0 ? path : null;
+        if (n.isArray()) {
+            for (int i = 0; i < n.size(); i++) {
+                String at = nulAt(n.get(i), path + "[" + i + "]");
+                if (at != null) return at;
+            }
+        } else if (n.isObject()) {
+            for (var it = n.fields(); it.hasNext(); ) {
+                var e = it.next();
+                if (e.getKey().indexOf('\0') >= 0) return path;
+                String at = nulAt(e.getValue(), path + "." + e.getKey());
+                if (at != null) return at;
+            }
+        }
+        return null;
     }
 
     private static boolean isJson(String text) {
@@ -138,6 +197,8 @@ public record JobRequest(String tenantId, String queue, String type, String payl
         private String requestHash;
         private Duration timeout;
         private int payloadVersion = DEFAULT_PAYLOAD_VERSION;
+        private String concurrencyKey;
+        private String fairnessKey;
 
         private Builder(String tenantId, String type) {
             this.tenantId = tenantId;
@@ -157,11 +218,15 @@ public record JobRequest(String tenantId, String queue, String type, String payl
         public Builder timeout(Duration timeout) { this.timeout = timeout; return this; }
         /** The version of the payload's shape (default 1); the job's handler must read it or upcast it. */
         public Builder payloadVersion(int version) { this.payloadVersion = version; return this; }
+        /** The shared resource the job uses (see the tenant limit concurrency_limits); null: none. */
+        public Builder concurrencyKey(String concurrencyKey) { this.concurrencyKey = concurrencyKey; return this; }
+        /** The tenant's own customer the job is for (see the tenant limit key_weights); null: none. */
+        public Builder fairnessKey(String fairnessKey) { this.fairnessKey = fairnessKey; return this; }
 
         /** Builds without validating; {@link JobStore} validates again before it writes anything. */
         public JobRequest buildUnchecked() {
             return new JobRequest(tenantId, queue, type, payloadJson, priority, runAt, delay, jobKey, orderingKey,
-                    maxAttempts, requestHash, timeout, payloadVersion);
+                    maxAttempts, requestHash, timeout, payloadVersion, concurrencyKey, fairnessKey);
         }
 
         public JobRequest build() {

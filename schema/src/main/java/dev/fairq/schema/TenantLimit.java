@@ -6,11 +6,12 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * Every tenant limit, declared once: its field name (tenants.yml and the API), its range and its default.
  * tenants.yml ({@code TenantsFile}) and the admin API validate with {@link #accept}; the tenants table's
- * CHECK constraints (V1__queue.sql, V9__schedules.sql) hold the same ranges, which {@code LimitRangesMatchTheSchemaTest} proves
+ * CHECK constraints (V1__queue.sql, V9__schedules.sql, V10__api_limits_and_admin_tokens.sql, V12__keys_and_shares.sql) hold the same ranges, which {@code LimitRangesMatchTheSchemaTest} proves
  * against the database, so the three can no longer drift apart.
  */
 public enum TenantLimit {
@@ -34,10 +35,32 @@ public enum TenantLimit {
      * The shortest time between two fires of one of the tenant's schedules, checked when a schedule is written.
      * From 60 s (a five-field cron fires once a minute at most) to a leap year.
      */
-    MIN_SCHEDULE_INTERVAL_S("min_schedule_interval_s", Kind.WHOLE, 60, 31_622_400, 60);
+    MIN_SCHEDULE_INTERVAL_S("min_schedule_interval_s", Kind.WHOLE, 60, 31_622_400, 60),
+    /**
+     * API requests per second with the tenant's keys (a token bucket in each API process); beyond it a 429 with
+     * Retry-After. 100 matches the default job start rate: one job per request cannot outrun it by more than the burst.
+     */
+    API_RATE_PER_SECOND("api_rate_per_second", Kind.POSITIVE_NUMBER, 0, 1_000_000, 100.0),
+    /** API requests at once after a quiet spell (the bucket's size). */
+    API_BURST("api_burst", Kind.WHOLE, 1, 1_000_000, 200),
+    /**
+     * Concurrency key (1-255 characters) to the most jobs of that key admitted or running at once, 0 to 100,000
+     * (0 holds the key's jobs); a key without an entry is unlimited. At most {@link #MAX_MAP_ENTRIES} keys.
+     */
+    CONCURRENCY_LIMITS("concurrency_limits", Kind.KEY_MAP, 0, 100_000, Map.of()),
+    /**
+     * Fairness key (1-255 characters) to its weight within the tenant's share, 1 to 1000; a key without an entry
+     * weighs 1. At most {@link #MAX_MAP_ENTRIES} keys.
+     */
+    KEY_WEIGHTS("key_weights", Kind.KEY_MAP, 1, 1000, Map.of());
+
+    /** Entries of a map limit, at most: the scheduler holds each busy tenant's map in memory. */
+    public static final int MAX_MAP_ENTRIES = 1000;
+    /** A map limit's key: 1-255 characters, like the job field it names. */
+    public static final int MAX_MAP_KEY_LENGTH = 255;
 
     /** What a limit's values are. */
-    public enum Kind { WHOLE, POSITIVE_NUMBER, BOOLEAN, HOST_LIST }
+    public enum Kind { WHOLE, POSITIVE_NUMBER, BOOLEAN, HOST_LIST, KEY_MAP }
 
     private final String field;
     private final Kind kind;
@@ -58,7 +81,7 @@ public enum TenantLimit {
     public Kind kind() { return kind; }
     /** Smallest allowed value (WHOLE), or the exclusive lower bound (POSITIVE_NUMBER). */
     public long min() { return min; }
-    /** Largest allowed value (WHOLE, POSITIVE_NUMBER); unused for HOST_LIST (WebhookAllowList checks entries). */
+    /** Largest allowed value (WHOLE, POSITIVE_NUMBER, a KEY_MAP's values); unused for HOST_LIST (WebhookAllowList checks entries). */
     public long max() { return max; }
     public Object defaultValue() { return defaultValue; }
 
@@ -147,6 +170,28 @@ public enum TenantLimit {
                 }
                 if (!problems.isEmpty()) throw new InvalidLimitException(problems);
                 return Collections.unmodifiableList(entries);
+            }
+            case KEY_MAP -> {
+                if (!(value instanceof Map<?, ?> map)) throw invalid("must be an object mapping keys to whole numbers");
+                if (map.size() > MAX_MAP_ENTRIES) throw invalid("must have at most " + MAX_MAP_ENTRIES + " keys");
+                Map<String, Integer> entries = new TreeMap<>(); // sorted: equal maps compare and audit equal
+                List<FieldError> problems = new ArrayList<>();
+                for (Map.Entry<?, ?> e : map.entrySet()) {
+                    String key = String.valueOf(e.getKey());
+                    if (!JobRequest.isKey(key)) { // the job fields' rule: a NUL cannot be stored in jsonb at all
+                        problems.add(new FieldError(field, "keys " + JobRequest.KEY_RULE));
+                        continue;
+                    }
+                    Object v = e.getValue();
+                    if (!(v instanceof Integer || v instanceof Long) || ((Number) v).longValue() < min
+                            || ((Number) v).longValue() > max) {
+                        problems.add(new FieldError(field + "." + key, "must be a whole number between " + min + " and " + max));
+                        continue;
+                    }
+                    entries.put(key, ((Number) v).intValue());
+                }
+                if (!problems.isEmpty()) throw new InvalidLimitException(problems);
+                return Collections.unmodifiableMap(entries);
             }
             default -> throw new IllegalStateException(kind.toString());
         }

@@ -197,7 +197,8 @@ class EnqueueTest extends StoreTestSupport {
 
     @Test
     void runAtAndDelayAreStoredOnTheDatabaseClock() {
-        OffsetDateTime at = OffsetDateTime.of(2030, 1, 2, 3, 4, 5, 0, ZoneOffset.UTC);
+        // within a year of now, as run_at must be
+        OffsetDateTime at = dbNow().plusDays(30).withNano(0).withOffsetSameInstant(ZoneOffset.UTC);
         long scheduled = enqueue(job(T1).runAt(at));
         OffsetDateTime before = dbNow();
         long delayed = enqueue(job(T1).delay(Duration.ofHours(1)));

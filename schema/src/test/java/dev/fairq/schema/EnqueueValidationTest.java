@@ -54,6 +54,42 @@ class EnqueueValidationTest extends StoreTestSupport {
         assertEquals(List.of("run_at"), fieldsOf(e));
     }
 
+    /** The queue's clock decides: a test clock two years from now enqueues what is a year ahead of it. */
+    @Test
+    void runAtIsWithinAYearOfTheQueuesClock() {
+        OffsetDateTime now = clock.sqlNow();
+        assertEquals(List.of("run_at"), fieldsOf(rejectSingle(job(T1).runAt(now.plusDays(367)))));
+        assertEquals(List.of("run_at"), fieldsOf(rejectSingle(job(T1).runAt(now.minusDays(367)))));
+        assertEquals(List.of("run_at"), fieldsOf(rejectSingle(job(T1).runAt(OffsetDateTime.parse("+275760-09-13T00:00:00Z")))));
+        assertEquals(List.of("run_at"), fieldsOf(rejectSingle(job(T1).runAt(OffsetDateTime.parse("0000-01-01T00:00:00Z")))));
+        store.enqueue(dsl, job(T1).runAt(now.plusDays(365)).build());
+        store.enqueue(dsl, job(T1).runAt(now.minusDays(365)).buildUnchecked());
+        clock.advance(Duration.ofDays(730));
+        store.enqueue(dsl, job(T1).runAt(clock.sqlNow().plusDays(300)).buildUnchecked());
+        assertEquals(3, countJobs());
+    }
+
+    @Test
+    void controlCharactersInKeysAndNulInPayloadsAreRefusedNamingTheField() {
+        assertEquals(List.of("job_key"), fieldsOf(rejectSingle(job(T1).jobKey("a\0b"))));
+        assertEquals(List.of("job_key"), fieldsOf(rejectSingle(job(T1).jobKey("tab\there"))));
+        assertEquals(List.of("ordering_key"), fieldsOf(rejectSingle(job(T1).orderingKey("del\177"))));
+        assertEquals(List.of("concurrency_key"), fieldsOf(rejectSingle(job(T1).concurrencyKey("a\0b"))));
+        assertEquals(List.of("fairness_key"), fieldsOf(rejectSingle(job(T1).fairnessKey("line\nbreak"))));
+        // a map limit's keys name the same keys: the same rule, and nothing is stored
+        for (TenantLimit limit : List.of(TenantLimit.CONCURRENCY_LIMITS, TenantLimit.KEY_WEIGHTS)) {
+            TenantLimit.InvalidLimitException e = assertThrows(TenantLimit.InvalidLimitException.class,
+                    () -> limit.accept(java.util.Map.of("a\0b", 2)));
+            assertEquals(limit.field(), e.field());
+        }
+        assertEquals(List.of("payload.a[1].b"), fieldsOf(rejectSingle(job(T1).payload("{\"a\": [0, {\"b\": \"x\\u0000\"}]}"))));
+        assertEquals(List.of("payload.a"), fieldsOf(rejectSingle(job(T1).payload("{\"a\": {\"k\\u0000\": 1}}"))));
+        assertEquals(List.of("payload"), fieldsOf(rejectSingle(job(T1).payload("\"\\u0000\""))));
+        // an escaped backslash before u0000 is ordinary text, and unicode keys are fine
+        store.enqueue(dsl, job(T1).jobKey("caf\u00e9 \u2603").payload("{\"s\": \"\\\\u0000\", \"\u00fc\": 1}").build());
+        assertEquals(1, countJobs());
+    }
+
     @Test
     void builderValidatesToo() {
         InvalidJobException e = assertThrows(InvalidJobException.class, () -> job(T1).priority(500).maxAttempts(0).build());

@@ -31,14 +31,16 @@ class LimitRangesMatchTheSchemaTest extends StoreTestSupport {
     }
 
     @Test
-    void rateIsPositiveAndBoundedInTheTable() {
-        TenantLimit rate = TenantLimit.RATE_PER_SECOND;
-        assertTenantAccepts(rate, 0.001);
-        assertTenantAccepts(rate, (double) rate.max());
-        assertTenantRefuses(rate, 0.0);
-        assertTenantRefuses(rate, rate.max() + 0.5);
-        assertThrows(TenantLimit.InvalidLimitException.class, () -> rate.accept(0.0));
-        assertThrows(TenantLimit.InvalidLimitException.class, () -> rate.accept(rate.max() + 0.5));
+    void ratesArePositiveAndBoundedInTheTable() {
+        for (TenantLimit rate : TenantLimit.values()) { // rate_per_second, api_rate_per_second
+            if (rate.kind() != TenantLimit.Kind.POSITIVE_NUMBER) continue;
+            assertTenantAccepts(rate, 0.001);
+            assertTenantAccepts(rate, (double) rate.max());
+            assertTenantRefuses(rate, 0.0);
+            assertTenantRefuses(rate, rate.max() + 0.5);
+            assertThrows(TenantLimit.InvalidLimitException.class, () -> rate.accept(0.0));
+            assertThrows(TenantLimit.InvalidLimitException.class, () -> rate.accept(rate.max() + 0.5));
+        }
     }
 
     @Test
@@ -60,7 +62,7 @@ class LimitRangesMatchTheSchemaTest extends StoreTestSupport {
         assertJob("payload_version", JobRequest.MIN_PAYLOAD_VERSION - 1, false);
         assertJob("payload_version", JobRequest.MAX_PAYLOAD_VERSION + 1, false);
         assertEquals("payload_version", job(T1).payloadVersion(0).buildUnchecked().validate().get(0).field());
-        for (String key : List.of("job_key", "ordering_key")) {
+        for (String key : List.of("job_key", "ordering_key", "concurrency_key", "fairness_key")) {
             assertJob(key, "k".repeat(JobRequest.MAX_KEY_LENGTH), true);
             assertJob(key, "k".repeat(JobRequest.MAX_KEY_LENGTH + 1), false);
             assertJob(key, "", false);
@@ -79,6 +81,44 @@ class LimitRangesMatchTheSchemaTest extends StoreTestSupport {
         assertEquals(1, job(T1).timeout(java.time.Duration.ZERO).buildUnchecked().validate().size());
         assertEquals(1, job(T1).timeout(java.time.Duration.ofNanos(1_500_000)).buildUnchecked().validate().size(),
                 "whole milliseconds only");
+    }
+
+    @Test
+    void keyMapLimitsHaveTheDeclaredRangesInTheTable() {
+        for (TenantLimit limit : TenantLimit.values()) {
+            if (limit.kind() != TenantLimit.Kind.KEY_MAP) continue;
+            assertKeyMap(limit, "{\"k\": " + limit.min() + ", \"" + "k".repeat(TenantLimit.MAX_MAP_KEY_LENGTH) + "\": "
+                    + limit.max() + "}", true);
+            assertKeyMap(limit, "{}", true);
+            assertKeyMap(limit, "{\"k\": " + (limit.min() - 1) + "}", false);
+            assertKeyMap(limit, "{\"k\": " + (limit.max() + 1) + "}", false);
+            assertKeyMap(limit, "{\"k\": 1.5}", false);
+            assertKeyMap(limit, "{\"k\": \"2\"}", false);
+            assertKeyMap(limit, "{\"\": 2}", false);
+            assertKeyMap(limit, "{\"" + "k".repeat(TenantLimit.MAX_MAP_KEY_LENGTH + 1) + "\": 2}", false);
+            assertKeyMap(limit, "[1]", false);
+            StringBuilder many = new StringBuilder("{");
+            for (int i = 0; i <= TenantLimit.MAX_MAP_ENTRIES; i++) many.append(i == 0 ? "" : ", ").append("\"k").append(i).append("\": 2");
+            assertKeyMap(limit, many.append("}").toString(), false);
+            // the declaration agrees with the table
+            assertEquals(java.util.Map.of("k", (int) limit.max()), limit.accept(java.util.Map.of("k", limit.max())));
+            TenantLimit.InvalidLimitException e = assertThrows(TenantLimit.InvalidLimitException.class,
+                    () -> limit.accept(java.util.Map.of("k", limit.max() + 1)));
+            assertEquals(limit.field() + ".k", e.field());
+            assertThrows(TenantLimit.InvalidLimitException.class, () -> limit.accept(java.util.Map.of("", 2)));
+            assertThrows(TenantLimit.InvalidLimitException.class, () -> limit.accept(List.of(1)));
+        }
+    }
+
+    private void assertKeyMap(TenantLimit limit, String json, boolean accepted) {
+        String sql = "INSERT INTO tenants (id, " + limit.field() + ") VALUES (?, ?::jsonb)";
+        if (accepted) {
+            dsl.execute(sql, "range-" + tenantSeq++, json);
+        } else {
+            DataAccessException e = assertThrows(DataAccessException.class, () -> dsl.execute(sql, "range-" + tenantSeq++, json),
+                    limit.field() + " = " + json + " must be refused by the table");
+            assertTrue(e.getMessage().contains("check constraint"), e.getMessage());
+        }
     }
 
     private void assertTenantAccepts(TenantLimit limit, Object value) {

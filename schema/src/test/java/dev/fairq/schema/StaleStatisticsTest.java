@@ -85,8 +85,10 @@ class StaleStatisticsTest extends StoreTestSupport {
         assertNoTableWalk("cancelled attempts", plan(Completion.CANCEL.bind().clock(clock).set("ids", idArray)
                 .set("attempts", ones).set("errors", new String[idArray.length]).set("worker_id", "w"), Completion.CANCEL));
         assertNoTableWalk("reaper", plan(Leases.REAP.bind().clock(clock).set("limit", 1000), Leases.REAP));
+        Long[] runUs = new Long[idArray.length];
+        java.util.Arrays.fill(runUs, 5_000L);
         assertNoTableWalk("complete", plan(Completion.COMPLETE.bind().clock(clock).set("ids", idArray).set("attempts", ones)
-                .set("worker_id", "w"), Completion.COMPLETE));
+                .set("run_us", runUs).set("worker_id", "w"), Completion.COMPLETE));
         Boolean[] dead = new Boolean[idArray.length];
         java.util.Arrays.fill(dead, false);
         Long[] delays = new Long[idArray.length];
@@ -98,7 +100,10 @@ class StaleStatisticsTest extends StoreTestSupport {
         assertNoTableWalk("admit", plan(Admission.ADMIT.bind().clock(clock).set("ranks", new Double[]{1.0, 2.0})
                 .set("ids", new Long[]{1L, 2L}), Admission.ADMIT));
         assertNoTableWalk("candidates", plan(Admission.CANDIDATES.bind().clock(clock).set("tenant_ids", tenants)
-                .set("limits", new Integer[]{100, 100}), Admission.CANDIDATES));
+                .set("limits", new Integer[]{100, 100}).set("key_tenants", new String[]{T1})
+                .set("key_names", new String[]{"k"}).set("key_rooms", new Integer[]{2}), Admission.CANDIDATES));
+        assertNoTableWalk("finished work", plan(Admission.FINISHED_WORK.bind().clock(clock).set("tenant_ids", tenants)
+                .set("since", java.time.OffsetDateTime.now().minusSeconds(5)), Admission.FINISHED_WORK));
         assertNoTableWalk("load", plan(Admission.LOAD.bind().clock(clock).set("liveness_ms", 30_000L), Admission.LOAD));
         assertNoTableWalk("tenants with work", plan(Admission.TENANTS_WITH_WORK.bind(), Admission.TENANTS_WITH_WORK));
         assertNoTableWalk("next due", plan(Admission.NEXT_DUE.bind().clock(clock).set("tenant_ids", tenants)
@@ -106,6 +111,38 @@ class StaleStatisticsTest extends StoreTestSupport {
         assertNoTableWalk("queue room", plan(Enqueue.QUEUED_COUNTS.bind().set("tenant_ids", tenants), Enqueue.QUEUED_COUNTS));
         assertNoTableWalk("promote next", plan(KeyHandoff.PROMOTE_NEXT.bind().set("tenant_ids", tenants)
                 .set("ordering_keys", new String[]{"k", "k"}), KeyHandoff.PROMOTE_NEXT));
+    }
+
+    /**
+     * A tenant's page of one status (the dashboard's dead letters, GET /v1/jobs?status=) once PostgreSQL has
+     * switched the prepared statement to a generic plan: it must still use jobs_tenant_status_idx (partial:
+     * not ready, not running), not walk the primary key backwards through the tenant's history.
+     */
+    @Test
+    void aPageOfOneStatusKeepsItsIndexInAGenericPlan() {
+        var query = JobQueries.tenantStatusPage(dsl, T1, dev.fairq.schema.generated.enums.JobStatus.dead, 50);
+        String indexed = dsl.render(query); // '?' per bound value, as the driver sends it
+        StringBuilder sql = new StringBuilder();
+        int n = 0;
+        for (char ch : indexed.toCharArray()) {
+            if (ch == '?') sql.append('$').append(++n);
+            else sql.append(ch);
+        }
+        StringBuilder plan = new StringBuilder();
+        dsl.connection(c -> {
+            try (var st = c.createStatement()) {
+                st.execute("SET plan_cache_mode = force_generic_plan");
+                st.execute("PREPARE dead_page AS " + sql);
+                String args = String.join(", ", query.getBindValues().stream().map(v -> "'" + v + "'").toList());
+                try (var rs = st.executeQuery("EXPLAIN EXECUTE dead_page(" + args + ")")) {
+                    while (rs.next()) plan.append(rs.getString(1)).append('\n');
+                }
+                st.execute("DEALLOCATE dead_page");
+                st.execute("RESET plan_cache_mode");
+            }
+        });
+        assertFalse(plan.toString().contains("jobs_pkey"), "walks the primary key:\n" + plan);
+        org.junit.jupiter.api.Assertions.assertTrue(plan.toString().contains("jobs_tenant_status_idx"), plan.toString());
     }
 
     @Test

@@ -523,6 +523,8 @@ public final class Worker implements AutoCloseable {
         try {
             JobOutcome outcome = registration.isPresent() ? judge(a, registration.get().retryPolicy(), failure)
                     : retryOrDead(job, RetryPolicy.DEFAULT, noHandler(job), null);
+            // the handler's own time, what shares by worker time charge (not the wait after a prefetching claim)
+            if (outcome instanceof JobOutcome.Succeeded s) outcome = new JobOutcome.Succeeded(s.jobId(), s.attempt(), took / 1000);
             if (outcome != null) {
                 outcomes.add(new Finished(a, outcome));
                 observer.finished(job, outcome, took);

@@ -3,9 +3,6 @@ package dev.fairq.worker;
 import dev.fairq.scheduler.SchedulerConfig;
 import dev.fairq.schema.JobRequest;
 import dev.fairq.schema.OperatorActions;
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.sql.SQLException;
@@ -25,24 +22,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * fairq_cancel, or its periodic check when it cannot listen), interrupts the handler, records the job
  * cancelled and hands its ordering key on; a handler that finishes anyway keeps its success.
  */
-class CancelRunningJobTest {
-    private final TestDatabase db = TestDatabase.get();
-    private TestPlatform platform;
+class CancelRunningJobTest extends PlatformTest {
     private final CountDownLatch started = new CountDownLatch(1);
     private final List<String> seen = new CopyOnWriteArrayList<>();
     private final List<Long> notes = new CopyOnWriteArrayList<>();
-
-    @BeforeEach
-    void setUp() {
-        db.reset();
-        db.createTenant("acme");
-        platform = new TestPlatform(db);
-    }
-
-    @AfterEach
-    void tearDown() throws Exception {
-        platform.close();
-    }
 
     /** "hold" sleeps until interrupted and reports what its context said; "note" records its job. */
     private HandlerRegistry handlers(boolean ignoreInterrupt) {

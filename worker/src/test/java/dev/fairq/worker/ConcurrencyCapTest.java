@@ -2,9 +2,6 @@ package dev.fairq.worker;
 
 import dev.fairq.scheduler.SchedulerConfig;
 import dev.fairq.schema.JobRequest;
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -22,23 +19,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * uncapped neighbour. Checked twice: by sampling the jobs table while the load runs, and exactly, from the
  * recorded start and end of every run.
  */
-class ConcurrencyCapTest {
-    private final TestDatabase db = TestDatabase.get();
-    private TestPlatform platform;
+class ConcurrencyCapTest extends PlatformTest {
 
-    @BeforeEach
-    void setUp() {
-        db.reset();
+    @Override
+    void createTenants() {
         db.createTenant("capped", 1, 1_000_000, 1_000_000, 3);
         db.createTenant("free");
-        platform = new TestPlatform(db);
     }
-
-    @AfterEach
-    void tearDown() throws Exception {
-        platform.close();
-    }
-
 
     @Test
     void maxRunningIsNeverExceeded() throws Exception {

@@ -1,10 +1,8 @@
 package dev.fairq.worker;
 
+import org.junit.jupiter.api.AfterEach;
 import dev.fairq.scheduler.SchedulerConfig;
 import dev.fairq.schema.JobRequest;
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -19,25 +17,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * A worker process is SIGKILLed mid-run; a new one finishes the work. Nothing is lost, and the only jobs
  * that run twice are ones the dead worker held at the moment it died.
  */
-class CrashSafetyTest {
+class CrashSafetyTest extends PlatformTest {
     private static final int JOBS = 10_000;
-    private final TestDatabase db = TestDatabase.get();
-    private TestPlatform platform;
     private final List<ChildWorker> children = new ArrayList<>();
 
-    @BeforeEach
-    void setUp() {
-        db.reset();
-        db.createTenant("acme");
-        platform = new TestPlatform(db);
-    }
-
     @AfterEach
-    void tearDown() throws Exception {
+    void stopWhatTheTestStarted() throws Exception {
         for (ChildWorker c : children) c.process.destroyForcibly().waitFor();
-        platform.close();
     }
-
 
     /**
      * Long enough that a live worker never loses a lease to a stall on a loaded machine (its heartbeat runs

@@ -1,10 +1,8 @@
 package dev.fairq.worker;
 
+import org.junit.jupiter.api.AfterEach;
 import dev.fairq.scheduler.SchedulerConfig;
 import dev.fairq.schema.JobRequest;
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -23,7 +21,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * It must start none of the jobs it had claimed before the freeze: only the deliveries in flight at the
  * freeze may run twice.
  */
-class FreezeSafetyTest {
+class FreezeSafetyTest extends PlatformTest {
     private static final int JOBS = 40;
     private static final int THREADS = 8;
     /** Short, so the test waits seconds; its heartbeat (a quarter) survives a 4.5 s stall of a loaded machine. */
@@ -31,24 +29,14 @@ class FreezeSafetyTest {
     /** Long enough that the 8 first deliveries, however unevenly a loaded machine starts them, overlap. */
     private static final long JOB_MS = 5_000;
 
-    private final TestDatabase db = TestDatabase.get();
-    private TestPlatform platform;
     private ChildWorker child;
 
-    @BeforeEach
-    void setUp() {
-        db.reset();
-        db.createTenant("acme");
-        platform = new TestPlatform(db);
-    }
-
     @AfterEach
-    void tearDown() throws Exception {
+    void stopWhatTheTestStarted() throws Exception {
         if (child != null && child.process.isAlive()) {
             child.resume();
             child.process.destroyForcibly().waitFor();
         }
-        platform.close();
     }
 
     private Set<Long> ids(String sql) {

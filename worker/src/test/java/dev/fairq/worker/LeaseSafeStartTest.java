@@ -1,12 +1,10 @@
 package dev.fairq.worker;
 
+import org.junit.jupiter.api.AfterEach;
 import dev.fairq.schema.ClaimedJob;
 import dev.fairq.schema.JobRequest;
 import dev.fairq.schema.JobStore;
 import dev.fairq.schema.SettableClock;
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -27,7 +25,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * that proves the lease lets it start; a heartbeat that no longer finds a running job's lease stops it and
  * writes nothing.
  */
-class LeaseSafeStartTest {
+class LeaseSafeStartTest extends PlatformTest {
     /**
      * An hour's lease with heartbeats and reaping every 20 minutes of real time: nothing renews or reaps
      * behind the test's back, so only the test's own moves of the clock and heartbeats decide.
@@ -35,27 +33,22 @@ class LeaseSafeStartTest {
     private static final Duration LEASE = Duration.ofHours(1);
     private static final Duration HEARTBEAT = Duration.ofMinutes(20);
 
-    private final TestDatabase db = TestDatabase.get();
     private final SettableClock clock = new SettableClock();
     private final JobStore store = new JobStore(clock);
-    private TestPlatform platform;
     private final CountDownLatch release = new CountDownLatch(1);
     /** Every handler start: job, attempt, and how much of its lease the database says is left then. */
     private final List<String> starts = new CopyOnWriteArrayList<>();
     private final List<String> startsWithoutMargin = new CopyOnWriteArrayList<>();
     private final List<Long> handedBack = new CopyOnWriteArrayList<>();
 
-    @BeforeEach
-    void setUp() {
-        db.reset();
-        db.createTenant("acme");
-        platform = new TestPlatform(db, store);
+    @Override
+    TestPlatform newPlatform() {
+        return new TestPlatform(db, store);
     }
 
     @AfterEach
-    void tearDown() throws Exception {
+    void stopWhatTheTestStarted() throws Exception {
         release.countDown();
-        platform.close();
     }
 
     private WorkerConfig config() {

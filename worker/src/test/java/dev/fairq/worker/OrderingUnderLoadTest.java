@@ -3,10 +3,7 @@ package dev.fairq.worker;
 import dev.fairq.scheduler.SchedulerConfig;
 import dev.fairq.schema.Database;
 import dev.fairq.schema.JobRequest;
-import dev.fairq.testing.TestDatabase;
 import org.jooq.DSLContext;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -22,22 +19,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * random durations and transient failures. Every run records its start and end (database clock); order
  * and exclusivity are then checked on those records.
  */
-class OrderingUnderLoadTest {
-    private final TestDatabase db = TestDatabase.get();
-    private TestPlatform platform;
-
-    @BeforeEach
-    void setUp() {
-        db.reset();
-        db.createTenant("acme");
-        platform = new TestPlatform(db);
-    }
-
-    @AfterEach
-    void tearDown() throws Exception {
-        platform.close();
-    }
-
+class OrderingUnderLoadTest extends PlatformTest {
 
     @Test
     void jobsOfOneKeyStartInEnqueueOrderAndNeverOverlap() {

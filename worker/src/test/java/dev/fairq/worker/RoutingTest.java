@@ -111,8 +111,9 @@ class RoutingTest {
                 db.count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") == 7);
         assertEquals(2, db.count("""
                 SELECT max(c) FROM (SELECT (SELECT count(*) FROM test_runs s
-                                            WHERE s.job_id <> ? AND s.started_at < r.ended_at AND s.ended_at > r.started_at) AS c
-                                    FROM test_runs r WHERE r.job_id <> ?) x""", urgent, urgent),
+                                            WHERE s.job_id <> ? AND s.worker = 'reserving'
+                                              AND s.started_at < r.ended_at AND s.ended_at > r.started_at) AS c
+                                    FROM test_runs r WHERE r.job_id <> ? AND r.worker = 'reserving') x""", urgent, urgent),
                 "at most the 2 shared threads ran bulk jobs at once");
         assertTrue(db.count("""
                 SELECT count(*) FROM test_runs u, test_runs b

@@ -1,16 +1,12 @@
 package dev.fairq.worker;
 
+import org.junit.jupiter.api.AfterEach;
 import dev.fairq.scheduler.SchedulerConfig;
 import dev.fairq.scheduler.SchedulerService;
 import dev.fairq.schema.QueueClock;
 import dev.fairq.schema.Schedules;
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -28,25 +24,20 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * over and fires the rest: every schedule gets exactly one job for that instant, none twice, none missing.
  * missed_runs is run_all, so that a loaded machine making the fire more than 60 s late still fires it once.
  */
-class ScheduleFailoverProcessTest {
+class ScheduleFailoverProcessTest extends PlatformTest {
     private static final int SCHEDULES = 5_000;
     private static final String CHILD = "fairq-child-scheduler-fire";
-    private final TestDatabase db = TestDatabase.get();
-    private TestPlatform platform;
     private Process child;
 
-    @BeforeEach
-    void setUp() {
-        db.reset();
+    @Override
+    void createTenants() {
         db.createTenant("acme");
         db.createTenant("globex");
-        platform = new TestPlatform(db);
     }
 
     @AfterEach
-    void tearDown() throws Exception {
+    void stopWhatTheTestStarted() throws Exception {
         if (child != null) child.destroyForcibly().waitFor();
-        platform.close();
     }
 
     private long lockHolders(String applicationName) {
@@ -61,12 +52,7 @@ class ScheduleFailoverProcessTest {
 
     @Test
     void sigkillOfTheSchedulerWhileItFiresLeavesEachFireExactlyOneJob() throws Exception {
-        String classpath = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
-        Path log = Files.createTempFile("fairq-child-scheduler-fire", ".log");
-        child = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx256m",
-                "-cp", classpath, SchedulerProcessMain.class.getName(), db.jdbcUrl, db.user,
-                db.password == null ? "" : db.password, CHILD)
-                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        child = SchedulerProcessMain.start(db, CHILD, "fairq-child-scheduler-fire");
         await("the child process leads").atMost(Duration.ofMinutes(1)).until(() -> lockHolders(CHILD) == 1);
         SchedulerService standby = platform.startScheduler(SchedulerConfig.defaults());
 

@@ -1,15 +1,11 @@
 package dev.fairq.worker;
 
+import org.junit.jupiter.api.AfterEach;
 import dev.fairq.scheduler.SchedulerConfig;
 import dev.fairq.scheduler.SchedulerService;
 import dev.fairq.schema.JobRequest;
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -22,26 +18,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The active scheduler is a separate process, SIGKILLed mid-flood. The standby (this JVM) takes over within
  * 5 seconds, and every job still succeeds exactly once.
  */
-class SchedulerFailoverProcessTest {
+class SchedulerFailoverProcessTest extends PlatformTest {
     private static final int JOBS = 3_000;
     private static final String CHILD = "fairq-child-scheduler";
-    private final TestDatabase db = TestDatabase.get();
-    private TestPlatform platform;
     private Process child;
 
-    @BeforeEach
-    void setUp() {
-        db.reset();
-        db.createTenant("acme");
-        platform = new TestPlatform(db);
-    }
-
     @AfterEach
-    void tearDown() throws Exception {
+    void stopWhatTheTestStarted() throws Exception {
         if (child != null) child.destroyForcibly().waitFor();
-        platform.close();
     }
-
 
     /** Sessions of the given application that hold the scheduler's advisory lock. */
     private long lockHolders(String applicationName) {
@@ -56,12 +41,7 @@ class SchedulerFailoverProcessTest {
         for (int i = 0; i < JOBS; i++) jobs.add(JobRequest.builder("acme", "sleep").payload("{\"ms\": 2}").build());
         platform.store.enqueueAll(db.dsl(), jobs);
 
-        String classpath = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
-        Path log = Files.createTempFile("fairq-child-scheduler", ".log");
-        child = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx256m",
-                "-cp", classpath, SchedulerProcessMain.class.getName(), db.jdbcUrl, db.user,
-                db.password == null ? "" : db.password, CHILD)
-                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        child = SchedulerProcessMain.start(db, CHILD, "fairq-child-scheduler");
         await("the child process leads").atMost(Duration.ofMinutes(1)).until(() -> lockHolders(CHILD) == 1);
 
         SchedulerService standby = platform.startScheduler(SchedulerConfig.defaults());

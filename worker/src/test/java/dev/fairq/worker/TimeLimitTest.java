@@ -1,10 +1,8 @@
 package dev.fairq.worker;
 
+import org.junit.jupiter.api.AfterEach;
 import dev.fairq.scheduler.SchedulerConfig;
 import dev.fairq.schema.JobRequest;
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -23,25 +21,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * limit is interrupted and the attempt fails as transient ("timed out after N ms"); a handler that ignores
  * the interruption is abandoned and its thread replaced, never beyond maxAbandonedThreads.
  */
-class TimeLimitTest {
+class TimeLimitTest extends PlatformTest {
     private static final RetryPolicy FAST = new RetryPolicy(Duration.ofMillis(10), 2.0, Duration.ofMillis(50), 0.5);
 
-    private final TestDatabase db = TestDatabase.get();
-    private TestPlatform platform;
     private final List<String> seen = new CopyOnWriteArrayList<>();
     private final CountDownLatch unstick = new CountDownLatch(1);
 
-    @BeforeEach
-    void setUp() {
-        db.reset();
-        db.createTenant("acme");
-        platform = new TestPlatform(db);
-    }
-
     @AfterEach
-    void tearDown() throws Exception {
+    void stopWhatTheTestStarted() throws Exception {
         unstick.countDown();
-        platform.close();
     }
 
     private long enqueue(String type, String payload, Duration timeout, int maxAttempts) {

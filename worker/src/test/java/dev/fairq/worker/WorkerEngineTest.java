@@ -2,9 +2,6 @@ package dev.fairq.worker;
 
 import dev.fairq.scheduler.SchedulerConfig;
 import dev.fairq.schema.JobRequest;
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -23,22 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-class WorkerEngineTest {
-    private final TestDatabase db = TestDatabase.get();
-    private TestPlatform platform;
-
-    @BeforeEach
-    void setUp() {
-        db.reset();
-        db.createTenant("acme");
-        platform = new TestPlatform(db);
-    }
-
-    @AfterEach
-    void tearDown() throws Exception {
-        platform.close();
-    }
-
+class WorkerEngineTest extends PlatformTest {
 
     @Test
     void tenThousandJobsOnEightThreadsOverSeveralConnectionsEachSucceedExactlyOnce() {

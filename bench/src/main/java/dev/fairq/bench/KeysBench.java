@@ -1,0 +1,288 @@
+package dev.fairq.bench;
+
+import dev.fairq.scheduler.SchedulerConfig;
+import dev.fairq.schema.JobRequest;
+import dev.fairq.schema.JobStore;
+import org.jooq.Record;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import static dev.fairq.bench.OrderingBench.count;
+
+/**
+ * Issue 14's benchmarks: shares by worker time ({@code costfair}), fair shares within a tenant ({@code subkeys})
+ * and concurrency keys ({@code concurrency_keys}). Each runs the scheduler in this JVM and one worker process
+ * ({@code sleep} jobs), measures on the database's clock (jobs' started_at and finished_at), compares with a
+ * baseline in the same run, and throws when its own checks fail.
+ */
+final class KeysBench {
+    private KeysBench() {}
+
+    static SchedulerConfig byTime() {
+        return SchedulerConfig.builder().fairShare(SchedulerConfig.FairShare.TIME).build();
+    }
+
+    static List<JobRequest> sleeps(String tenant, int n, int ms, String fairnessKey, String concurrencyKey) {
+        return jobs("sleep", tenant, n, ms, fairnessKey, concurrencyKey);
+    }
+
+    static List<JobRequest> jobs(String type, String tenant, int n, int ms, String fairnessKey, String concurrencyKey) {
+        List<JobRequest> out = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            out.add(JobRequest.builder(tenant, type).payload("{\"ms\": " + ms + "}").fairnessKey(fairnessKey)
+                    .concurrencyKey(concurrencyKey).build());
+        }
+        return out;
+    }
+
+    static void enqueue(BenchDatabase db, List<JobRequest> jobs) {
+        JobStore store = new JobStore();
+        for (int i = 0; i < jobs.size(); i += 5_000) store.enqueueAll(db.dsl(), jobs.subList(i, Math.min(jobs.size(), i + 5_000)));
+    }
+
+    static void waitUntil(BenchDatabase db, String condition, long timeoutMillis) throws InterruptedException {
+        long deadline = System.nanoTime() + timeoutMillis * 1_000_000;
+        while (!Boolean.TRUE.equals(db.dsl().fetchValue("SELECT " + condition))) {
+            if (System.nanoTime() > deadline) throw new IllegalStateException("timed out waiting for: " + condition);
+            Thread.sleep(100);
+        }
+    }
+
+    /**
+     * {@code ./bench/run costfair}: tenant a runs 200 ms jobs, tenant b 5 ms jobs ({@code record}: the handler
+     * records its own start and end in bench_runs around the sleep), both backlogged the whole run (1 process x 8
+     * threads, 30 s). Worker time per tenant: the handlers' own intervals, clipped to the middle of the run, 10 s
+     * to 25 s after the first start (not the jobs' started_at..finished_at: that includes the time a claimed job
+     * waits in the worker for a thread and the group commit of its completion, which are not a thread's time); shares by time with weights 1:1 and 3:1, and
+     * by jobs (the baseline). Utilisation: worker seconds used over 8 threads x the window.
+     */
+    static final class CostFair implements Bench.Benchmark {
+        static final int THREADS = 8;
+        static final double RUN_S = 30, FROM_S = 10, TO_S = 25;
+
+        record Share(double shareA, double utilisation, long startsA, long startsB) {}
+
+        @Override
+        public Map<String, Object> run(BenchDatabase db) throws Exception {
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("jobs", "tenant a: sleep 200 ms, tenant b: sleep 5 ms, both backlogged; 1 process x 8 threads, "
+                    + RUN_S + " s; window " + FROM_S + "-" + TO_S + " s after the first start");
+            Share time = scenario(db, SchedulerConfig.FairShare.TIME, 1);
+            Share jobs = scenario(db, SchedulerConfig.FairShare.JOBS, 1);
+            Share weighted = scenario(db, SchedulerConfig.FairShare.TIME, 3);
+            out.put("worker_time_share_a", Stats.ratio(time.shareA(), 1));
+            out.put("worker_time_share_a_jobs_mode", Stats.ratio(jobs.shareA(), 1));
+            out.put("worker_time_share_a_weighted", Stats.ratio(weighted.shareA(), 1));
+            out.put("utilisation_time_mode", Stats.ratio(time.utilisation(), 1));
+            out.put("utilisation_jobs_mode", Stats.ratio(jobs.utilisation(), 1));
+            out.put("throughput_ratio_vs_jobs_mode", Stats.ratio(time.utilisation(), jobs.utilisation()));
+            out.put("starts_in_window_time_mode", Map.of("a", time.startsA(), "b", time.startsB()));
+            out.put("starts_in_window_jobs_mode", Map.of("a", jobs.startsA(), "b", jobs.startsB()));
+            out.put("targets", "worker_time_share_a 0.45-0.55; worker_time_share_a_weighted 0.70-0.80; "
+                    + "throughput_ratio_vs_jobs_mode >= 0.95");
+            return out;
+        }
+
+        private Share scenario(BenchDatabase db, SchedulerConfig.FairShare share, int weightA) throws Exception {
+            db.truncate();
+            db.createTenant("a", weightA, 1_000_000, 1_000_000, 100_000);
+            db.createTenant("b", 1, 1_000_000, 1_000_000, 100_000);
+            // enough for 30 s of all 8 threads each: neither tenant runs dry, whatever the split
+            List<JobRequest> jobs = new ArrayList<>(jobs("record", "a", 1_500, 200, null, null));
+            jobs.addAll(jobs("record", "b", 50_000, 5, null, null));
+            enqueue(db, jobs);
+            db.dsl().execute(BenchWorker.RUNS_TABLE);
+            db.dsl().execute("TRUNCATE bench_runs");
+            db.dsl().execute("VACUUM ANALYZE jobs");
+            try (BenchPlatform platform = new BenchPlatform(db)) {
+                platform.startScheduler(SchedulerConfig.builder().fairShare(share).build());
+                platform.startWorkerProcess("costfair-w0", THREADS);
+                waitUntil(db, "now() > (SELECT min(started) FROM bench_runs) + " + RUN_S + " * interval '1 second'", 120_000);
+                for (String t : List.of("a", "b")) {
+                    if (count(db, "SELECT count(*) FROM jobs WHERE tenant_id = '" + t + "' AND status = 'pending'") == 0) {
+                        throw new IllegalStateException("tenant " + t + " ran dry: the window did not measure a backlog");
+                    }
+                }
+            }
+            if (count(db, "SELECT count(*) FROM jobs WHERE status = 'dead'") > 0) throw new IllegalStateException("dead jobs");
+            Record r = db.dsl().fetchOne("""
+                    WITH f AS (SELECT min(started) + ? * interval '1 second' AS w0,
+                                      min(started) + ? * interval '1 second' AS w1 FROM bench_runs),
+                         busy AS (
+                             SELECT j.tenant_id,
+                                    greatest(0, extract(epoch FROM least(coalesce(b.finished, f.w1), f.w1)
+                                                                 - greatest(b.started, f.w0))) AS s,
+                                    b.started >= f.w0 AND b.started < f.w1 AS started_in
+                             FROM bench_runs b JOIN jobs j ON j.id = b.job_id, f
+                             WHERE b.started < f.w1 AND coalesce(b.finished, f.w1) > f.w0)
+                    SELECT coalesce(sum(s) FILTER (WHERE tenant_id = 'a'), 0), coalesce(sum(s), 0),
+                           count(*) FILTER (WHERE tenant_id = 'a' AND started_in),
+                           count(*) FILTER (WHERE tenant_id = 'b' AND started_in)
+                    FROM busy""", FROM_S, TO_S);
+            double a = r.get(0, Double.class), total = r.get(1, Double.class);
+            if (total <= 0) throw new IllegalStateException("no worker time in the window");
+            return new Share(a / total, total / (THREADS * (TO_S - FROM_S)), r.get(2, Long.class), r.get(3, Long.class));
+        }
+    }
+
+    /**
+     * {@code ./bench/run subkeys}: in one tenant, fairness key x floods 20,000 sleep 5 ms jobs; from 3 s key y
+     * trickles 50 (one every 30 ms). y's enqueue-to-start p99 against y alone (after 2,000 jobs of another tenant
+     * warmed the worker up); throughput (starts per second, 2 s to 10 s after the first start) against the same
+     * flood with no keys. 1 process x 8 threads, shares by time.
+     */
+    static final class SubKeys implements Bench.Benchmark {
+        static final int FLOOD = 20_000, TRICKLE = 50;
+        static final long INTERVAL_MS = 30, START_MS = 3_000;
+        static final double FROM_S = 2, TO_S = 10;
+
+        record Result(List<Double> yLatencies, double windowJobsPerS, List<Double> yAdmission) {}
+
+        @Override
+        public Map<String, Object> run(BenchDatabase db) throws Exception {
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("flood", FLOOD + " x sleep 5 ms, tenant t, fairness_key x, bulk enqueue");
+            out.put("trickle", TRICKLE + " x sleep 5 ms, tenant t, fairness_key y, one every " + INTERVAL_MS + " ms from " + START_MS + " ms");
+            Result alone = scenario(db, false, true);
+            Result flood = scenario(db, true, true);
+            Result noKeys = scenario(db, true, false);
+            out.putAll(Stats.summary("y_alone_", alone.yLatencies()));
+            out.putAll(Stats.summary("y_flood_", flood.yLatencies()));
+            out.putAll(Stats.summary("y_flood_no_keys_", noKeys.yLatencies()));
+            out.put("y_flood_created_to_admitted_p50_ms", Stats.round(Stats.percentile(flood.yAdmission(), 50)));
+            out.put("y_flood_created_to_admitted_p99_ms", Stats.round(Stats.percentile(flood.yAdmission(), 99)));
+            out.put("key_p99_ratio", Stats.ratio(Stats.percentile(flood.yLatencies(), 99), Stats.percentile(alone.yLatencies(), 99)));
+            out.put("key_p99_ratio_no_keys", Stats.ratio(Stats.percentile(noKeys.yLatencies(), 99),
+                    Stats.percentile(alone.yLatencies(), 99)));
+            out.put("window_jobs_per_s_keys", Math.round(flood.windowJobsPerS()));
+            out.put("window_jobs_per_s_no_keys", Math.round(noKeys.windowJobsPerS()));
+            out.put("throughput_ratio_vs_no_keys", Stats.ratio(flood.windowJobsPerS(), noKeys.windowJobsPerS()));
+            out.put("targets", "key_p99_ratio <= 1.5; throughput_ratio_vs_no_keys >= 0.9");
+            return out;
+        }
+
+        private Result scenario(BenchDatabase db, boolean flood, boolean keys) throws Exception {
+            db.truncate();
+            db.createTenant("t", 1, 1_000_000, 1_000_000, 100_000);
+            db.createTenant("warm", 1, 1_000_000, 1_000_000, 100_000);
+            enqueue(db, flood ? sleeps("t", FLOOD, 5, keys ? "x" : null, null) : sleeps("warm", 2_000, 5, null, null));
+            db.dsl().execute("VACUUM ANALYZE jobs");
+            JobStore store = new JobStore();
+            try (BenchPlatform platform = new BenchPlatform(db)) {
+                platform.startScheduler(byTime());
+                long start = System.nanoTime();
+                platform.startWorkerProcess("subkeys-w0", 8);
+                FairnessBench.sleepUntil(start + START_MS * 1_000_000);
+                if (!flood) { // alone means alone: on a loaded machine the warm-up may take longer than 3 s
+                    waitUntil(db, "NOT EXISTS (SELECT 1 FROM jobs WHERE tenant_id = 'warm' AND status <> 'succeeded')", 120_000);
+                }
+                long trickleStart = System.nanoTime();
+                for (int i = 0; i < TRICKLE; i++) {
+                    store.enqueue(db.dsl(), JobRequest.builder("t", "sleep").payload("{\"ms\": 5, \"y\": true}")
+                            .fairnessKey(keys ? "y" : null).build());
+                    FairnessBench.sleepUntil(trickleStart + (i + 1) * INTERVAL_MS * 1_000_000);
+                }
+                if (flood) {
+                    waitUntil(db, "now() > (SELECT min(started_at) FROM jobs) + " + (TO_S + 0.5) + " * interval '1 second'", 120_000);
+                    if (count(db, "SELECT count(*) FROM jobs WHERE status = 'pending' AND (payload ->> 'y') IS NULL") == 0) {
+                        throw new IllegalStateException("the flood drained before the window closed");
+                    }
+                }
+                waitUntil(db, "NOT EXISTS (SELECT 1 FROM jobs WHERE (payload ->> 'y') IS NOT NULL AND status <> 'succeeded')", 300_000);
+            }
+            List<Double> y = db.dsl().fetch("SELECT extract(epoch FROM started_at - created_at) * 1000 FROM jobs "
+                    + "WHERE (payload ->> 'y') IS NOT NULL").getValues(0, Double.class);
+            if (y.size() != TRICKLE) throw new IllegalStateException("y: " + y.size() + " of " + TRICKLE);
+            double window = 0;
+            if (flood) {
+                window = ((Number) db.dsl().fetchValue("""
+                        WITH f AS (SELECT min(started_at) AS t FROM jobs)
+                        SELECT count(*) FROM jobs, f
+                        WHERE started_at >= f.t + ? * interval '1 second' AND started_at < f.t + ? * interval '1 second'""",
+                        FROM_S, TO_S)).doubleValue() / (TO_S - FROM_S);
+            }
+            List<Double> yAdmission = db.dsl().fetch("SELECT extract(epoch FROM admitted_at - created_at) * 1000 FROM jobs "
+                    + "WHERE (payload ->> 'y') IS NOT NULL").getValues(0, Double.class);
+            return new Result(y, window, yAdmission);
+        }
+    }
+
+    /**
+     * {@code ./bench/run concurrency_keys}: one tenant, 20 keys with limit 2 (300 sleep 50 ms jobs each) and, in the
+     * measured run, one saturated key with limit 2 whose 100 jobs sleep 3 s, enqueued first. One process x 48
+     * threads, so the threads are not what limits the other keys (20 x 2 = 40 at once). Every start is checked
+     * against the jobs of its key running at that moment (from the table: started_at, finished_at; a job of a key is
+     * admitted only after the previous one's completion committed, so the intervals are exact). Throughput of the 20
+     * keys (their jobs over first start to last end) against the run without the slow key.
+     */
+    static final class ConcurrencyKeys implements Bench.Benchmark {
+        static final int KEYS = 20, PER_KEY = 300, LIMIT = 2, SLOW_JOBS = 100, THREADS = 48;
+
+        record Result(long maxRunningPerKey, long maxRunningSlow, double otherJobsPerS, long slowDone) {}
+
+        @Override
+        public Map<String, Object> run(BenchDatabase db) throws Exception {
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("jobs", KEYS + " keys x " + PER_KEY + " sleep 50 ms, limit " + LIMIT + " each; slow key: "
+                    + SLOW_JOBS + " x sleep 3 s, limit " + LIMIT + ", enqueued first; 1 process x " + THREADS + " threads");
+            Result without = scenario(db, false);
+            Result with = scenario(db, true);
+            out.put("max_running_seen_per_key", Math.max(with.maxRunningPerKey(), without.maxRunningPerKey()));
+            out.put("max_running_seen_slow_key", with.maxRunningSlow());
+            out.put("slow_jobs_done_meanwhile", with.slowDone());
+            out.put("other_keys_jobs_per_s", Math.round(with.otherJobsPerS()));
+            out.put("other_keys_jobs_per_s_without_slow_key", Math.round(without.otherJobsPerS()));
+            out.put("other_keys_throughput_ratio", Stats.ratio(with.otherJobsPerS(), without.otherJobsPerS()));
+            out.put("targets", "max_running_seen_per_key <= 2; other_keys_throughput_ratio >= 0.9");
+            return out;
+        }
+
+        private Result scenario(BenchDatabase db, boolean slow) throws Exception {
+            db.truncate();
+            db.createTenant("t", 1, 1_000_000, 1_000_000, 100_000);
+            StringBuilder limits = new StringBuilder("{\"slow\": " + LIMIT);
+            for (int k = 0; k < KEYS; k++) limits.append(", \"k").append(k).append("\": ").append(LIMIT);
+            db.dsl().execute("UPDATE tenants SET concurrency_limits = ?::jsonb WHERE id = 't'", limits.append("}").toString());
+            List<JobRequest> jobs = new ArrayList<>();
+            if (slow) jobs.addAll(sleeps("t", SLOW_JOBS, 3_000, null, "slow"));
+            for (int i = 0; i < PER_KEY; i++) {
+                for (int k = 0; k < KEYS; k++) jobs.addAll(sleeps("t", 1, 50, null, "k" + k));
+            }
+            enqueue(db, jobs);
+            db.dsl().execute("VACUUM ANALYZE jobs");
+            try (BenchPlatform platform = new BenchPlatform(db)) {
+                platform.startScheduler(byTime());
+                platform.startWorkerProcess("ckeys-w0", THREADS);
+                waitUntil(db, "NOT EXISTS (SELECT 1 FROM jobs WHERE concurrency_key <> 'slow' AND status <> 'succeeded')", 300_000);
+            }
+            if (count(db, "SELECT count(*) FROM jobs WHERE status = 'dead'") > 0) throw new IllegalStateException("dead jobs");
+            // at every start: the jobs of its key that had started at or before it and not finished by then
+            long maxPerKey = count(db, """
+                    SELECT coalesce(max(c), 0) FROM (
+                        SELECT (SELECT count(*) FROM jobs o
+                                WHERE o.concurrency_key = j.concurrency_key AND o.started_at <= j.started_at
+                                  AND coalesce(o.finished_at, 'infinity') > j.started_at) AS c
+                        FROM jobs j WHERE j.started_at IS NOT NULL AND j.concurrency_key <> 'slow') x""");
+            long maxSlow = count(db, """
+                    SELECT coalesce(max(c), 0) FROM (
+                        SELECT (SELECT count(*) FROM jobs o
+                                WHERE o.concurrency_key = 'slow' AND o.started_at <= j.started_at
+                                  AND coalesce(o.finished_at, 'infinity') > j.started_at) AS c
+                        FROM jobs j WHERE j.started_at IS NOT NULL AND j.concurrency_key = 'slow') x""");
+            if (maxPerKey > LIMIT || maxSlow > LIMIT) {
+                throw new IllegalStateException("a key ran " + Math.max(maxPerKey, maxSlow) + " jobs at once, limit " + LIMIT);
+            }
+            if (maxPerKey < LIMIT) throw new IllegalStateException("no key reached its limit: the check is vacuous");
+            double seconds = ((Number) db.dsl().fetchValue("SELECT extract(epoch FROM max(finished_at) - min(started_at)) "
+                    + "FROM jobs WHERE concurrency_key <> 'slow'")).doubleValue();
+            long slowDone = count(db, "SELECT count(*) FROM jobs WHERE concurrency_key = 'slow' AND status = 'succeeded'");
+            if (slow && count(db, "SELECT count(*) FROM jobs WHERE concurrency_key = 'slow' AND status = 'pending'") == 0) {
+                throw new IllegalStateException("the slow key was not saturated to the end");
+            }
+            return new Result(maxPerKey, maxSlow, KEYS * PER_KEY / seconds, slowDone);
+        }
+    }
+}

@@ -1,0 +1,123 @@
+package dev.fairq.scheduler;
+
+import dev.fairq.schema.JobRequest;
+import dev.fairq.testing.TestDatabase;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Fair shares within a tenant: its share is split among its fairness keys with jobs waiting, by weight, one level
+ * below the tenants; a key that floods delays another key of the same tenant no more than a tenant that floods
+ * delays another tenant. On a settable clock against the real database.
+ */
+class FairnessKeysTest {
+    final TestDatabase db = TestDatabase.get();
+
+    @BeforeEach
+    void reset() {
+        db.reset();
+    }
+
+    private static List<JobRequest> keyed(String tenant, String key, int n) {
+        OffsetDateTime due = OffsetDateTime.now(ZoneOffset.UTC).minusMinutes(1);
+        List<JobRequest> out = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) out.add(JobRequest.builder(tenant, "noop").runAt(due).fairnessKey(key).build());
+        return out;
+    }
+
+    /** Rounds of 10 admissions (the workers empty the buffer each time) until n jobs were admitted; their keys. */
+    private List<String> admittedKeys(SimulatedScheduler s, int n) {
+        List<String> keys = new ArrayList<>();
+        for (int round = 0; round < 10 * n && keys.size() < n; round++) {
+            s.tick();
+            keys.addAll(s.dsl.fetch("SELECT coalesce(fairness_key, '-') || '@' || tenant_id FROM jobs "
+                    + "WHERE status = 'ready' ORDER BY ready_rank, id").getValues(0, String.class));
+            s.completeReady();
+        }
+        return keys;
+    }
+
+    private static long count(List<String> keys, String key) {
+        return keys.stream().filter(key::equals).count();
+    }
+
+    @Test
+    void aFloodingKeyDoesNotDelayAnotherKeyOfTheSameTenant() {
+        db.createTenant("t");
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(10, 0).build());
+        s.enqueue(keyed("t", "x", 2_000)); // first: without keys y would wait behind all of them
+        s.enqueue(keyed("t", "y", 50));
+        List<String> first = admittedKeys(s, 100);
+        assertEquals(50, count(first.subList(0, 100), "y@t"), "y's 50 jobs go in the first 100, one in two");
+        List<String> firstTen = first.subList(0, 10);
+        assertTrue(count(firstTen, "y@t") >= 4, "y starts at once: " + firstTen);
+        TenantState t = s.scheduler.tenants().get("t");
+        assertTrue(t.keyPass.size() <= 2, "only keys with work are remembered: " + t.keyPass.keySet());
+    }
+
+    @Test
+    void keyWeightsSplitTheTenantsShare() {
+        db.createTenant("t");
+        db.dsl().execute("UPDATE tenants SET key_weights = '{\"x\": 3}' WHERE id = 't'");
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(10, 0).build());
+        s.enqueue(keyed("t", "x", 600));
+        s.enqueue(keyed("t", "y", 600));
+        List<String> keys = admittedKeys(s, 400);
+        assertEquals(300, count(keys.subList(0, 400), "x@t"), 3);
+        assertEquals(100, count(keys.subList(0, 400), "y@t"), 3);
+    }
+
+    @Test
+    void keysSplitTheTenantsShareAndNotTheOtherTenants() {
+        db.createTenant("t");
+        db.createTenant("u");
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(10, 0).build());
+        for (int k = 0; k < 20; k++) s.enqueue(keyed("t", "k" + k, 30));
+        s.enqueue(SimulatedScheduler.jobs("u", 600));
+        List<String> keys = admittedKeys(s, 400);
+        long ofT = keys.subList(0, 400).stream().filter(k -> k.endsWith("@t")).count();
+        assertEquals(200, ofT, 2, "tenants still share by weight, however many keys t has");
+        Map<String, Long> perKey = new HashMap<>();
+        for (String k : keys.subList(0, 400)) if (k.endsWith("@t")) perKey.merge(k, 1L, Long::sum);
+        assertEquals(20, perKey.size(), "every key of t was served: none starved");
+        for (Map.Entry<String, Long> e : perKey.entrySet()) {
+            assertEquals(10, e.getValue(), 1, e.getKey() + " got its tenth of t's share");
+        }
+    }
+
+    @Test
+    void jobsWithoutAKeyAreOneMoreKeyAndConcurrencyLimitsStillHold() {
+        db.createTenant("t");
+        db.dsl().execute("UPDATE tenants SET concurrency_limits = '{\"api\": 1}' WHERE id = 't'");
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(10, 0).build());
+        s.enqueue(SimulatedScheduler.jobs("t", 200));
+        OffsetDateTime due = OffsetDateTime.now(ZoneOffset.UTC).minusMinutes(1);
+        List<JobRequest> both = new ArrayList<>();
+        for (String key : List.of("a", "b", "c")) {
+            for (int i = 0; i < 20; i++) {
+                both.add(JobRequest.builder("t", "noop").runAt(due).fairnessKey(key).concurrencyKey("api").build());
+            }
+        }
+        s.enqueue(both);
+        for (int round = 0; round < 30; round++) {
+            s.tick();
+            assertTrue(db.count("SELECT count(*) FROM jobs WHERE concurrency_key = 'api' AND status IN ('ready', 'running')") <= 1,
+                    "three fairness keys share one concurrency key of limit 1");
+            s.completeReady();
+        }
+        assertEquals(30, db.count("SELECT count(*) FROM jobs WHERE concurrency_key = 'api' AND status = 'succeeded'"),
+                "one api job a round");
+        assertTrue(db.count("SELECT count(*) FROM jobs WHERE fairness_key IS NULL AND status = 'succeeded'") >= 200,
+                "the jobs without a key took the rest");
+    }
+}
