@@ -22,7 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ConcurrencyCapTest extends PlatformTest {
 
     @Override
-    void createTenants() {
+    void prepareDatabase() {
         db.createTenant("capped", 1, 1_000_000, 1_000_000, 3);
         db.createTenant("free");
     }

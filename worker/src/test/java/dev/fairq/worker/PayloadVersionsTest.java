@@ -3,9 +3,6 @@ package dev.fairq.worker;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.fairq.scheduler.SchedulerConfig;
 import dev.fairq.schema.JobRequest;
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -18,26 +15,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Versioned payloads: a handler reads the versions it declares, older ones through its upcasters, and no other. */
-class PayloadVersionsTest {
-    private final TestDatabase db = TestDatabase.get();
-    private TestPlatform platform;
+class PayloadVersionsTest extends PlatformTest {
 
     /** v1 {"first", "last"} becomes v2 {"name"}; v2 becomes v3 {"name", "greeting"}. */
     private static final PayloadVersions GREETING = PayloadVersions.reads(3)
             .upcast(1, p -> ((ObjectNode) p.deepCopy()).put("name", p.path("first").asText() + " " + p.path("last").asText()))
             .upcast(2, p -> ((ObjectNode) p.deepCopy()).put("greeting", "hello"));
-
-    @BeforeEach
-    void setUp() {
-        db.reset();
-        db.createTenant("acme");
-        platform = new TestPlatform(db);
-    }
-
-    @AfterEach
-    void tearDown() throws Exception {
-        platform.close();
-    }
 
     @Test
     void upcastersChainAndAnUnknownVersionIsPermanentNamingIt() throws Exception {

@@ -13,8 +13,8 @@ abstract class PlatformTest {
     final TestDatabase db = TestDatabase.get();
     TestPlatform platform;
 
-    /** The tenants each test starts with: acme, limits out of the way. */
-    void createTenants() {
+    /** What each test starts with after the reset: tenant acme, limits out of the way (a test may add tables). */
+    void prepareDatabase() {
         db.createTenant("acme");
     }
 
@@ -25,7 +25,7 @@ abstract class PlatformTest {
     @BeforeEach
     final void startPlatform() {
         db.reset();
-        createTenants();
+        prepareDatabase();
         platform = newPlatform();
     }
 

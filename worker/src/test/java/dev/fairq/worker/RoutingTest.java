@@ -2,9 +2,7 @@ package dev.fairq.worker;
 
 import dev.fairq.scheduler.SchedulerConfig;
 import dev.fairq.schema.JobRequest;
-import dev.fairq.testing.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -22,22 +20,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * admits a job only where a live worker can run it; a job nobody can run waits, parked, without using attempts;
  * a queue's reserved threads are never taken by another queue's jobs.
  */
-class RoutingTest {
-    private final TestDatabase db = TestDatabase.get();
-    private TestPlatform platform;
+class RoutingTest extends PlatformTest {
     private final List<ChildWorker> children = new ArrayList<>();
 
-    @BeforeEach
-    void setUp() {
-        db.reset();
-        db.createTenant("acme");
-        platform = new TestPlatform(db);
-    }
-
     @AfterEach
-    void tearDown() throws Exception {
+    void stopWhatTheTestStarted() throws Exception {
         for (ChildWorker c : children) c.process.destroyForcibly().waitFor();
-        platform.close();
     }
 
     private List<JobRequest> jobs(String queue, String type, int n) {

@@ -30,7 +30,7 @@ class ScheduleFailoverProcessTest extends PlatformTest {
     private Process child;
 
     @Override
-    void createTenants() {
+    void prepareDatabase() {
         db.createTenant("acme");
         db.createTenant("globex");
     }

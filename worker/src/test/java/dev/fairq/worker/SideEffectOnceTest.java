@@ -3,9 +3,7 @@ package dev.fairq.worker;
 import dev.fairq.scheduler.SchedulerConfig;
 import dev.fairq.schema.JobRequest;
 import dev.fairq.schema.JobStore;
-import dev.fairq.testing.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -28,24 +26,19 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@link JobContext#once}: a side effect guarded by a key runs once, whoever races for it, and a worker process
  * killed between the effect and the job's completion does not make the re-run repeat it.
  */
-class SideEffectOnceTest {
-    private final TestDatabase db = TestDatabase.get();
+class SideEffectOnceTest extends PlatformTest {
     private final JobStore store = new JobStore();
-    private TestPlatform platform;
     private final List<ChildWorker> children = new ArrayList<>();
 
-    @BeforeEach
-    void setUp() {
-        db.reset();
-        db.createTenant("acme");
+    @Override
+    void prepareDatabase() {
+        super.prepareDatabase();
         RecordingHandlers.createEffectTables(db.dsl());
-        platform = new TestPlatform(db);
     }
 
     @AfterEach
-    void tearDown() throws Exception {
+    void stopWhatTheTestStarted() throws Exception {
         for (ChildWorker c : children) c.process.destroyForcibly().waitFor();
-        platform.close();
     }
 
     private JobContext attempt(long jobId, int attempt) {

@@ -2,9 +2,6 @@ package dev.fairq.worker;
 
 import dev.fairq.scheduler.SchedulerConfig;
 import dev.fairq.schema.JobRequest;
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -15,22 +12,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** {@link SnoozeJobException}: back to waiting without an attempt, keeping the ordering key, bounded per job. */
-class SnoozeTest {
+class SnoozeTest extends PlatformTest {
     private static final RetryPolicy QUICK = new RetryPolicy(Duration.ofMillis(5), 2.0, Duration.ofMillis(20), 0.0);
-    private final TestDatabase db = TestDatabase.get();
-    private TestPlatform platform;
-
-    @BeforeEach
-    void setUp() {
-        db.reset();
-        db.createTenant("acme");
-        platform = new TestPlatform(db);
-    }
-
-    @AfterEach
-    void tearDown() throws Exception {
-        platform.close();
-    }
 
     private HandlerRegistry handlers() {
         HandlerRegistry h = RecordingHandlers.registry(db.dataSource());
