@@ -33,10 +33,7 @@ class ConcurrencyKeysTest {
     }
 
     private static List<JobRequest> keyed(String tenant, String key, int n) {
-        OffsetDateTime due = OffsetDateTime.now(ZoneOffset.UTC).minusMinutes(1);
-        List<JobRequest> out = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) out.add(JobRequest.builder(tenant, "noop").runAt(due).concurrencyKey(key).build());
-        return out;
+        return SimulatedScheduler.jobs(tenant, n, b -> b.concurrencyKey(key));
     }
 
     private long activeOfKey(SimulatedScheduler s, String tenant, String key) {

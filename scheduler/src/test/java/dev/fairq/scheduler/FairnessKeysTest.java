@@ -29,10 +29,7 @@ class FairnessKeysTest {
     }
 
     private static List<JobRequest> keyed(String tenant, String key, int n) {
-        OffsetDateTime due = OffsetDateTime.now(ZoneOffset.UTC).minusMinutes(1);
-        List<JobRequest> out = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) out.add(JobRequest.builder(tenant, "noop").runAt(due).fairnessKey(key).build());
-        return out;
+        return SimulatedScheduler.jobs(tenant, n, b -> b.fairnessKey(key));
     }
 
     /** Rounds of 10 admissions (the workers empty the buffer each time) until n jobs were admitted; their keys. */

@@ -107,9 +107,14 @@ final class SimulatedScheduler {
 
     /** {@code n} plain jobs of one tenant, due a minute ago (so the database clock never holds them back). */
     static List<JobRequest> jobs(String tenant, int n) {
+        return jobs(tenant, n, b -> b);
+    }
+
+    /** {@code n} jobs as {@link #jobs(String, int)}, each builder passed through {@code with} (a key, a type). */
+    static List<JobRequest> jobs(String tenant, int n, java.util.function.UnaryOperator<JobRequest.Builder> with) {
         OffsetDateTime due = OffsetDateTime.now(ZoneOffset.UTC).minusMinutes(1);
         List<JobRequest> out = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) out.add(JobRequest.builder(tenant, "noop").runAt(due).build());
+        for (int i = 0; i < n; i++) out.add(with.apply(JobRequest.builder(tenant, "noop").runAt(due)).build());
         return out;
     }
 
