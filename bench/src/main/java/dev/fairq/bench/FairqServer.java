@@ -102,11 +102,19 @@ final class FairqServer implements AutoCloseable {
     }
 
     private void awaitUp() throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
+        awaitUp(http, base, adminToken, process, log, 180);
+    }
+
+    /**
+     * Until the server at {@code base} answers the admin API (a tenant that does not exist: 404 once the API is up
+     * and takes the token); throws if the process exits or {@code seconds} pass.
+     */
+    static void awaitUp(HttpClient http, String base, String adminToken, Process process, Object log, int seconds)
+            throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         while (System.nanoTime() < deadline) {
             if (!process.isAlive()) throw new IllegalStateException("the server exited; see " + log);
             try {
-                // a tenant that does not exist: 404 once the API is up and takes the admin token
                 HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(base + "/v1/admin/tenants/bench-not-a-tenant"))
                         .header("Authorization", "Bearer " + adminToken).timeout(Duration.ofSeconds(5)).GET().build(),
                         HttpResponse.BodyHandlers.ofString());
@@ -116,7 +124,7 @@ final class FairqServer implements AutoCloseable {
             }
             Thread.sleep(200);
         }
-        throw new IllegalStateException("the server did not come up within 180 s; see " + log);
+        throw new IllegalStateException("the server did not come up within " + seconds + " s; see " + log);
     }
 
     /** A request that must answer {@code expect}; returns the body. */

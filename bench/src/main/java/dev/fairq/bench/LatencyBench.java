@@ -64,7 +64,7 @@ final class LatencyBench implements Bench.Benchmark {
         HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
         String base = "http://127.0.0.1:" + port;
         try {
-            awaitUp(http, base, adminToken, server, log);
+            FairqServer.awaitUp(http, base, adminToken, server, log, 90);
             send(http, "PUT", base + "/v1/admin/tenants/latency", adminToken,
                     "{\"weight\": 1, \"rate_per_second\": 1000, \"burst\": 1000, \"max_running\": 100, \"api_rate_per_second\": 1000, \"api_burst\": 1000}", 201);
             String key = Json.MAPPER.readTree(send(http, "POST", base + "/v1/admin/tenants/latency/keys", adminToken, "", 201))
@@ -186,23 +186,6 @@ final class LatencyBench implements Bench.Benchmark {
             }
         }
         return ms;
-    }
-
-    private static void awaitUp(HttpClient http, String base, String token, Process server, File log) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
-        while (System.nanoTime() < deadline) {
-            if (!server.isAlive()) throw new IllegalStateException("the server exited; see " + log);
-            try {
-                HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(base + "/v1/admin/tenants"))
-                        .header("Authorization", "Bearer " + token).timeout(Duration.ofSeconds(2)).GET().build(),
-                        HttpResponse.BodyHandlers.ofString());
-                if (r.statusCode() == 200) return;
-            } catch (java.io.IOException notYet) {
-                // not listening yet
-            }
-            Thread.sleep(200);
-        }
-        throw new IllegalStateException("the server did not come up within 90 s; see " + log);
     }
 
     private static String send(HttpClient http, String method, String url, String token, String body, int expect) throws Exception {
