@@ -96,11 +96,23 @@ public final class Scheduler {
     private final Set<String> parkedTenants = new HashSet<>();
     /** Shares by worker time: estimates and charges (null when shares are by jobs). */
     private final WorkerTimeCosts costs;
-    /** Where the next read of finished attempts starts (database time), and when (monotonic) it was made. */
+    /** The end of the last read of finished attempts (database time), and when (monotonic) it was made. */
     private OffsetDateTime finishedReadUntil;
     private long finishedReadAt = Long.MIN_VALUE;
-    /** Tenants seen with jobs ready or running, and when last (monotonic): whose finished attempts to read. */
-    private final Map<String, Long> seenBusy = new HashMap<>();
+    /** Tenants seen with jobs ready or running lately: whose finished attempts to read, and from where. */
+    private final Map<String, Settling> settling = new HashMap<>();
+
+    /** A busy tenant's finished-attempt reads: last seen busy and last read (monotonic), read up to (database). */
+    private static final class Settling {
+        long seen;
+        long readAt;
+        OffsetDateTime until;
+
+        Settling(long now, OffsetDateTime until) {
+            this.seen = this.readAt = now;
+            this.until = until;
+        }
+    }
     /**
      * Tenants taken out of the active set while a concurrency key of theirs was full, with those keys: the
      * LOAD of every tick counts each key's ready and running jobs, and the tenant comes back as soon as one of
@@ -121,9 +133,12 @@ public final class Scheduler {
     static final long GRANT_PASS_EVERY_NANOS = 20_000_000L;
     /**
      * With shares by worker time, finished attempts are read this often: corrections land within it plus the
-     * read's one-second lag, and the read costs one index range per busy tenant (4 reads a second).
+     * read's one-second lag (plus a turn of SETTLE_BATCH with more busy tenants), and the read costs one index
+     * range per tenant it covers (4 reads a second).
      */
     static final long FINISHED_READ_EVERY_NANOS = 250_000_000L;
+    /** The most tenants one read of finished attempts covers (shares by worker time). */
+    static final int SETTLE_BATCH = 256;
     /** A tenant's finished attempts are read this long after it was last seen busy (covers the lag). */
     static final long BUSY_MEMORY_NANOS = 3_000_000_000L;
     /** How often idle tenants are looked for in the cache (a pass over the cache, which holds the active ones). */
@@ -199,7 +214,7 @@ public final class Scheduler {
         routesReadAt = Long.MIN_VALUE;
         unparkPending = false;
         policy.reset();
-        seenBusy.clear();
+        settling.clear();
         heldByKeys.clear();
         wokenSinceLastRound = new HashSet<>();
         finishedReadUntil = null;
@@ -233,6 +248,11 @@ public final class Scheduler {
     /** A wake-up that named nobody (a worker found the buffer dry, an operator action): nothing to remember. */
     public synchronized void rescanSoon() {
         lastRescan = Long.MIN_VALUE;
+    }
+
+    /** With shares by worker time: the tenant's estimate for a job type, in seconds; for tests. */
+    synchronized double estimateOf(String tenantId, String type) {
+        return costs.estimate(tenants.get(tenantId), type);
     }
 
     /** Tenants whose last candidate read found no keyed job (their reads skip the lane probe); for tests. */
@@ -718,23 +738,49 @@ public final class Scheduler {
     }
 
     /**
-     * Shares by worker time: reads the attempts that finished since the last read, for the tenants seen busy
-     * lately (one index range each), learns the estimates from them and settles their charges.
+     * Shares by worker time: reads the attempts that finished since each tenant's last read, for the tenants
+     * seen busy lately (one index range each), learns the estimates from them and settles their charges. At
+     * most {@link #SETTLE_BATCH} tenants a read, those read longest ago first: with 10,000 tenants busy, one
+     * range each four times a second would be 120,000 index probes a second (three statuses each); each
+     * tenant keeps its own bound, so a tenant read less often loses nothing, its corrections only land later.
      */
     private void settleFinished(DSLContext ctx, long now, Admission.QueueLoad load) {
-        for (String id : load.runningByTenant().keySet()) seenBusy.put(id, now);
-        for (String id : load.readyByTenant().keySet()) seenBusy.put(id, now);
+        for (String id : load.runningByTenant().keySet()) seen(id, now);
+        for (String id : load.readyByTenant().keySet()) seen(id, now);
         if (finishedReadAt != Long.MIN_VALUE && now - finishedReadAt < FINISHED_READ_EVERY_NANOS) return;
-        seenBusy.values().removeIf(seen -> now - seen > BUSY_MEMORY_NANOS);
-        List<String> busy = new ArrayList<>();
-        for (String id : seenBusy.keySet()) if (tenants.containsKey(id)) busy.add(id);
-        Admission.FinishedWindow window = store.admission().finishedWork(ctx, busy, finishedReadUntil);
+        // forgotten once not busy for BUSY_MEMORY_NANOS and read that long after it was last busy (the read's
+        // window ends a second behind, so that read covered every attempt it had running)
+        settling.entrySet().removeIf(e -> !tenants.containsKey(e.getKey())
+                || (now - e.getValue().seen > BUSY_MEMORY_NANOS && e.getValue().readAt - e.getValue().seen > BUSY_MEMORY_NANOS));
+        List<Map.Entry<String, Settling>> batch = new ArrayList<>(settling.entrySet());
+        if (batch.size() > SETTLE_BATCH) {
+            batch.sort(Comparator.comparingLong(e -> e.getValue().readAt));
+            batch = batch.subList(0, SETTLE_BATCH);
+        }
+        List<String> ids = new ArrayList<>(batch.size());
+        List<OffsetDateTime> since = new ArrayList<>(batch.size());
+        for (Map.Entry<String, Settling> e : batch) {
+            ids.add(e.getKey());
+            since.add(e.getValue().until);
+        }
+        Admission.FinishedWindow window = store.admission().finishedWork(ctx, ids, since);
         for (Admission.FinishedWork w : window.work()) {
             TenantState t = tenants.get(w.tenantId());
             if (t != null) policy.correct(t, costs.finished(t, w));
         }
+        for (Map.Entry<String, Settling> e : batch) {
+            e.getValue().until = window.until();
+            e.getValue().readAt = now;
+        }
         finishedReadUntil = window.until();
         finishedReadAt = now;
+    }
+
+    /** A tenant seen busy: a newcomer's reads start where the last read ended (null before the first). */
+    private void seen(String tenant, long now) {
+        Settling s = settling.get(tenant);
+        if (s == null) settling.put(tenant, new Settling(now, finishedReadUntil));
+        else s.seen = now;
     }
 
     private void setTimer(String tenant, long dueNanos) {

@@ -296,13 +296,13 @@ public final class Admission {
             FROM w
             UNION ALL
             SELECT t.tenant_id, f.type, count(*), sum(f.seconds), NULL
-            FROM w, unnest(:tenant_ids::text[]) AS t(tenant_id)
+            FROM w, unnest(:tenant_ids::text[], :sinces::text[]) AS t(tenant_id, since)
             CROSS JOIN LATERAL (
                 SELECT j.type, coalesce(j.run_us / 1e6, fairq_epoch(j.finished_at) - fairq_epoch(j.started_at))::double precision
                        AS seconds
                 FROM jobs j
                 WHERE j.tenant_id = t.tenant_id AND j.status IN ('succeeded', 'dead', 'cancelled')
-                  AND j.finished_at > coalesce(:since::timestamptz, 'infinity') AND j.finished_at <= w.until
+                  AND j.finished_at > coalesce(t.since::timestamptz, 'infinity') AND j.finished_at <= w.until
                   AND j.started_at IS NOT NULL
             ) f
             GROUP BY t.tenant_id, f.type
@@ -316,10 +316,21 @@ public final class Admission {
 
     /** Attempts finished after {@code since} (null: none, only the window's end) by the given tenants. */
     public FinishedWindow finishedWork(DSLContext ctx, java.util.Collection<String> tenants, OffsetDateTime since) {
+        return finishedWork(ctx, new ArrayList<>(tenants), java.util.Collections.nCopies(tenants.size(), since));
+    }
+
+    /**
+     * Attempts finished by each tenant after its own bound ({@code since}, element by element; null: none,
+     * only the window's end). The bounds travel as text (ISO-8601) and are cast in the statement: exact to the
+     * microsecond, as the window's end they were taken from.
+     */
+    public FinishedWindow finishedWork(DSLContext ctx, List<String> tenants, List<OffsetDateTime> since) {
         List<FinishedWork> out = new ArrayList<>();
         OffsetDateTime until = null;
+        String[] bounds = new String[since.size()];
+        for (int i = 0; i < bounds.length; i++) bounds[i] = since.get(i) == null ? null : since.get(i).toString();
         for (Record r : FINISHED_WORK.bind().clock(clock).set("tenant_ids", tenants.toArray(String[]::new))
-                .set("since", since).fetch(ctx)) {
+                .set("sinces", bounds).fetch(ctx)) {
             String tenant = r.get(0, String.class);
             if (tenant == null) until = r.get(4, OffsetDateTime.class);
             else out.add(new FinishedWork(tenant, r.get(1, String.class), r.get(2, Long.class), r.get(3, Double.class)));

@@ -103,7 +103,7 @@ class StaleStatisticsTest extends StoreTestSupport {
                 .set("limits", new Integer[]{100, 100}).set("keyed", new Boolean[]{true, false}).set("key_tenants", new String[]{T1})
                 .set("key_names", new String[]{"k"}).set("key_rooms", new Integer[]{2}), Admission.CANDIDATES));
         assertNoTableWalk("finished work", plan(Admission.FINISHED_WORK.bind().clock(clock).set("tenant_ids", tenants)
-                .set("since", java.time.OffsetDateTime.now().minusSeconds(5)), Admission.FINISHED_WORK));
+                .set("sinces", new String[]{java.time.OffsetDateTime.now().minusSeconds(5).toString(), null}), Admission.FINISHED_WORK));
         assertNoTableWalk("load", plan(Admission.LOAD.bind().clock(clock).set("liveness_ms", 30_000L), Admission.LOAD));
         assertNoTableWalk("tenants with work", plan(Admission.TENANTS_WITH_WORK.bind(), Admission.TENANTS_WITH_WORK));
         assertNoTableWalk("next due", plan(Admission.NEXT_DUE.bind().clock(clock).set("tenant_ids", tenants)
