@@ -284,13 +284,16 @@ final class TenantsBench implements Bench.Benchmark {
         double end;
         long poll = watch == null ? 250 : 100;
         while (true) {
-            Record r = db.dsl().fetchOne("SELECT count(*) FILTER (WHERE status = 'succeeded'), count(*) FILTER (WHERE status = 'dead'), "
-                    + "fairq_epoch(clock_timestamp()) FROM jobs WHERE id BETWEEN ? AND ?", ids[0], ids[1]);
-            long done = r.get(0, Long.class), dead = r.get(1, Long.class);
-            double now = r.get(2, Double.class);
+            // The drain's first job (by id) that has not succeeded, if any: a walk of the primary key from the
+            // drain's first id that stops there. A count of the 50,000 rows' statuses, four times a second, took
+            // 100 ms of the database's CPU each (auto_explain on PostgreSQL 15, the 10,000-tenant drain).
+            Record r = db.dsl().fetchOne("SELECT (SELECT status::text FROM jobs WHERE id BETWEEN ? AND ? AND status <> 'succeeded' "
+                    + "ORDER BY id LIMIT 1), fairq_epoch(clock_timestamp())", ids[0], ids[1]);
+            String unfinished = r.get(0, String.class);
+            double now = r.get(1, Double.class);
             if (watch != null && watchSeen == null && watch.seen()) watchSeen = db.now();
-            if (dead > 0) throw new IllegalStateException(dead + " noop jobs dead; see " + server.log);
-            if (done == JOBS) {
+            if ("dead".equals(unfinished)) throw new IllegalStateException("a noop job is dead; see " + server.log);
+            if (unfinished == null) {
                 end = Double.NaN;
                 break;
             }
