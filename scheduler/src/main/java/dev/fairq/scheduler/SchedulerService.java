@@ -17,6 +17,9 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.Set;
 import java.util.List;
 import java.util.Map;
 
@@ -49,6 +52,13 @@ public final class SchedulerService implements AutoCloseable {
     static final Duration PUBLISH_EVERY = Duration.ofSeconds(1);
     /** Unchanged states are written again this often, so updated_at shows the state is live (explain prints it). */
     static final Duration PUBLISH_ALL_EVERY = Duration.ofSeconds(5);
+    /**
+     * The most rows one publish writes: with 10,000 tenants competing every position changes every round, and
+     * writing all of them each second took ~500 ms of the database's CPU a time (auto_explain, the tenants
+     * bench's 10,000-tenant drain). Tenants never published go first, then those published longest ago, so a
+     * row is at most about (tenants held / 1,000) seconds old.
+     */
+    static final int PUBLISH_MAX_ROWS = 1_000;
     /** Retention deletes in batches of 5,000 (a few ms each), at most 20 a run: 100,000 jobs per 30 s. */
     static final int RETENTION_BATCH = 5000, RETENTION_BATCHES_PER_RUN = 20;
     /** Registry rows of worker processes silent this long are removed (they died without unregistering). */
@@ -77,9 +87,9 @@ public final class SchedulerService implements AutoCloseable {
     private volatile boolean stopped;
     private volatile boolean leader;
     private volatile Connection current;
-    /** What was published last per tenant (null: nothing yet this term): unchanged states are not written again. */
+    /** What was published last per tenant, and when (null: nothing yet this term): unchanged states are not written again. */
     private Map<String, Scheduler.Snapshot> published;
-    private long publishedAllAt;
+    private Map<String, Long> publishedAt;
 
     public SchedulerService(Scheduler scheduler, JobStore store, SchedulerConfig config, ConnectionFactory connections) {
         this(scheduler, new ScheduleFirer(store, ScheduleObserver.NONE), store, config, connections);
@@ -203,27 +213,47 @@ public final class SchedulerService implements AutoCloseable {
     /**
      * The per-tenant state explain reads from any process: only what the scheduler holds in memory (the
      * active tenants), and of that only what changed since the last publish (its state, or its limits were
-     * re-read), all of it every {@link #PUBLISH_ALL_EVERY}, in one statement; the rows of tenants it forgot since are deleted (a tenant that turns up
-     * again starts afresh, and explain must not read an old state meanwhile).
+     * re-read), each again after {@link #PUBLISH_ALL_EVERY}, at most {@link #PUBLISH_MAX_ROWS} in one statement;
+     * the rows of tenants it forgot since are deleted (a tenant that turns up again starts afresh, and explain
+     * must not read an old state meanwhile).
      */
-    private void publishState(DSLContext ctx) {
-        Map<String, Scheduler.Snapshot> now = new HashMap<>();
-        List<SchedulerStates.State> changed = new ArrayList<>();
-        boolean all = published == null || System.nanoTime() - publishedAllAt >= PUBLISH_ALL_EVERY.toNanos();
-        if (all) publishedAllAt = System.nanoTime();
-        for (Scheduler.Snapshot s : scheduler.snapshot()) {
-            now.put(s.state().tenantId(), s);
-            if (all || !s.equals(published.get(s.state().tenantId()))) changed.add(s.state());
+    void publishState(DSLContext ctx) {
+        long t = System.nanoTime();
+        boolean newTerm = published == null;
+        if (newTerm) {
+            published = new HashMap<>();
+            publishedAt = new HashMap<>();
         }
-        store.schedulerStates().publish(ctx, changed);
-        if (published == null) {
-            store.schedulerStates().keepOnly(ctx, new ArrayList<>(now.keySet())); // a new term: earlier rows go
+        Set<String> current = new HashSet<>();
+        List<Scheduler.Snapshot> due = new ArrayList<>();
+        for (Scheduler.Snapshot s : scheduler.snapshot()) {
+            String id = s.state().tenantId();
+            current.add(id);
+            Long at = publishedAt.get(id);
+            if (at == null || t - at >= PUBLISH_ALL_EVERY.toNanos() || !s.equals(published.get(id))) due.add(s);
+        }
+        if (due.size() > PUBLISH_MAX_ROWS) { // never published first, then the longest ago
+            due.sort(Comparator.comparingLong(s -> publishedAt.getOrDefault(s.state().tenantId(), Long.MIN_VALUE)));
+            due = due.subList(0, PUBLISH_MAX_ROWS);
+        }
+        List<SchedulerStates.State> rows = new ArrayList<>(due.size());
+        for (Scheduler.Snapshot s : due) rows.add(s.state());
+        store.schedulerStates().publish(ctx, rows);
+        for (Scheduler.Snapshot s : due) {
+            published.put(s.state().tenantId(), s);
+            publishedAt.put(s.state().tenantId(), t);
+        }
+        if (newTerm) {
+            store.schedulerStates().keepOnly(ctx, new ArrayList<>(published.keySet())); // an earlier term's rows go
         } else {
             List<String> forgotten = new ArrayList<>();
-            for (String id : published.keySet()) if (!now.containsKey(id)) forgotten.add(id);
+            for (String id : published.keySet()) if (!current.contains(id)) forgotten.add(id);
             store.schedulerStates().forget(ctx, forgotten);
+            for (String id : forgotten) {
+                published.remove(id);
+                publishedAt.remove(id);
+            }
         }
-        published = now;
     }
 
     /** The dashboards' rollup (idempotent, resumes from its cursor: see DashboardStore.rollup). */
