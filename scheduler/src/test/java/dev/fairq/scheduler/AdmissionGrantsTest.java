@@ -3,8 +3,6 @@ package dev.fairq.scheduler;
 import dev.fairq.schema.ClaimedJob;
 import dev.fairq.schema.JobOutcome;
 import dev.fairq.schema.JobRequest;
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -24,17 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Admission grants: a quiet, recently active tenant's next job is inserted ready, without a scheduler round
  * trip, while the grant is accounted as an admission (token, max_running) and never makes anyone wait.
  */
-class AdmissionGrantsTest {
-    static final Duration LEASE = Duration.ofMinutes(5);
-    static final Duration RELOAD = SchedulerConfig.defaults().tenantReload();
-
-    final TestDatabase db = TestDatabase.get();
-
-    @BeforeEach
-    void reset() {
-        db.reset();
-    }
-
+class AdmissionGrantsTest extends SimulatedSchedulerTest {
     private SimulatedScheduler scheduler() {
         return new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(8, 4).build());
     }
