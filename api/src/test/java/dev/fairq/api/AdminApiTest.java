@@ -1,7 +1,6 @@
 package dev.fairq.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -12,14 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Admin auth, tenants and their audited limits, keys and revocation, admin job actions. */
-class AdminApiTest {
-    static TestApp app;
-
-    @BeforeAll
-    static void start() throws Exception {
-        app = TestApp.get();
-    }
-
+class AdminApiTest extends AppTest {
     @Test
     void wrongOrMissingTokenIs401AndTheWrongKindIs403() {
         String key = app.newTenantKey(TestApp.uniqueTenant("auth"));

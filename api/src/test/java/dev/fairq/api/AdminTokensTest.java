@@ -12,7 +12,6 @@ import jakarta.ws.rs.PATCH;
 import jakarta.ws.rs.POST;
 import jakarta.ws.rs.PUT;
 import jakarta.ws.rs.Path;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.lang.reflect.Method;
@@ -30,14 +29,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Named admin tokens: created, listed and revoked over the admin API, stored hashed, the audit actor is the token's
  * name (never a header the caller chooses); roles are checked on the resources themselves.
  */
-class AdminTokensTest {
-    static TestApp app;
-
-    @BeforeAll
-    static void start() throws Exception {
-        app = TestApp.get();
-    }
-
+class AdminTokensTest extends AppTest {
     private static String unique(String prefix) {
         return TestApp.uniqueTenant(prefix) + "@example.com";
     }

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.fairq.schema.DashboardStore;
 import org.jooq.DSLContext;
 import org.jooq.Record;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -18,14 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The dashboard JSON over real HTTP: who may read it, isolation, the rollup against the jobs table. */
-class DashboardApiTest {
-    static TestApp app;
-
-    @BeforeAll
-    static void start() throws Exception {
-        app = TestApp.get();
-    }
-
+class DashboardApiTest extends AppTest {
     private long submit(String key, String body) {
         TestApp.Res r = app.call("POST", "/v1/jobs", key, body);
         assertEquals(201, r.status(), r.toString());

@@ -1,6 +1,5 @@
 package dev.fairq.api;
 
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -15,14 +14,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The tenant job endpoints over real HTTP: every status code of the contract. */
-class JobsApiTest {
-    static TestApp app;
-
-    @BeforeAll
-    static void start() throws Exception {
-        app = TestApp.get();
-    }
-
+class JobsApiTest extends AppTest {
     @Test
     void submitReturns201WithLocationAndTheJobThenRunsIt() {
         String key = app.newTenantKey(TestApp.uniqueTenant("sub"));

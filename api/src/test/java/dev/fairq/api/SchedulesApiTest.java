@@ -1,7 +1,6 @@
 package dev.fairq.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -18,14 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * /v1/schedules over real HTTP against the whole application (its scheduler fires on the real clock): the
  * walk of api/README.md from creating a schedule to seeing its job, the field errors, limits, isolation.
  */
-class SchedulesApiTest {
-    static TestApp app;
-
-    @BeforeAll
-    static void start() throws Exception {
-        app = TestApp.get();
-    }
-
+class SchedulesApiTest extends AppTest {
     static final String NIGHTLY = """
             {"cron": "30 2 * * *", "time_zone": "Europe/Berlin",
              "job": {"type": "record", "payload": {"report": "nightly"}, "priority": 5}}""";
