@@ -21,6 +21,8 @@ import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicReference;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
 /**
  * The whole application (API + scheduler + worker) once per test JVM, over real HTTP, against the test
  * PostgreSQL. Tests use fresh tenants of their own instead of emptying tables under the running app.
@@ -89,6 +91,18 @@ final class TestApp {
     record Res(int status, java.net.http.HttpHeaders headers, JsonNode body) {
         String header(String name) {
             return headers.firstValue(name).orElse(null);
+        }
+
+        /** Asserts a refusal: {@code status}, its first error naming {@code field} (each failure shows the answer). */
+        Res assertRefused(int status, String field) {
+            return assertRefused(status, field, "");
+        }
+
+        /** As {@link #assertRefused(int, String)}, the failure message led by {@code what} (e.g. the bad value). */
+        Res assertRefused(int status, String field, String what) {
+            assertEquals(status, status(), () -> what + this);
+            assertEquals(field, body.get("errors").get(0).get("field").asText(), () -> what + this);
+            return this;
         }
     }
 
