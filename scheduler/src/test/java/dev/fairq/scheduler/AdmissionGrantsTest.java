@@ -44,6 +44,15 @@ class AdmissionGrantsTest extends SimulatedSchedulerTest {
         s.store.finish(s.dsl, "w", List.of(new JobOutcome.Succeeded(claimed.get(0).id(), claimed.get(0).attempt())));
     }
 
+    /** A scheduler that has granted {@code tenant} (run once, now quiet) its next admission: the one grant there is. */
+    private SimulatedScheduler grantedTo(String tenant) {
+        SimulatedScheduler s = scheduler();
+        runOneJob(s, tenant);
+        s.tick();
+        assertEquals(1, grants(s));
+        return s;
+    }
+
     @Test
     void aQuietActiveTenantsNextJobIsInsertedReadyAndTheGrantIsRenewed() {
         db.createTenant("q");
@@ -101,10 +110,7 @@ class AdmissionGrantsTest extends SimulatedSchedulerTest {
     @Test
     void aGrantPlusAFullBucketIsStillAtMostBurstJobsAtOnce() {
         db.createTenant("r", 1, 10, 5, 1_000);
-        SimulatedScheduler s = scheduler();
-        runOneJob(s, "r");
-        s.tick();
-        assertEquals(1, grants(s));
+        SimulatedScheduler s = grantedTo("r");
         s.clock.advance(Duration.ofSeconds(60)); // far more than enough to refill the bucket
         s.enqueue(jobs("r", 100));
         s.tick();
@@ -176,10 +182,7 @@ class AdmissionGrantsTest extends SimulatedSchedulerTest {
     @Test
     void twentyConcurrentEnqueuesTakeTheGrantOnce() throws Exception {
         db.createTenant("c");
-        SimulatedScheduler s = scheduler();
-        runOneJob(s, "c");
-        s.tick();
-        assertEquals(1, grants(s));
+        SimulatedScheduler s = grantedTo("c");
         ExecutorService pool = Executors.newFixedThreadPool(20);
         try {
             CountDownLatch go = new CountDownLatch(1);
@@ -204,10 +207,7 @@ class AdmissionGrantsTest extends SimulatedSchedulerTest {
     @Test
     void anOpenTransactionTakingAGrantMakesNobodyWait() throws Exception {
         db.createTenant("o");
-        SimulatedScheduler s = scheduler();
-        runOneJob(s, "o");
-        s.tick();
-        assertEquals(1, grants(s));
+        SimulatedScheduler s = grantedTo("o");
         ExecutorService pool = Executors.newFixedThreadPool(2);
         CountDownLatch enqueued = new CountDownLatch(1), release = new CountDownLatch(1);
         try {
