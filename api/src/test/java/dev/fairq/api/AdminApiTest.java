@@ -137,8 +137,7 @@ class AdminApiTest extends AppTest {
     void aLimitChangeTakesEffectWithoutARestart() {
         String t = TestApp.uniqueTenant("live");
         String key = app.newTenantKey(t);
-        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + t, "{\"paused\": true}").status());
-        app.awaitSchedulerSaw(t);
+        app.changeLimits(t, "{\"paused\": true}");
         long id = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}").body().get("id").asLong();
         assertEquals("paused", app.call("GET", "/v1/jobs/" + id + "/explain", key, null).body().get("reason").asText());
         // about a second here (re-read every 500 ms); the bound is loose so that a loaded machine cannot fail it

@@ -196,8 +196,7 @@ class JobsApiTest extends AppTest {
                 app.call("GET", "/v1/jobs/" + behind, key, null).body().get("status").asText().equals("succeeded"));
 
         // paused: accepted, explained, not started
-        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"paused\": true}").status());
-        app.awaitSchedulerSaw(tenant);
+        app.changeLimits(tenant, "{\"paused\": true}");
         long waiting = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}").body().get("id").asLong();
         assertEquals("paused", app.call("GET", "/v1/jobs/" + waiting + "/explain", key, null).body().get("reason").asText());
         assertNull(app.call("GET", "/v1/jobs/" + waiting, key, null).body().get("started_at").textValue());
@@ -249,8 +248,7 @@ class JobsApiTest extends AppTest {
     void explainSaysRateLimitedWhenTheBucketIsEmpty() {
         String tenant = TestApp.uniqueTenant("rate");
         String key = app.newTenantKey(tenant);
-        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"rate_per_second\": 0.01, \"burst\": 1}").status());
-        app.awaitSchedulerSaw(tenant);
+        app.changeLimits(tenant, "{\"rate_per_second\": 0.01, \"burst\": 1}");
         StringBuilder batch = new StringBuilder("{\"jobs\": [");
         for (int i = 0; i < 3; i++) batch.append(i == 0 ? "" : ",").append("{\"type\": \"record\", \"payload\": {}}");
         TestApp.Res r = app.call("POST", "/v1/jobs/batch", key, batch.append("]}").toString());

@@ -160,6 +160,13 @@ final class TestApp {
         return admin.createKey(tenantId).key();
     }
 
+    /** An admin PATCH of the tenant's limits (200), then {@link #awaitSchedulerSaw}: the scheduler works with them. */
+    void changeLimits(String tenantId, String limitsJson) {
+        Res r = admin("PATCH", "/v1/admin/tenants/" + tenantId, limitsJson);
+        assertEquals(200, r.status(), r::toString);
+        awaitSchedulerSaw(tenantId);
+    }
+
     /**
      * Waits until the active scheduler works with the tenant's latest limits (call it after the change has
      * been answered, so committed). The scheduler re-reads limits at the start of a tick when 500 ms have
