@@ -160,6 +160,13 @@ final class TestApp {
         return admin.createKey(tenantId).key();
     }
 
+    /** A job submitted with the tenant's key (201): its id. */
+    long submit(String key, String jobJson) {
+        Res r = call("POST", "/v1/jobs", key, jobJson);
+        assertEquals(201, r.status(), r::toString);
+        return r.body().get("id").asLong();
+    }
+
     /** An admin PATCH of the tenant's limits (200), then {@link #awaitSchedulerSaw}: the scheduler works with them. */
     void changeLimits(String tenantId, String limitsJson) {
         Res r = admin("PATCH", "/v1/admin/tenants/" + tenantId, limitsJson);
