@@ -65,19 +65,7 @@ public record TenantLimits(String id, int weight, double ratePerSecond, int burs
     /** Just the limits, field -> value (what the audit log stores as old and new values). */
     public Map<String, Object> toMap() {
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put(TenantLimit.WEIGHT.field(), weight);
-        m.put(TenantLimit.RATE_PER_SECOND.field(), ratePerSecond);
-        m.put(TenantLimit.BURST.field(), burst);
-        m.put(TenantLimit.MAX_RUNNING.field(), maxRunning);
-        m.put(TenantLimit.MAX_QUEUED.field(), maxQueued);
-        m.put(TenantLimit.PAUSED.field(), paused);
-        m.put(TenantLimit.WEBHOOK_ALLOW.field(), webhookAllow);
-        m.put(TenantLimit.MAX_SCHEDULES.field(), maxSchedules);
-        m.put(TenantLimit.MIN_SCHEDULE_INTERVAL_S.field(), minScheduleIntervalS);
-        m.put(TenantLimit.API_RATE_PER_SECOND.field(), apiRatePerSecond);
-        m.put(TenantLimit.API_BURST.field(), apiBurst);
-        m.put(TenantLimit.CONCURRENCY_LIMITS.field(), concurrencyLimits);
-        m.put(TenantLimit.KEY_WEIGHTS.field(), keyWeights);
+        for (TenantLimit l : TenantLimit.values()) m.put(l.field(), l.valueIn(this));
         return m;
     }
 
