@@ -55,6 +55,32 @@ class ActiveSetTest {
     }
 
     /**
+     * A tenant whose read found no job with a concurrency or fairness key is read without the lane probe from
+     * then on, until it is named again: a keyed job enqueued later (here one that goes first, by priority) is
+     * admitted at the next round, and after the tenant's plain jobs have run out its keyed jobs are not left
+     * behind until the minute's rescan.
+     */
+    @Test
+    void aKeyedJobOfATenantKnownToHaveNoneIsReadOnceItsWakeUpArrives() {
+        db.createTenant("a");
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(2, 0).build());
+        s.enqueue(jobs("a", 6));
+        s.tick();
+        assertEquals(2, status(s, "a", "ready"));
+        assertTrue(s.scheduler.knownWithoutKeyedJobs().contains("a"), "its read found no lane");
+
+        s.completeReady();
+        s.enqueue(jobs("a", 1, b -> b.concurrencyKey("api").priority(10)));
+        s.enqueue(jobs("a", 1, b -> b.fairnessKey("customer-1")));
+        s.tick();
+        assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE concurrency_key = 'api' AND status = 'ready'"),
+                "the keyed job that goes first is admitted at the round after its enqueue");
+        for (int i = 0; i < 5; i++) s.round();
+        assertEquals(0, status(s, "a", "pending"), "every job admitted, the fairness-keyed one behind the plain ones too");
+        assertEquals(8, status(s, "a", "succeeded") + status(s, "a", "ready"));
+    }
+
+    /**
      * With more tenants that may have work than a round looks at closely (a short list of the lowest passes),
      * every tenant still gets its first job before any gets a second, and when every tenant on the short list
      * is held back (here by an empty token bucket; their ids sort first, so they lead every tie) the round

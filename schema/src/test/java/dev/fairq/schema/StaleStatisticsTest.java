@@ -100,7 +100,7 @@ class StaleStatisticsTest extends StoreTestSupport {
         assertNoTableWalk("admit", plan(Admission.ADMIT.bind().clock(clock).set("ranks", new Double[]{1.0, 2.0})
                 .set("ids", new Long[]{1L, 2L}), Admission.ADMIT));
         assertNoTableWalk("candidates", plan(Admission.CANDIDATES.bind().clock(clock).set("tenant_ids", tenants)
-                .set("limits", new Integer[]{100, 100}).set("key_tenants", new String[]{T1})
+                .set("limits", new Integer[]{100, 100}).set("keyed", new Boolean[]{true, false}).set("key_tenants", new String[]{T1})
                 .set("key_names", new String[]{"k"}).set("key_rooms", new Integer[]{2}), Admission.CANDIDATES));
         assertNoTableWalk("finished work", plan(Admission.FINISHED_WORK.bind().clock(clock).set("tenant_ids", tenants)
                 .set("since", java.time.OffsetDateTime.now().minusSeconds(5)), Admission.FINISHED_WORK));
