@@ -68,7 +68,7 @@ public final class AdminTenantsResource {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = TenantView.class))),
             @ApiResponse(responseCode = "404", description = "no such tenant")})
     public TenantView get(@PathParam("id") String id) {
-        return tenants.find(id).orElseThrow(() -> ApiException.notFound("no tenant " + id));
+        return requireTenant(id);
     }
 
     /** Create or replace: the limits left out take the defaults. 201 when created, 200 when replaced. */
@@ -110,7 +110,7 @@ public final class AdminTenantsResource {
             @ApiResponse(responseCode = "201", content = @Content(schema = @Schema(implementation = CreatedKey.class))),
             @ApiResponse(responseCode = "404", description = "no such tenant")})
     public Response createKey(@PathParam("id") String id) {
-        if (tenants.find(id).isEmpty()) throw ApiException.notFound("no tenant " + id);
+        requireTenant(id);
         ApiKeyStore.CreatedKey k = keys.create(id);
         return Response.status(201).entity(new CreatedKey(k.keyId(), k.key(), k.tenantId(), JobView.utc(k.createdAt()))).build();
     }
@@ -121,7 +121,7 @@ public final class AdminTenantsResource {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = KeyList.class))),
             @ApiResponse(responseCode = "404", description = "no such tenant")})
     public KeyList listKeys(@PathParam("id") String id) {
-        if (tenants.find(id).isEmpty()) throw ApiException.notFound("no tenant " + id);
+        requireTenant(id);
         return new KeyList(keys.list(id));
     }
 
@@ -134,6 +134,11 @@ public final class AdminTenantsResource {
     public Response revokeKey(@PathParam("id") String id, @PathParam("keyId") String keyId) {
         if (!keys.revoke(id, keyId)) throw ApiException.notFound("tenant " + id + " has no key " + keyId);
         return Response.noContent().build();
+    }
+
+    /** The tenant, or a 404 naming it. */
+    private TenantView requireTenant(String id) {
+        return tenants.find(id).orElseThrow(() -> ApiException.notFound("no tenant " + id));
     }
 
     static void checkId(String id) {

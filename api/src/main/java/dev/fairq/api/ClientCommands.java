@@ -90,6 +90,12 @@ final class ClientCommands {
             }
         }
 
+        /** With --json, prints the answer as it is and says so: the caller then prints nothing else. */
+        boolean printedAsJson(boolean json, JsonNode answer) {
+            if (json) print(answer);
+            return json;
+        }
+
         void print(JsonNode answer) {
             try {
                 out.println(JSON.writerWithDefaultPrettyPrinter().writeValueAsString(answer));
@@ -193,10 +199,7 @@ final class ClientCommands {
                             .payloadVersion(ns.getInt("payload_version"))
                             .concurrencyKey(ns.getString("concurrency_key")).fairnessKey(ns.getString("fairness_key"));
                     FairqClient.Answer a = client.send("POST", "/v1/jobs", job, job.jobKey() != null);
-                    if (json) {
-                        print(a.body());
-                        return;
-                    }
+                    if (printedAsJson(json, a.body())) return;
                     Model.Job j = read(a.body(), Model.Job.class);
                     out.println(a.status() == 200
                             ? "job " + j.id() + " already exists for job_key " + j.jobKey() + " (an identical earlier request; nothing new)"
@@ -207,19 +210,13 @@ final class ClientCommands {
                     long id = ns.getLong("id");
                     FairqClient.Answer a = action.equals("get") ? client.send("GET", "/v1/jobs/" + id, null, true)
                             : client.send("POST", "/v1/jobs/" + id + "/" + action, null, false);
-                    if (json) {
-                        print(a.body());
-                        return;
-                    }
+                    if (printedAsJson(json, a.body())) return;
                     if (!action.equals("get")) out.println(action.equals("cancel") ? "cancelled" : "queued again");
                     job(read(a.body(), Model.Job.class));
                 }
                 case "explain" -> {
                     JsonNode body = client.send("GET", "/v1/jobs/" + ns.getLong("id") + "/explain", null, true).body();
-                    if (json) {
-                        print(body);
-                        return;
-                    }
+                    if (printedAsJson(json, body)) return;
                     Model.Explanation e = read(body, Model.Explanation.class);
                     out.printf("job %d is %s: %s%n", e.jobId(), e.status(), e.message());
                     line("reason", e.reason());
@@ -229,10 +226,7 @@ final class ClientCommands {
                     FairqClient.JobFilter filter = FairqClient.JobFilter.all().withStatus(ns.getString("status"))
                             .queue(ns.getString("queue")).type(ns.getString("type"));
                     JsonNode body = client.send("GET", "/v1/jobs" + filter.query(ns.getString("after"), ns.getInt("limit")), null, true).body();
-                    if (json) {
-                        print(body);
-                        return;
-                    }
+                    if (printedAsJson(json, body)) return;
                     Model.JobPage page = read(body, Model.JobPage.class);
                     out.printf("%-10s %-10s %-24s %-12s %-9s %s%n", "ID", "STATUS", "TYPE", "QUEUE", "ATTEMPTS", "CREATED");
                     for (Model.Job j : page.jobs()) {
@@ -265,10 +259,7 @@ final class ClientCommands {
         @Override
         void execute(FairqClient client, Namespace ns, boolean json) {
             JsonNode body = client.send("GET", "/v1/stats", null, true).body();
-            if (json) {
-                print(body);
-                return;
-            }
+            if (printedAsJson(json, body)) return;
             Model.Stats s = read(body, Model.Stats.class);
             out.println("tenant " + s.tenant());
             line("pending", s.pending());
@@ -317,10 +308,7 @@ final class ClientCommands {
             switch (action) {
                 case "list" -> {
                     JsonNode body = client.send("GET", "/v1/admin/tenants", null, true).body();
-                    if (json) {
-                        print(body);
-                        return;
-                    }
+                    if (printedAsJson(json, body)) return;
                     out.printf("%-24s %6s %10s %8s %11s %11s %s%n", "ID", "WEIGHT", "RATE/S", "BURST", "MAX_RUNNING", "MAX_QUEUED", "PAUSED");
                     for (JsonNode t : body.get("tenants")) {
                         Model.Tenant x = read(t, Model.Tenant.class);
@@ -356,28 +344,19 @@ final class ClientCommands {
             switch (action) {
                 case "create" -> {
                     JsonNode body = client.send("POST", "/v1/admin/tenants/" + enc(tenant) + "/keys", null, false).body();
-                    if (json) {
-                        print(body);
-                        return;
-                    }
+                    if (printedAsJson(json, body)) return;
                     Model.NewKey k = read(body, Model.NewKey.class);
                     out.println("key " + k.keyId() + " for tenant " + k.tenant() + " (shown once: only its hash is kept)");
                     out.println(k.key());
                 }
                 case "revoke" -> {
                     client.send("DELETE", "/v1/admin/tenants/" + enc(tenant) + "/keys/" + enc(ns.getString("key_id")), null, true);
-                    if (json) {
-                        print(JSON.createObjectNode().put("revoked", ns.getString("key_id")).put("tenant", tenant));
-                        return;
-                    }
+                    if (printedAsJson(json, JSON.createObjectNode().put("revoked", ns.getString("key_id")).put("tenant", tenant))) return;
                     out.println("key " + ns.getString("key_id") + " of tenant " + tenant + " revoked");
                 }
                 case "list" -> {
                     JsonNode body = client.send("GET", "/v1/admin/tenants/" + enc(tenant) + "/keys", null, true).body();
-                    if (json) {
-                        print(body);
-                        return;
-                    }
+                    if (printedAsJson(json, body)) return;
                     out.printf("%-20s %-28s %s%n", "KEY_ID", "CREATED", "REVOKED");
                     for (Model.ApiKey k : read(body.get("keys"), new TypeReference<List<Model.ApiKey>>() { })) {
                         out.printf("%-20s %-28s %s%n", k.keyId(), k.createdAt(), k.revokedAt() == null ? "-" : k.revokedAt());
@@ -392,10 +371,7 @@ final class ClientCommands {
         }
 
         private void tenant(JsonNode body, boolean json, String verb) {
-            if (json) {
-                print(body);
-                return;
-            }
+            if (printedAsJson(json, body)) return;
             Model.Tenant t = read(body, Model.Tenant.class);
             out.println("tenant " + t.id() + (verb == null ? "" : " " + verb));
             line("weight", t.weight());
@@ -437,20 +413,14 @@ final class ClientCommands {
                 case "create" -> {
                     JsonNode body = client.send("POST", "/v1/admin/tokens",
                             JSON.createObjectNode().put("name", ns.getString("name")), false).body();
-                    if (json) {
-                        print(body);
-                        return;
-                    }
+                    if (printedAsJson(json, body)) return;
                     Model.NewAdminToken t = read(body, Model.NewAdminToken.class);
                     out.println("admin token " + t.id() + " named " + t.name() + " (shown once: only its hash is kept)");
                     out.println(t.token());
                 }
                 case "list" -> {
                     JsonNode body = client.send("GET", "/v1/admin/tokens", null, true).body();
-                    if (json) {
-                        print(body);
-                        return;
-                    }
+                    if (printedAsJson(json, body)) return;
                     out.printf("%-22s %-28s %-16s %-28s %s%n", "ID", "NAME", "CREATED_BY", "CREATED", "REVOKED");
                     for (JsonNode n : body.get("tokens")) {
                         Model.AdminToken t = read(n, Model.AdminToken.class);
@@ -460,10 +430,7 @@ final class ClientCommands {
                 }
                 case "revoke" -> {
                     client.send("DELETE", "/v1/admin/tokens/" + enc(ns.getString("id")), null, true);
-                    if (json) {
-                        print(JSON.createObjectNode().put("revoked", ns.getString("id")));
-                        return;
-                    }
+                    if (printedAsJson(json, JSON.createObjectNode().put("revoked", ns.getString("id")))) return;
                     out.println("admin token " + ns.getString("id") + " revoked");
                 }
                 default -> throw new UsageException("unknown action " + action);

@@ -102,8 +102,8 @@ public class FairqApplication extends Application<FairqConfiguration> {
                     workerPool.close();
                 }
             });
-            env.healthChecks().register("worker-pool", new LazyCheck(() -> worker.get() == null ? null
-                    : new HealthChecks.WorkerPoolCheck(db, worker.get())));
+            env.healthChecks().register("worker-pool", HealthChecks.lazy(() -> worker.get() == null ? null
+                    : HealthChecks.workerPool(db, worker.get())));
         }
 
         env.getObjectMapper().setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE);
@@ -135,8 +135,8 @@ public class FairqApplication extends Application<FairqConfiguration> {
 
         env.admin().addServlet("prometheus", new PrometheusServlet(metrics)).addMapping("/metrics");
         AdminTasksGuard.install(env, config.adminTasks);
-        env.healthChecks().register("database", new HealthChecks.DatabaseCheck(db));
-        env.healthChecks().register("scheduler", new LazyCheck(() -> new HealthChecks.SchedulerCheck(db, scheduler.get())));
+        env.healthChecks().register("database", HealthChecks.database(db));
+        env.healthChecks().register("scheduler", HealthChecks.lazy(() -> HealthChecks.scheduler(db, scheduler.get())));
 
         if (handleSignals()) {
             env.lifecycle().addServerLifecycleListener(server -> ShutdownSignals.onTerminate(() -> {
@@ -162,20 +162,5 @@ public class FairqApplication extends Application<FairqConfiguration> {
         return new Managed() {
             @Override public void stop() { close.run(); }
         };
-    }
-
-    /** A health check whose target exists only once the server started. */
-    private static final class LazyCheck extends com.codahale.metrics.health.HealthCheck {
-        private final java.util.function.Supplier<com.codahale.metrics.health.HealthCheck> target;
-
-        LazyCheck(java.util.function.Supplier<com.codahale.metrics.health.HealthCheck> target) {
-            this.target = target;
-        }
-
-        @Override
-        protected Result check() {
-            com.codahale.metrics.health.HealthCheck t = target.get();
-            return t == null ? Result.unhealthy("not started") : t.execute();
-        }
     }
 }

@@ -1,7 +1,6 @@
 package dev.fairq.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -12,14 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Admin auth, tenants and their audited limits, keys and revocation, admin job actions. */
-class AdminApiTest {
-    static TestApp app;
-
-    @BeforeAll
-    static void start() throws Exception {
-        app = TestApp.get();
-    }
-
+class AdminApiTest extends AppTest {
     @Test
     void wrongOrMissingTokenIs401AndTheWrongKindIs403() {
         String key = app.newTenantKey(TestApp.uniqueTenant("auth"));
@@ -145,8 +137,7 @@ class AdminApiTest {
     void aLimitChangeTakesEffectWithoutARestart() {
         String t = TestApp.uniqueTenant("live");
         String key = app.newTenantKey(t);
-        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + t, "{\"paused\": true}").status());
-        app.awaitSchedulerSaw(t);
+        app.changeLimits(t, "{\"paused\": true}");
         long id = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}").body().get("id").asLong();
         assertEquals("paused", app.call("GET", "/v1/jobs/" + id + "/explain", key, null).body().get("reason").asText());
         // about a second here (re-read every 500 ms); the bound is loose so that a loaded machine cannot fail it

@@ -12,7 +12,6 @@ import jakarta.ws.rs.PATCH;
 import jakarta.ws.rs.POST;
 import jakarta.ws.rs.PUT;
 import jakarta.ws.rs.Path;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.lang.reflect.Method;
@@ -30,14 +29,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Named admin tokens: created, listed and revoked over the admin API, stored hashed, the audit actor is the token's
  * name (never a header the caller chooses); roles are checked on the resources themselves.
  */
-class AdminTokensTest {
-    static TestApp app;
-
-    @BeforeAll
-    static void start() throws Exception {
-        app = TestApp.get();
-    }
-
+class AdminTokensTest extends AppTest {
     private static String unique(String prefix) {
         return TestApp.uniqueTenant(prefix) + "@example.com";
     }
@@ -97,9 +89,7 @@ class AdminTokensTest {
         TestApp.Res again = app.admin("POST", "/v1/admin/tokens", "{\"name\": \"" + name + "\"}");
         assertEquals(409, again.status());
         for (String bad : List.of("\"bootstrap\"", "\"Bob\"", "\"\"", "\"a b\"", "\"x\\u0000\"", "5", "null")) {
-            TestApp.Res r = app.admin("POST", "/v1/admin/tokens", "{\"name\": " + bad + "}");
-            assertEquals(422, r.status(), bad + ": " + r);
-            assertEquals("name", r.body().get("errors").get(0).get("field").asText());
+            app.admin("POST", "/v1/admin/tokens", "{\"name\": " + bad + "}").assertRefused(422, "name", bad + ": ");
         }
         assertEquals(422, app.admin("POST", "/v1/admin/tokens", "{\"name\": \"carol\", \"role\": \"root\"}").status());
         assertEquals(before, app.snapshot("no-jobs-here"));

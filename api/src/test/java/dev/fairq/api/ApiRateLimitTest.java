@@ -1,6 +1,5 @@
 package dev.fairq.api;
 
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -15,14 +14,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The per-tenant API request limit (api_rate_per_second, api_burst): a 429 with Retry-After past it, per tenant. */
-class ApiRateLimitTest {
-    static TestApp app;
-
-    @BeforeAll
-    static void start() throws Exception {
-        app = TestApp.get();
-    }
-
+class ApiRateLimitTest extends AppTest {
     /** A tenant whose bucket holds {@code burst} requests and refills one every 1000 s: nothing refills during the test. */
     private static String tenantWithBurst(String tenant, int burst) {
         String key = app.newTenantKey(tenant);

@@ -15,14 +15,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * and nothing is stored. NUL is refused wherever PostgreSQL cannot store it (text, jsonb); control characters
  * in keys and names.
  */
-class BadInputTest {
-    static TestApp app;
+class BadInputTest extends AppTest {
     static String key;
     static String tenant;
 
     @BeforeAll
     static void start() throws Exception {
-        app = TestApp.get();
         tenant = TestApp.uniqueTenant("bad");
         key = app.newTenantKey(tenant);
     }

@@ -22,13 +22,11 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The Java client against the running server: every call, every error type, and retries that honour Retry-After. */
-class ClientTest {
-    static TestApp app;
+class ClientTest extends AppTest {
     static FairqClient admin;
 
     @BeforeAll
     static void start() throws Exception {
-        app = TestApp.get();
         admin = app.client(TestApp.ADMIN_TOKEN);
     }
 

@@ -1,7 +1,6 @@
 package dev.fairq.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;
@@ -21,14 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * FAIRQ_URL and FAIRQ_TOKEN from the environment, against the running server: exit status 0 and the API's JSON
  * with {@code --json}; on an error a non-zero status and one line on stderr, never a stack trace.
  */
-class CommandLineIT {
-    static TestApp app;
-
-    @BeforeAll
-    static void start() throws Exception {
-        app = TestApp.get();
-    }
-
+class CommandLineIT extends AppTest {
     record Exit(int status, String out, String err) {}
 
     private static Exit fairq(Map<String, String> env, String... args) throws Exception {

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.dropwizard.core.cli.Cli;
 import io.dropwizard.core.setup.Bootstrap;
 import io.dropwizard.util.JarLocation;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.io.ByteArrayOutputStream;
@@ -23,14 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Cli, as {@code java -jar fairq.jar} runs it (CommandLineIT runs the jar itself): the README's walk-through,
  * {@code --json} printing the API's answer, and one clear message without a stack trace for every error.
  */
-class CommandLineTest {
-    static TestApp app;
-
-    @BeforeAll
-    static void start() throws Exception {
-        app = TestApp.get();
-    }
-
+class CommandLineTest extends AppTest {
     record Run(boolean ok, String out, String err) {
         JsonNode json() {
             try {

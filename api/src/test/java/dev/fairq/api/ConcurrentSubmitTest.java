@@ -1,6 +1,5 @@
 package dev.fairq.api;
 
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -13,14 +12,7 @@ import java.util.concurrent.Future;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /** 20 identical POSTs with one job_key at the same moment: one job, one 201, nineteen 200 replays. */
-class ConcurrentSubmitTest {
-    static TestApp app;
-
-    @BeforeAll
-    static void start() throws Exception {
-        app = TestApp.get();
-    }
-
+class ConcurrentSubmitTest extends AppTest {
     @Test
     void twentyConcurrentIdenticalSubmitsMakeOneJob() throws Exception {
         String tenant = TestApp.uniqueTenant("race");

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.fairq.schema.DashboardStore;
 import org.jooq.DSLContext;
 import org.jooq.Record;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -18,20 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The dashboard JSON over real HTTP: who may read it, isolation, the rollup against the jobs table. */
-class DashboardApiTest {
-    static TestApp app;
-
-    @BeforeAll
-    static void start() throws Exception {
-        app = TestApp.get();
-    }
-
-    private long submit(String key, String body) {
-        TestApp.Res r = app.call("POST", "/v1/jobs", key, body);
-        assertEquals(201, r.status(), r.toString());
-        return r.body().get("id").asLong();
-    }
-
+class DashboardApiTest extends AppTest {
     private String status(String key, long id) {
         return app.call("GET", "/v1/jobs/" + id, key, null).body().get("status").asText();
     }
@@ -61,9 +47,9 @@ class DashboardApiTest {
     void aTenantsDashboardShowsOnlyItsOwnJobs() {
         String aId = TestApp.uniqueTenant("dash-a"), bId = TestApp.uniqueTenant("dash-b");
         String a = app.newTenantKey(aId), b = app.newTenantKey(bId);
-        long pending = submit(b, "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000}");
-        long dead = submit(b, "{\"type\": \"fail\", \"payload\": {}, \"ordering_key\": \"acct-b-secret\"}");
-        long ok = submit(b, "{\"type\": \"record\", \"payload\": {}}");
+        long pending = app.submit(b, "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000}");
+        long dead = app.submit(b, "{\"type\": \"fail\", \"payload\": {}, \"ordering_key\": \"acct-b-secret\"}");
+        long ok = app.submit(b, "{\"type\": \"record\", \"payload\": {}}");
         await().atMost(Duration.ofSeconds(20)).until(() -> status(b, dead).equals("dead") && status(b, ok).equals("succeeded"));
         // the scheduler rolls up every 10 s; the test does not wait for it
         new DashboardStore().rollupMinutes(app.db.dsl(), 3);
@@ -118,10 +104,10 @@ class DashboardApiTest {
         String id = TestApp.uniqueTenant("dash-roll");
         String key = app.newTenantKey(id);
         long[] ids = new long[9];
-        for (int i = 0; i < 5; i++) ids[i] = submit(key, "{\"type\": \"record\", \"payload\": {}}");
-        for (int i = 5; i < 7; i++) ids[i] = submit(key, "{\"type\": \"flaky\", \"payload\": {}}");
-        for (int i = 7; i < 9; i++) ids[i] = submit(key, "{\"type\": \"fail\", \"payload\": {}}");
-        submit(key, "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000}");
+        for (int i = 0; i < 5; i++) ids[i] = app.submit(key, "{\"type\": \"record\", \"payload\": {}}");
+        for (int i = 5; i < 7; i++) ids[i] = app.submit(key, "{\"type\": \"flaky\", \"payload\": {}}");
+        for (int i = 7; i < 9; i++) ids[i] = app.submit(key, "{\"type\": \"fail\", \"payload\": {}}");
+        app.submit(key, "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000}");
         await().atMost(Duration.ofSeconds(30)).until(() -> {
             for (long j : ids) if (!List.of("succeeded", "dead").contains(status(key, j))) return false;
             return true;

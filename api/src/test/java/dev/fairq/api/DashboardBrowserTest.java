@@ -43,12 +43,6 @@ class DashboardBrowserTest {
         return "http://localhost:" + app.support.getLocalPort() + path;
     }
 
-    private long submit(String key, String body) {
-        TestApp.Res r = app.call("POST", "/v1/jobs", key, body);
-        assertEquals(201, r.status(), r.toString());
-        return r.body().get("id").asLong();
-    }
-
     private String recentStatus(long id) {
         return browser.script("var tr = document.querySelector('#recent tr[data-job-id=\"" + id + "\"]');"
                 + "return tr ? tr.getAttribute('data-status') : null;").asText("");
@@ -59,8 +53,8 @@ class DashboardBrowserTest {
         String tenant = TestApp.uniqueTenant("browser");
         String key = app.newTenantKey(tenant);
         // some history for the charts: jobs that succeed, one that retries, one that dies
-        for (int i = 0; i < 6; i++) submit(key, "{\"type\": \"record\", \"payload\": {}}");
-        submit(key, "{\"type\": \"flaky\", \"payload\": {}}");
+        for (int i = 0; i < 6; i++) app.submit(key, "{\"type\": \"record\", \"payload\": {}}");
+        app.submit(key, "{\"type\": \"flaky\", \"payload\": {}}");
 
         browser.open(url("/dashboard"));
         await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#key"));
@@ -72,13 +66,13 @@ class DashboardBrowserTest {
         assertEquals(key, browser.script("return sessionStorage.getItem('fairq.tenantKey')").asText());
 
         // a job appears (due in 15 s, so the page shows it waiting first, even refreshing slowly) and finishes
-        long job = submit(key, "{\"type\": \"record\", \"payload\": {\"hello\": \"dashboard\"}, \"delay_ms\": 15000}");
+        long job = app.submit(key, "{\"type\": \"record\", \"payload\": {\"hello\": \"dashboard\"}, \"delay_ms\": 15000}");
         await().atMost(Duration.ofSeconds(15)).ignoreExceptions().until(() -> recentStatus(job).equals("pending"));
         await().atMost(Duration.ofSeconds(45)).ignoreExceptions().until(() -> recentStatus(job).equals("succeeded"));
 
         // a job dies; the page lists it with its error; the cause is fixed; Replay from the page; it succeeds
         String cause = "cause-" + tenant;
-        long dead = submit(key, "{\"type\": \"fixable\", \"payload\": {\"k\": \"" + cause + "\"}}");
+        long dead = app.submit(key, "{\"type\": \"fixable\", \"payload\": {\"k\": \"" + cause + "\"}}");
         String button = "#dead button.replay[data-id=\"" + dead + "\"]";
         await().atMost(Duration.ofSeconds(30)).ignoreExceptions().until(() -> browser.exists(button));
         assertTrue(browser.text("#dead tr[data-job-id=\"" + dead + "\"]").contains("not fixed yet: " + cause));
@@ -104,7 +98,7 @@ class DashboardBrowserTest {
         StringBuilder batch = new StringBuilder("{\"jobs\": [");
         for (int i = 0; i < 80; i++) batch.append(i == 0 ? "" : ",").append("{\"type\": \"sleep\", \"payload\": {\"ms\": 250}}");
         assertEquals(201, app.call("POST", "/v1/jobs/batch", floodKey, batch.append("]}").toString()).status());
-        for (int i = 0; i < 2; i++) submit(key, "{\"type\": \"sleep\", \"payload\": {\"ms\": 250}}");
+        for (int i = 0; i < 2; i++) app.submit(key, "{\"type\": \"sleep\", \"payload\": {\"ms\": 250}}");
         await().atMost(Duration.ofSeconds(60)).until(() -> app.db.dsl().fetchCount(app.db.dsl().selectOne().from("jobs")
                 .where("tenant_id = ? AND status = 'succeeded'", flood)) >= 24);
         new DashboardStore().rollupMinutes(app.db.dsl(), 2);

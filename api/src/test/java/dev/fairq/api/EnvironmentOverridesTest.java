@@ -17,6 +17,22 @@ class EnvironmentOverridesTest {
         return Roles.workerConfig(EnvironmentOverrides.apply(new FairqConfiguration(), env));
     }
 
+    /** Each environment (one variable each) stops start-up with a message that starts with the variable's name. */
+    @SafeVarargs
+    private static void eachRefusedNamingItsVariable(Map<String, String>... envs) {
+        for (Map<String, String> env : envs) {
+            String name = env.keySet().iterator().next();
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> worker(env), env.toString());
+            assertTrue(e.getMessage().startsWith(name), e.getMessage());
+        }
+    }
+
+    /** The environment stops start-up with a message that contains {@code message}. */
+    private static void refusedSaying(Map<String, String> env, String message) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> worker(env), env.toString());
+        assertTrue(e.getMessage().contains(message), e.getMessage());
+    }
+
     @Test
     void defaultsAreTheWorkersDefaults() {
         WorkerConfig c = worker(Map.of());
@@ -43,16 +59,11 @@ class EnvironmentOverridesTest {
 
     @Test
     void badValuesStopStartUpNamingTheVariable() {
-        for (Map<String, String> env : java.util.List.of(Map.of("FAIRQ_LEASE_MS", "999"), Map.of("FAIRQ_LEASE_MS", "ten"),
+        eachRefusedNamingItsVariable(Map.of("FAIRQ_LEASE_MS", "999"), Map.of("FAIRQ_LEASE_MS", "ten"),
                 Map.of("FAIRQ_SHUTDOWN_GRACE_MS", "-1"), Map.of("FAIRQ_JOB_TIMEOUT_MS", "86400001"),
-                Map.of("FAIRQ_HEARTBEAT_MS", "50"))) {
-            String name = env.keySet().iterator().next();
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> worker(env), env.toString());
-            assertTrue(e.getMessage().startsWith(name), e.getMessage());
-        }
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> worker(Map.of("FAIRQ_LEASE_MS", "10000", "FAIRQ_HEARTBEAT_MS", "5000")));
-        assertTrue(e.getMessage().contains("FAIRQ_HEARTBEAT_MS (5000) must be under half of FAIRQ_LEASE_MS (10000)"), e.getMessage());
+                Map.of("FAIRQ_HEARTBEAT_MS", "50"));
+        refusedSaying(Map.of("FAIRQ_LEASE_MS", "10000", "FAIRQ_HEARTBEAT_MS", "5000"),
+                "FAIRQ_HEARTBEAT_MS (5000) must be under half of FAIRQ_LEASE_MS (10000)");
     }
 
     @Test
@@ -67,15 +78,10 @@ class EnvironmentOverridesTest {
         assertEquals(null, all.queues(), "every queue");
         assertEquals(Map.of(), all.reserved());
         assertEquals(WorkerConfig.DEFAULT_MAX_SNOOZES, all.maxSnoozes());
-        for (Map<String, String> env : java.util.List.of(Map.of("FAIRQ_WORKER_QUEUES", "bad queue"),
+        eachRefusedNamingItsVariable(Map.of("FAIRQ_WORKER_QUEUES", "bad queue"),
                 Map.of("FAIRQ_WORKER_QUEUES", " , "), Map.of("FAIRQ_WORKER_RESERVED", "urgent"),
-                Map.of("FAIRQ_WORKER_RESERVED", "urgent=99"), Map.of("FAIRQ_MAX_SNOOZES", "-1"))) {
-            String name = env.keySet().iterator().next();
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> worker(env), env.toString());
-            assertTrue(e.getMessage().startsWith(name), e.getMessage());
-        }
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> worker(Map.of("FAIRQ_WORKER_QUEUES", "bulk", "FAIRQ_WORKER_RESERVED", "urgent=1")));
-        assertTrue(e.getMessage().contains("queue 'urgent' has reserved threads but is not among the queues served"), e.getMessage());
+                Map.of("FAIRQ_WORKER_RESERVED", "urgent=99"), Map.of("FAIRQ_MAX_SNOOZES", "-1"));
+        refusedSaying(Map.of("FAIRQ_WORKER_QUEUES", "bulk", "FAIRQ_WORKER_RESERVED", "urgent=1"),
+                "queue 'urgent' has reserved threads but is not among the queues served");
     }
 }

@@ -1,6 +1,5 @@
 package dev.fairq.api;
 
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -15,14 +14,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The tenant job endpoints over real HTTP: every status code of the contract. */
-class JobsApiTest {
-    static TestApp app;
-
-    @BeforeAll
-    static void start() throws Exception {
-        app = TestApp.get();
-    }
-
+class JobsApiTest extends AppTest {
     @Test
     void submitReturns201WithLocationAndTheJobThenRunsIt() {
         String key = app.newTenantKey(TestApp.uniqueTenant("sub"));
@@ -61,9 +53,7 @@ class JobsApiTest {
         assertEquals("true", again.header("Idempotent-Replay"));
         assertEquals(first.body().get("id"), again.body().get("id"));
         List<Object> before = app.snapshot();
-        TestApp.Res conflict = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {\"x\": 2}, \"job_key\": \"order-1\"}");
-        assertEquals(409, conflict.status());
-        assertEquals("job_key", conflict.body().get("errors").get(0).get("field").asText());
+        app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {\"x\": 2}, \"job_key\": \"order-1\"}").assertRefused(409, "job_key");
         assertEquals(before, app.snapshot());
     }
 
@@ -81,16 +71,12 @@ class JobsApiTest {
         List<String> fields = new ArrayList<>();
         invalid.body().get("errors").forEach(e -> fields.add(e.get("field").asText()));
         assertTrue(fields.containsAll(List.of("type", "run_at", "max_attempts", "colour")), fields.toString());
-        TestApp.Res priority = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"priority\": 1000}");
-        assertEquals(422, priority.status());
-        assertEquals("priority", priority.body().get("errors").get(0).get("field").asText());
+        app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"priority\": 1000}").assertRefused(422, "priority");
         assertEquals(422, app.call("POST", "/v1/jobs", key, "{\"payload\": {}}").status());
         assertEquals(422, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"tenant\": \"other\"}").status());
         assertEquals(422, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"run_at\": \"2030-01-01T00:00:00Z\", \"delay_ms\": 5}").status());
 
-        TestApp.Res tooBig = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {\"s\": \"" + "x".repeat(2000) + "\"}}");
-        assertEquals(413, tooBig.status());
-        assertEquals("payload", tooBig.body().get("errors").get(0).get("field").asText());
+        app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {\"s\": \"" + "x".repeat(2000) + "\"}}").assertRefused(413, "payload");
 
         assertEquals(before, app.snapshot());
     }
@@ -115,10 +101,8 @@ class JobsApiTest {
     void batchIsAtomicAndNamesTheIndexAndField() {
         String key = app.newTenantKey(TestApp.uniqueTenant("batch"));
         List<Object> before = app.snapshot();
-        TestApp.Res bad = app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [{\"type\": \"record\", \"payload\": {}}, "
-                + "{\"type\": \"record\", \"payload\": {}}, {\"type\": \"record\", \"payload\": {}, \"max_attempts\": -1}]}");
-        assertEquals(422, bad.status());
-        assertEquals("jobs[2].max_attempts", bad.body().get("errors").get(0).get("field").asText());
+        app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [{\"type\": \"record\", \"payload\": {}}, "
+                + "{\"type\": \"record\", \"payload\": {}}, {\"type\": \"record\", \"payload\": {}, \"max_attempts\": -1}]}").assertRefused(422, "jobs[2].max_attempts");
         assertEquals(before, app.snapshot());
         assertEquals(422, app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": []}").status());
         assertEquals(400, app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [").status());
@@ -132,10 +116,8 @@ class JobsApiTest {
 
         // a job_key reused with a different request rolls the whole batch back
         List<Object> mid = app.snapshot();
-        TestApp.Res conflict = app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [{\"type\": \"record\", \"payload\": {}}, "
-                + "{\"type\": \"record\", \"payload\": {\"n\": 3}, \"ordering_key\": \"k\", \"job_key\": \"b2\"}]}");
-        assertEquals(409, conflict.status());
-        assertEquals("jobs[1].job_key", conflict.body().get("errors").get(0).get("field").asText());
+        app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [{\"type\": \"record\", \"payload\": {}}, "
+                + "{\"type\": \"record\", \"payload\": {\"n\": 3}, \"ordering_key\": \"k\", \"job_key\": \"b2\"}]}").assertRefused(409, "jobs[1].job_key");
         assertEquals(mid, app.snapshot());
     }
 
@@ -214,8 +196,7 @@ class JobsApiTest {
                 app.call("GET", "/v1/jobs/" + behind, key, null).body().get("status").asText().equals("succeeded"));
 
         // paused: accepted, explained, not started
-        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"paused\": true}").status());
-        app.awaitSchedulerSaw(tenant);
+        app.changeLimits(tenant, "{\"paused\": true}");
         long waiting = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}").body().get("id").asLong();
         assertEquals("paused", app.call("GET", "/v1/jobs/" + waiting + "/explain", key, null).body().get("reason").asText());
         assertNull(app.call("GET", "/v1/jobs/" + waiting, key, null).body().get("started_at").textValue());
@@ -238,9 +219,7 @@ class JobsApiTest {
                 "the same job_key with another payload_version is another request");
         assertEquals(1, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}").body()
                 .get("payload_version").asInt(), "default 1");
-        TestApp.Res bad = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"payload_version\": 0}");
-        assertEquals(422, bad.status());
-        assertEquals("payload_version", bad.body().get("errors").get(0).get("field").asText());
+        app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"payload_version\": 0}").assertRefused(422, "payload_version");
 
         // record reads version 1 only: version 2 is a permanent error naming it
         long id = v2.body().get("id").asLong();
@@ -269,8 +248,7 @@ class JobsApiTest {
     void explainSaysRateLimitedWhenTheBucketIsEmpty() {
         String tenant = TestApp.uniqueTenant("rate");
         String key = app.newTenantKey(tenant);
-        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"rate_per_second\": 0.01, \"burst\": 1}").status());
-        app.awaitSchedulerSaw(tenant);
+        app.changeLimits(tenant, "{\"rate_per_second\": 0.01, \"burst\": 1}");
         StringBuilder batch = new StringBuilder("{\"jobs\": [");
         for (int i = 0; i < 3; i++) batch.append(i == 0 ? "" : ",").append("{\"type\": \"record\", \"payload\": {}}");
         TestApp.Res r = app.call("POST", "/v1/jobs/batch", key, batch.append("]}").toString());
@@ -320,14 +298,10 @@ class JobsApiTest {
 
         List<Object> before = app.snapshot();
         for (String bad : List.of("0", "86400001", "-5", "1.5", "\"100\"", "true")) {
-            TestApp.Res e = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"timeout_ms\": " + bad + "}");
-            assertEquals(422, e.status(), bad + ": " + e);
-            assertEquals("timeout_ms", e.body().get("errors").get(0).get("field").asText(), bad + ": " + e);
+            app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"timeout_ms\": " + bad + "}").assertRefused(422, "timeout_ms", bad + ": ");
         }
-        TestApp.Res batch = app.call("POST", "/v1/jobs/batch", key,
-                "{\"jobs\": [{\"type\": \"record\", \"payload\": {}}, {\"type\": \"record\", \"payload\": {}, \"timeout_ms\": 0}]}");
-        assertEquals(422, batch.status());
-        assertEquals("jobs[1].timeout_ms", batch.body().get("errors").get(0).get("field").asText());
+        app.call("POST", "/v1/jobs/batch", key,
+                "{\"jobs\": [{\"type\": \"record\", \"payload\": {}}, {\"type\": \"record\", \"payload\": {}, \"timeout_ms\": 0}]}").assertRefused(422, "jobs[1].timeout_ms");
         assertEquals(before, app.snapshot(), "bad input changes nothing");
         assertEquals(201, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"timeout_ms\": 86400000}").status());
     }

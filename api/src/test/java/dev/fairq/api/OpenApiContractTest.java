@@ -28,13 +28,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Jersey serves in it (read from Jersey's own routing model, so a resource added by anyone shows up here), and
  * the document agreeing with real answers (field names, status codes, headers).
  */
-class OpenApiContractTest {
-    static TestApp app;
+class OpenApiContractTest extends AppTest {
     static JsonNode doc;
 
     @BeforeAll
     static void start() throws Exception {
-        app = TestApp.get();
         TestApp.Res r = app.call("GET", "/openapi.json", null, null);
         assertEquals(200, r.status(), "served without authentication: " + r);
         doc = r.body();

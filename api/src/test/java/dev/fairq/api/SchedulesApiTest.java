@@ -1,7 +1,6 @@
 package dev.fairq.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -18,14 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * /v1/schedules over real HTTP against the whole application (its scheduler fires on the real clock): the
  * walk of api/README.md from creating a schedule to seeing its job, the field errors, limits, isolation.
  */
-class SchedulesApiTest {
-    static TestApp app;
-
-    @BeforeAll
-    static void start() throws Exception {
-        app = TestApp.get();
-    }
-
+class SchedulesApiTest extends AppTest {
     static final String NIGHTLY = """
             {"cron": "30 2 * * *", "time_zone": "Europe/Berlin",
              "job": {"type": "record", "payload": {"report": "nightly"}, "priority": 5}}""";
@@ -97,13 +89,9 @@ class SchedulesApiTest {
         assertTrue(bad.body().get("errors").get(0).get("message").asText().contains("61"));
         assertTrue(bad.body().get("errors").get(1).get("message").asText().contains("IANA"));
 
-        TestApp.Res noZone = app.call("PUT", "/v1/schedules/x", key, "{\"cron\": \"@daily\", \"job\": {\"type\": \"record\"}}");
-        assertEquals(422, noZone.status());
-        assertEquals("time_zone", noZone.body().get("errors").get(0).get("field").asText(), "no server default");
-        TestApp.Res typo = app.call("PUT", "/v1/schedules/x", key,
-                "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\", \"priorty\": 3}}");
-        assertEquals(422, typo.status());
-        assertEquals("job.priorty", typo.body().get("errors").get(0).get("field").asText());
+        app.call("PUT", "/v1/schedules/x", key, "{\"cron\": \"@daily\", \"job\": {\"type\": \"record\"}}").assertRefused(422, "time_zone"); // no server default
+        app.call("PUT", "/v1/schedules/x", key,
+                "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\", \"priorty\": 3}}").assertRefused(422, "job.priorty");
         assertEquals(422, app.call("PUT", "/v1/schedules/bad%20name", key, NIGHTLY).status());
         assertEquals(400, app.call("PUT", "/v1/schedules/x", key, "{nope").status());
         assertEquals(404, app.call("PATCH", "/v1/schedules/x", key, "{\"paused\": true}").status(),
@@ -112,10 +100,8 @@ class SchedulesApiTest {
         assertEquals(schedules, app.db.count("SELECT count(*) FROM schedules"));
 
         // a tenant cannot make jobs that would pass for a schedule's
-        TestApp.Res reserved = app.call("POST", "/v1/jobs", key,
-                "{\"type\": \"record\", \"payload\": {}, \"job_key\": \"schedule:x:2026-01-01T00:00:00Z\"}");
-        assertEquals(422, reserved.status());
-        assertEquals("job_key", reserved.body().get("errors").get(0).get("field").asText());
+        app.call("POST", "/v1/jobs", key,
+                "{\"type\": \"record\", \"payload\": {}, \"job_key\": \"schedule:x:2026-01-01T00:00:00Z\"}").assertRefused(422, "job_key");
     }
 
     @Test
@@ -130,10 +116,8 @@ class SchedulesApiTest {
         assertEquals(3600, audit.get("new_values").get("min_schedule_interval_s").asInt());
         assertEquals(422, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"min_schedule_interval_s\": 59}").status());
 
-        TestApp.Res often = app.call("PUT", "/v1/schedules/often", key,
-                "{\"cron\": \"*/5 * * * *\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}}");
-        assertEquals(422, often.status());
-        assertEquals("cron", often.body().get("errors").get(0).get("field").asText());
+        app.call("PUT", "/v1/schedules/often", key,
+                "{\"cron\": \"*/5 * * * *\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}}").assertRefused(422, "cron");
         assertEquals(201, app.call("PUT", "/v1/schedules/one", key, NIGHTLY).status());
         TestApp.Res two = app.call("PUT", "/v1/schedules/two", key, NIGHTLY);
         assertEquals(409, two.status(), "max_schedules");

@@ -1,6 +1,5 @@
 package dev.fairq.api;
 
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -10,14 +9,7 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /** Tenant A cannot read, list, cancel, retry, explain or count tenant B's jobs. */
-class TenantIsolationTest {
-    static TestApp app;
-
-    @BeforeAll
-    static void start() throws Exception {
-        app = TestApp.get();
-    }
-
+class TenantIsolationTest extends AppTest {
     @Test
     void aTenantSeesOnlyItsOwnJobs() {
         String a = app.newTenantKey(TestApp.uniqueTenant("iso-a"));

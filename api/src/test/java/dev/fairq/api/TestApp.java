@@ -21,6 +21,8 @@ import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicReference;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
 /**
  * The whole application (API + scheduler + worker) once per test JVM, over real HTTP, against the test
  * PostgreSQL. Tests use fresh tenants of their own instead of emptying tables under the running app.
@@ -90,6 +92,18 @@ final class TestApp {
         String header(String name) {
             return headers.firstValue(name).orElse(null);
         }
+
+        /** Asserts a refusal: {@code status}, its first error naming {@code field} (each failure shows the answer). */
+        Res assertRefused(int status, String field) {
+            return assertRefused(status, field, "");
+        }
+
+        /** As {@link #assertRefused(int, String)}, the failure message led by {@code what} (e.g. the bad value). */
+        Res assertRefused(int status, String field, String what) {
+            assertEquals(status, status(), () -> what + this);
+            assertEquals(field, body.get("errors").get(0).get("field").asText(), () -> what + this);
+            return this;
+        }
     }
 
     Res call(String method, String path, String token, String body) {
@@ -144,6 +158,20 @@ final class TestApp {
         admin.putTenant(tenantId, java.util.Map.of("rate_per_second", 100000, "burst", 100000, "max_running", 1000,
                 "api_rate_per_second", 100000, "api_burst", 100000));
         return admin.createKey(tenantId).key();
+    }
+
+    /** A job submitted with the tenant's key (201): its id. */
+    long submit(String key, String jobJson) {
+        Res r = call("POST", "/v1/jobs", key, jobJson);
+        assertEquals(201, r.status(), r::toString);
+        return r.body().get("id").asLong();
+    }
+
+    /** An admin PATCH of the tenant's limits (200), then {@link #awaitSchedulerSaw}: the scheduler works with them. */
+    void changeLimits(String tenantId, String limitsJson) {
+        Res r = admin("PATCH", "/v1/admin/tenants/" + tenantId, limitsJson);
+        assertEquals(200, r.status(), r::toString);
+        awaitSchedulerSaw(tenantId);
     }
 
     /**

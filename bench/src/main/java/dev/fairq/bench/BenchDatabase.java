@@ -85,6 +85,14 @@ public final class BenchDatabase implements AutoCloseable {
                 + "VALUES (?, ?, ?, ?, ?, 100000000)", id, weight, rate, burst, maxRunning);
     }
 
+    /**
+     * A tenant of weight 1 that no limit of its own holds back (1,000,000 starts per second and burst, 100,000
+     * running: more than any benchmark reaches), so only the scheduler's fairness and the workers pace it.
+     */
+    public void createUnlimitedTenant(String id) {
+        createTenant(id, 1, 1_000_000, 1_000_000, 100_000);
+    }
+
     /** Empties the jobs, keeps tenants and the worker registry. */
     public void truncateJobs() {
         dsl().execute("TRUNCATE jobs RESTART IDENTITY");

@@ -7,7 +7,6 @@ import dev.fairq.schema.Database;
 import dev.fairq.schema.JobStore;
 
 import java.io.File;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -30,8 +29,7 @@ final class BenchPlatform implements AutoCloseable {
     }
 
     Process startWorkerProcess(String id, int threads) throws Exception {
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        ProcessBuilder pb = new ProcessBuilder(java, "-Xmx512m", "-XX:+UseParallelGC",
+        ProcessBuilder pb = new ProcessBuilder(FairqServer.javaBinary(), "-Xmx512m", "-XX:+UseParallelGC",
                 "-cp", System.getProperty("java.class.path"), BenchWorker.class.getName(),
                 db.jdbcUrl, db.user, db.password == null ? "" : db.password, id, Integer.toString(threads));
         pb.redirectErrorStream(true);

@@ -56,7 +56,7 @@ final class CrashBench implements Bench.Benchmark {
     /** The freeze phase: see the class comment. */
     private void freeze(BenchDatabase db, Map<String, Object> out) throws Exception {
         db.truncate();
-        db.createTenant("f", 1, 1_000_000, 1_000_000, 100_000);
+        db.createUnlimitedTenant("f");
         db.dsl().execute("UPDATE tenants SET webhook_allow = '{127.0.0.1}' WHERE id = 'f'");
         try (SlowReceiver receiver = new SlowReceiver(RECEIVER_MS); BenchPlatform platform = new BenchPlatform(db)) {
             List<JobRequest> jobs = new ArrayList<>();
@@ -176,7 +176,7 @@ final class CrashBench implements Bench.Benchmark {
         db.truncate();
         db.dsl().execute(BenchWorker.RUNS_TABLE);
         db.dsl().execute("TRUNCATE bench_runs");
-        for (int t = 0; t < 4; t++) db.createTenant("t" + t, 1, 1_000_000, 1_000_000, 100_000);
+        for (int t = 0; t < 4; t++) db.createUnlimitedTenant("t" + t);
         List<JobRequest> jobs = new ArrayList<>(JOBS);
         for (int i = 0; i < JOBS; i++) jobs.add(JobRequest.builder("t" + (i % 4), "record").payload("{\"ms\": 5}").build());
         JobStore store = new JobStore();

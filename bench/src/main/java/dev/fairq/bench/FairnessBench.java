@@ -65,9 +65,9 @@ final class FairnessBench implements Bench.Benchmark {
 
     private Result scenario(BenchDatabase db, SchedulerConfig config, boolean flood) throws Exception {
         db.truncate();
-        db.createTenant("a", 1, 1_000_000, 1_000_000, 100_000);
-        db.createTenant("b", 1, 1_000_000, 1_000_000, 100_000);
-        db.createTenant("warm", 1, 1_000_000, 1_000_000, 100_000);
+        db.createUnlimitedTenant("a");
+        db.createUnlimitedTenant("b");
+        db.createUnlimitedTenant("warm");
         JobStore store = new JobStore();
         // Under the flood the worker JVM warms up on a's jobs before b arrives. Alone, it warms up on the same
         // kind of jobs of a third tenant, all done before b's first job: else b alone would be measured on a

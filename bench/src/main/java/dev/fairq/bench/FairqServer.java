@@ -75,18 +75,11 @@ final class FairqServer implements AutoCloseable {
                       discardingThreshold: 0
                 """.formatted(TICK_LOGGER));
         int port = freePort(), adminPort = freePort();
-        String adminToken = "fqa_bench" + HexFormat.of().formatHex(new SecureRandom().generateSeed(16));
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        ProcessBuilder pb = new ProcessBuilder(java, "-jar", jar.toString(), "server", config.toString());
+        String adminToken = newAdminToken();
+        ProcessBuilder pb = new ProcessBuilder(javaBinary(), "-jar", jar.toString(), "server", config.toString());
         pb.directory(dir.toFile());
         pb.environment().keySet().removeIf(k -> k.startsWith("FAIRQ_"));
-        pb.environment().put("FAIRQ_DATABASE_URL", db.jdbcUrl);
-        pb.environment().put("FAIRQ_DATABASE_USER", db.user);
-        if (db.password != null) pb.environment().put("FAIRQ_DATABASE_PASSWORD", db.password);
-        pb.environment().put("FAIRQ_ADMIN_TOKEN", adminToken);
-        pb.environment().put("FAIRQ_PORT", Integer.toString(port));
-        pb.environment().put("FAIRQ_ADMIN_PORT", Integer.toString(adminPort));
-        pb.environment().put("FAIRQ_DEMO_HANDLERS", "true");
+        serverEnvironment(pb.environment(), db.jdbcUrl, db.user, db.password, adminToken, port, adminPort);
         pb.environment().put("FAIRQ_WORKER_THREADS", Integer.toString(workerThreads));
         File log = new File(System.getProperty("java.io.tmpdir"), "fairq-bench-tenants-" + name + ".log");
         pb.redirectErrorStream(true);
@@ -99,6 +92,31 @@ final class FairqServer implements AutoCloseable {
             throw e;
         }
         return server;
+    }
+
+    /** An admin token for one run: the prefix and 32 hex characters (the server wants at least 32 characters). */
+    static String newAdminToken() {
+        return "fqa_bench" + HexFormat.of().formatHex(new SecureRandom().generateSeed(16));
+    }
+
+    /** This JVM's java binary, to start a child process on the same Java. */
+    static String javaBinary() {
+        return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    }
+
+    /**
+     * The variables that point {@code fairq.jar server} at a database, on the given ports, with the demo
+     * handlers (noop, sleep) the benchmarks submit.
+     */
+    static void serverEnvironment(Map<String, String> env, String jdbcUrl, String user, String password,
+                                  String adminToken, int port, int adminPort) {
+        env.put("FAIRQ_DATABASE_URL", jdbcUrl);
+        env.put("FAIRQ_DATABASE_USER", user);
+        if (password != null) env.put("FAIRQ_DATABASE_PASSWORD", password);
+        env.put("FAIRQ_ADMIN_TOKEN", adminToken);
+        env.put("FAIRQ_PORT", Integer.toString(port));
+        env.put("FAIRQ_ADMIN_PORT", Integer.toString(adminPort));
+        env.put("FAIRQ_DEMO_HANDLERS", "true");
     }
 
     private void awaitUp() throws Exception {
@@ -244,7 +262,7 @@ final class FairqServer implements AutoCloseable {
         return s.length() <= 300 ? s : s.substring(0, 300) + "...";
     }
 
-    private static int freePort() throws Exception {
+    static int freePort() throws Exception {
         try (ServerSocket s = new ServerSocket(0)) {
             return s.getLocalPort();
         }

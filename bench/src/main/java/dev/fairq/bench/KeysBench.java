@@ -89,7 +89,7 @@ final class KeysBench {
         private Share scenario(BenchDatabase db, SchedulerConfig.FairShare share, int weightA) throws Exception {
             db.truncate();
             db.createTenant("a", weightA, 1_000_000, 1_000_000, 100_000);
-            db.createTenant("b", 1, 1_000_000, 1_000_000, 100_000);
+            db.createUnlimitedTenant("b");
             // enough for 30 s of all 8 threads each: neither tenant runs dry, whatever the split
             List<JobRequest> jobs = new ArrayList<>(jobs("record", "a", 1_500, 200, null, null));
             jobs.addAll(jobs("record", "b", 50_000, 5, null, null));
@@ -166,8 +166,8 @@ final class KeysBench {
 
         private Result scenario(BenchDatabase db, boolean flood, boolean keys) throws Exception {
             db.truncate();
-            db.createTenant("t", 1, 1_000_000, 1_000_000, 100_000);
-            db.createTenant("warm", 1, 1_000_000, 1_000_000, 100_000);
+            db.createUnlimitedTenant("t");
+            db.createUnlimitedTenant("warm");
             enqueue(db, flood ? sleeps("t", FLOOD, 5, keys ? "x" : null, null) : sleeps("warm", 2_000, 5, null, null));
             db.dsl().execute("VACUUM ANALYZE jobs");
             JobStore store = new JobStore();
@@ -242,7 +242,7 @@ final class KeysBench {
 
         private Result scenario(BenchDatabase db, boolean slow) throws Exception {
             db.truncate();
-            db.createTenant("t", 1, 1_000_000, 1_000_000, 100_000);
+            db.createUnlimitedTenant("t");
             StringBuilder limits = new StringBuilder("{\"slow\": " + LIMIT);
             for (int k = 0; k < KEYS; k++) limits.append(", \"k").append(k).append("\": ").append(LIMIT);
             db.dsl().execute("UPDATE tenants SET concurrency_limits = ?::jsonb WHERE id = 't'", limits.append("}").toString());

@@ -5,19 +5,16 @@ import dev.fairq.schema.Json;
 import org.jooq.Record;
 
 import java.io.File;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.SecureRandom;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -42,17 +39,10 @@ final class LatencyBench implements Bench.Benchmark {
         Path jar = Path.of("api", "target", "fairq.jar");
         if (!Files.exists(jar)) throw new IllegalStateException(jar + " missing: build first (mvn -B package -DskipTests)");
         db.truncate();
-        int port = freePort(), adminPort = freePort();
-        String adminToken = "fqa_bench" + HexFormat.of().formatHex(new SecureRandom().generateSeed(16));
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        ProcessBuilder pb = new ProcessBuilder(java, "-Xmx512m", "-jar", jar.toString(), "server");
-        pb.environment().put("FAIRQ_DATABASE_URL", db.jdbcUrl);
-        pb.environment().put("FAIRQ_DATABASE_USER", db.user);
-        if (db.password != null) pb.environment().put("FAIRQ_DATABASE_PASSWORD", db.password);
-        pb.environment().put("FAIRQ_ADMIN_TOKEN", adminToken);
-        pb.environment().put("FAIRQ_PORT", Integer.toString(port));
-        pb.environment().put("FAIRQ_ADMIN_PORT", Integer.toString(adminPort));
-        pb.environment().put("FAIRQ_DEMO_HANDLERS", "true");
+        int port = FairqServer.freePort(), adminPort = FairqServer.freePort();
+        String adminToken = FairqServer.newAdminToken();
+        ProcessBuilder pb = new ProcessBuilder(FairqServer.javaBinary(), "-Xmx512m", "-jar", jar.toString(), "server");
+        FairqServer.serverEnvironment(pb.environment(), db.jdbcUrl, db.user, db.password, adminToken, port, adminPort);
         File log = new File(System.getProperty("java.io.tmpdir"), "fairq-bench-latency-server.log");
         pb.redirectErrorStream(true);
         pb.redirectOutput(log);
@@ -196,11 +186,5 @@ final class LatencyBench implements Bench.Benchmark {
         HttpResponse<String> r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
         if (r.statusCode() != expect) throw new IllegalStateException(method + " " + url + ": " + r.statusCode() + " " + r.body());
         return r.body();
-    }
-
-    private static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
     }
 }

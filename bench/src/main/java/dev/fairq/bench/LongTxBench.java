@@ -42,7 +42,7 @@ final class LongTxBench implements Bench.Benchmark {
         out.put("phases_s", WARMUP_MS / 1000 + " warm-up (not counted), " + BEFORE_MS / 1000 + " before, " + HOLD_MS / 1000 + " during, " + AFTER_MS / 1000 + " after");
         out.put("probe", "JobStore.claim(limit 8) in a transaction rolled back, every 20 ms");
         db.truncate();
-        db.createTenant("t0", 1, 1_000_000, 1_000_000, 100_000);
+        db.createUnlimitedTenant("t0");
         JobStore store = new JobStore();
         AtomicBoolean running = new AtomicBoolean(true);
         AtomicLong produced = new AtomicLong();

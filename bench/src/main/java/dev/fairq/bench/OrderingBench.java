@@ -53,7 +53,7 @@ final class OrderingBench implements Bench.Benchmark {
         db.truncate();
         db.dsl().execute(BenchWorker.RUNS_TABLE);
         db.dsl().execute("TRUNCATE bench_runs");
-        db.createTenant("t0", 1, 1_000_000, 1_000_000, 100_000);
+        db.createUnlimitedTenant("t0");
         Random random = new Random(42);
         List<JobRequest> jobs = new ArrayList<>(jobCount);
         int failing = 0;

@@ -8,7 +8,6 @@ import dev.fairq.schema.QueueClock;
 import org.jooq.Record;
 
 import java.io.File;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -235,8 +234,7 @@ final class SchedulesBench implements Bench.Benchmark {
     }
 
     private Process startScheduler(BenchDatabase db, String name) throws Exception {
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        ProcessBuilder pb = new ProcessBuilder(java, "-Xmx512m", "-XX:+UseParallelGC", "-cp", System.getProperty("java.class.path"),
+        ProcessBuilder pb = new ProcessBuilder(FairqServer.javaBinary(), "-Xmx512m", "-XX:+UseParallelGC", "-cp", System.getProperty("java.class.path"),
                 BenchScheduler.class.getName(), db.jdbcUrl, db.user, db.password == null ? "" : db.password, name);
         pb.redirectErrorStream(true);
         pb.redirectOutput(new File(System.getProperty("java.io.tmpdir"), "fairq-bench-" + name + ".log"));

@@ -46,7 +46,7 @@ final class StarvationBench implements Bench.Benchmark {
         out.put("aging_bound_ms", GAP * AGING_MS_PER_LEVEL);
         out.put("bound_ms", bound);
         db.truncate();
-        db.createTenant("t0", 1, 1_000_000, 1_000_000, 100_000);
+        db.createUnlimitedTenant("t0");
         JobStore store = new JobStore();
         AtomicBoolean producing = new AtomicBoolean(true);
         AtomicLong emptyObservations = new AtomicLong();

@@ -43,7 +43,7 @@ final class ThroughputBench implements Bench.Benchmark {
         double best = 0;
         for (int processes : new int[]{1, 2}) {
             db.truncate();
-            for (int t = 0; t < TENANTS; t++) db.createTenant("t" + t, 1, 1_000_000, 1_000_000, 100_000);
+            for (int t = 0; t < TENANTS; t++) db.createUnlimitedTenant("t" + t);
             JobStore store = new JobStore();
             try (BenchPlatform platform = new BenchPlatform(db)) {
                 for (int p = 0; p < processes; p++) {

@@ -116,12 +116,12 @@ public final class FairqClient {
     }
 
     public Model.Job cancel(long id) {
-        return read(send("POST", "/v1/jobs/" + id + "/cancel", null, false).body(), Model.Job.class);
+        return jobAction("/v1/jobs/" + id + "/cancel");
     }
 
     /** A dead or cancelled job runs again, attempts reset. */
     public Model.Job retry(long id) {
-        return read(send("POST", "/v1/jobs/" + id + "/retry", null, false).body(), Model.Job.class);
+        return jobAction("/v1/jobs/" + id + "/retry");
     }
 
     public Model.Explanation explain(long id) {
@@ -189,12 +189,17 @@ public final class FairqClient {
     }
 
     public Model.Job adminRetry(long id) {
-        return read(send("POST", "/v1/admin/jobs/" + id + "/retry", null, false).body(), Model.Job.class);
+        return jobAction("/v1/admin/jobs/" + id + "/retry");
     }
 
     /** A dead job becomes cancelled (its ordering key moves on). */
     public Model.Job discard(long id) {
-        return read(send("POST", "/v1/admin/jobs/" + id + "/discard", null, false).body(), Model.Job.class);
+        return jobAction("/v1/admin/jobs/" + id + "/discard");
+    }
+
+    /** A POST of a job action (cancel, retry, discard), not sent again when its answer is lost: the job after it. */
+    private Model.Job jobAction(String path) {
+        return read(send("POST", path, null, false).body(), Model.Job.class);
     }
 
     // ---- any endpoint -------------------------------------------------------------------------------------

@@ -3,8 +3,6 @@ package dev.fairq.scheduler;
 import dev.fairq.schema.ClaimedJob;
 import dev.fairq.schema.JobOutcome;
 import dev.fairq.schema.JobRequest;
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -24,17 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Admission grants: a quiet, recently active tenant's next job is inserted ready, without a scheduler round
  * trip, while the grant is accounted as an admission (token, max_running) and never makes anyone wait.
  */
-class AdmissionGrantsTest {
-    static final Duration LEASE = Duration.ofMinutes(5);
-    static final Duration RELOAD = SchedulerConfig.defaults().tenantReload();
-
-    final TestDatabase db = TestDatabase.get();
-
-    @BeforeEach
-    void reset() {
-        db.reset();
-    }
-
+class AdmissionGrantsTest extends SimulatedSchedulerTest {
     private SimulatedScheduler scheduler() {
         return new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(8, 4).build());
     }
@@ -54,6 +42,15 @@ class AdmissionGrantsTest {
         List<ClaimedJob> claimed = s.store.claim(s.dsl, "w", 1, LEASE);
         assertEquals(1, claimed.size());
         s.store.finish(s.dsl, "w", List.of(new JobOutcome.Succeeded(claimed.get(0).id(), claimed.get(0).attempt())));
+    }
+
+    /** A scheduler that has granted {@code tenant} (run once, now quiet) its next admission: the one grant there is. */
+    private SimulatedScheduler grantedTo(String tenant) {
+        SimulatedScheduler s = scheduler();
+        runOneJob(s, tenant);
+        s.tick();
+        assertEquals(1, grants(s));
+        return s;
     }
 
     @Test
@@ -113,10 +110,7 @@ class AdmissionGrantsTest {
     @Test
     void aGrantPlusAFullBucketIsStillAtMostBurstJobsAtOnce() {
         db.createTenant("r", 1, 10, 5, 1_000);
-        SimulatedScheduler s = scheduler();
-        runOneJob(s, "r");
-        s.tick();
-        assertEquals(1, grants(s));
+        SimulatedScheduler s = grantedTo("r");
         s.clock.advance(Duration.ofSeconds(60)); // far more than enough to refill the bucket
         s.enqueue(jobs("r", 100));
         s.tick();
@@ -188,10 +182,7 @@ class AdmissionGrantsTest {
     @Test
     void twentyConcurrentEnqueuesTakeTheGrantOnce() throws Exception {
         db.createTenant("c");
-        SimulatedScheduler s = scheduler();
-        runOneJob(s, "c");
-        s.tick();
-        assertEquals(1, grants(s));
+        SimulatedScheduler s = grantedTo("c");
         ExecutorService pool = Executors.newFixedThreadPool(20);
         try {
             CountDownLatch go = new CountDownLatch(1);
@@ -216,10 +207,7 @@ class AdmissionGrantsTest {
     @Test
     void anOpenTransactionTakingAGrantMakesNobodyWait() throws Exception {
         db.createTenant("o");
-        SimulatedScheduler s = scheduler();
-        runOneJob(s, "o");
-        s.tick();
-        assertEquals(1, grants(s));
+        SimulatedScheduler s = grantedTo("o");
         ExecutorService pool = Executors.newFixedThreadPool(2);
         CountDownLatch enqueued = new CountDownLatch(1), release = new CountDownLatch(1);
         try {

@@ -2,8 +2,6 @@ package dev.fairq.scheduler;
 
 import dev.fairq.schema.ClaimedJob;
 import dev.fairq.schema.JobOutcome;
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -16,17 +14,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Per-tenant concurrency cap (max_running) and pause, with a buffer far bigger than either. */
-class CapsTest {
-    static final Duration LEASE = Duration.ofMinutes(5);
-    static final Duration RELOAD = SchedulerConfig.defaults().tenantReload();
-
-    final TestDatabase db = TestDatabase.get();
-
-    @BeforeEach
-    void reset() {
-        db.reset();
-    }
-
+class CapsTest extends SimulatedSchedulerTest {
     private long activeOf(SimulatedScheduler s, String tenant) {
         return s.count("SELECT count(*) FROM jobs WHERE tenant_id = ? AND status IN ('ready', 'running')", tenant);
     }

@@ -3,8 +3,6 @@ package dev.fairq.scheduler;
 import dev.fairq.schema.ClaimedJob;
 import dev.fairq.schema.JobOutcome;
 import dev.fairq.schema.JobRequest;
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -21,17 +19,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * the buffer, the backlog or a failover; jobs behind a full key hold back neither the tenant's other keys nor
  * other tenants; a held key goes on when one of its jobs ends (no wake-up needed); limits change live.
  */
-class ConcurrencyKeysTest {
-    static final Duration LEASE = Duration.ofMinutes(5);
-    static final Duration RELOAD = SchedulerConfig.defaults().tenantReload();
-
-    final TestDatabase db = TestDatabase.get();
-
-    @BeforeEach
-    void reset() {
-        db.reset();
-    }
-
+class ConcurrencyKeysTest extends SimulatedSchedulerTest {
     private static List<JobRequest> keyed(String tenant, String key, int n) {
         return SimulatedScheduler.jobs(tenant, n, b -> b.concurrencyKey(key));
     }

@@ -119,6 +119,16 @@ class FailoverTest {
         return found[0];
     }
 
+    /** Two nodes started together: the one that came to lead, and the other. */
+    record Pair(Node leader, Node standby) {}
+
+    /** Starts two nodes and waits (up to 20 s) until exactly one of them leads. */
+    private Pair startPair() {
+        Node one = start("sched-test-1"), two = start("sched-test-2");
+        Node leader = awaitSingleLeader(Duration.ofSeconds(20), one, two);
+        return new Pair(leader, leader == one ? two : one);
+    }
+
     /** The claim loop, one pass: claim what is ready, log each claim, finish them. Returns jobs run so far. */
     private long claimAndRun() {
         List<ClaimedJob> claimed = store.claim(dsl, "w", 8, LEASE);
@@ -168,9 +178,8 @@ class FailoverTest {
 
     @Test
     void standbyTakesOverWhenTheLeadersConnectionIsKilled() {
-        Node one = start("sched-test-1"), two = start("sched-test-2");
-        Node leader = awaitSingleLeader(Duration.ofSeconds(20), one, two);
-        Node standby = leader == one ? two : one;
+        Pair pair = startPair();
+        Node leader = pair.leader(), standby = pair.standby();
 
         store.enqueueAll(dsl, jobs("t", 60));
         runUntil(20);
@@ -180,7 +189,7 @@ class FailoverTest {
         leader.partitioned.set(true);
         assertTrue(terminate(leader) >= 1, "the leader's sessions (admission, and maintenance) were killed");
         await().atMost(TAKEOVER).pollInterval(Duration.ofMillis(20)).until(standby::leader);
-        assertEquals(standby, awaitSingleLeader(TAKEOVER, one, two));
+        assertEquals(standby, awaitSingleLeader(TAKEOVER, pair.leader(), pair.standby()));
 
         // Admission goes on under the new leader, and no job runs twice.
         runUntil(60);
@@ -195,16 +204,15 @@ class FailoverTest {
 
     @Test
     void closingTheLeaderHandsOver() {
-        Node one = start("sched-test-1"), two = start("sched-test-2");
-        Node leader = awaitSingleLeader(Duration.ofSeconds(20), one, two);
-        Node standby = leader == one ? two : one;
+        Pair pair = startPair();
+        Node leader = pair.leader(), standby = pair.standby();
 
         store.enqueueAll(dsl, jobs("t", 30));
         runUntil(30);
 
         leader.service.close();
         assertTrue(!leader.leader());
-        assertEquals(standby, awaitSingleLeader(TAKEOVER, one, two));
+        assertEquals(standby, awaitSingleLeader(TAKEOVER, pair.leader(), pair.standby()));
         await().atMost(Duration.ofSeconds(5)).until(() -> sessionsOf(leader) == 0); // no session left behind
 
         store.enqueueAll(dsl, jobs("t", 30));
@@ -224,8 +232,8 @@ class FailoverTest {
      */
     @Test
     void afterAKilledConnectionSomeoneLeadsAgain() {
-        Node one = start("sched-test-1"), two = start("sched-test-2");
-        Node leader = awaitSingleLeader(Duration.ofSeconds(20), one, two);
+        Pair pair = startPair();
+        Node leader = pair.leader();
 
         store.enqueueAll(dsl, jobs("t", 40));
         runUntil(10);
@@ -234,7 +242,7 @@ class FailoverTest {
         assertTrue(terminate(leader) >= 1);
         // a standby (or the old leader's new session) may hold the lock already; never the killed session
         assertNotEquals(killedPid, lockHolderPid(), "the killed session took its lock with it");
-        Node next = awaitSingleLeader(TAKEOVER, one, two);
+        Node next = awaitSingleLeader(TAKEOVER, pair.leader(), pair.standby());
         assertNotEquals(null, next);
 
         runUntil(40);
@@ -253,15 +261,14 @@ class FailoverTest {
             db.createTenant(id);
             tenants.add(id);
         }
-        Node one = start("sched-test-1"), two = start("sched-test-2");
-        Node leader = awaitSingleLeader(Duration.ofSeconds(20), one, two);
-        Node standby = leader == one ? two : one;
+        Pair pair = startPair();
+        Node leader = pair.leader(), standby = pair.standby();
         for (String t : tenants) store.enqueueAll(dsl, jobs(t, 5));
         runUntil(300);
 
         leader.partitioned.set(true);
         assertTrue(terminate(leader) >= 1);
-        assertEquals(standby, awaitSingleLeader(TAKEOVER, one, two));
+        assertEquals(standby, awaitSingleLeader(TAKEOVER, pair.leader(), pair.standby()));
         runUntil(1000);
         assertEachJobRanOnce(1000);
         assertEquals(200, db.count("SELECT count(DISTINCT tenant_id) FROM jobs WHERE status = 'succeeded'"),

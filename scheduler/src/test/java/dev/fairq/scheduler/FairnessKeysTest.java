@@ -1,8 +1,6 @@
 package dev.fairq.scheduler;
 
 import dev.fairq.schema.JobRequest;
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.OffsetDateTime;
@@ -20,14 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * below the tenants; a key that floods delays another key of the same tenant no more than a tenant that floods
  * delays another tenant. On a settable clock against the real database.
  */
-class FairnessKeysTest {
-    final TestDatabase db = TestDatabase.get();
-
-    @BeforeEach
-    void reset() {
-        db.reset();
-    }
-
+class FairnessKeysTest extends SimulatedSchedulerTest {
     private static List<JobRequest> keyed(String tenant, String key, int n) {
         return SimulatedScheduler.jobs(tenant, n, b -> b.fairnessKey(key));
     }

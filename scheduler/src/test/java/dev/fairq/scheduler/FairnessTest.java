@@ -2,8 +2,6 @@ package dev.fairq.scheduler;
 
 import dev.fairq.schema.JobRequest;
 
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
@@ -19,16 +17,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * buffer between rounds, so the only thing deciding the order is the admission policy. Rate limits and caps
  * are set high enough never to matter here.
  */
-class FairnessTest {
+class FairnessTest extends SimulatedSchedulerTest {
     /** Ready buffer of the simulated workers: each round admits up to this many jobs. */
     static final int BUFFER = 10;
-
-    final TestDatabase db = TestDatabase.get();
-
-    @BeforeEach
-    void reset() {
-        db.reset();
-    }
 
     private SimulatedScheduler scheduler(boolean fair) {
         return new SimulatedScheduler(db, SchedulerConfig.builder().fair(fair).fixedBuffer(BUFFER, 0).build());

@@ -3,15 +3,12 @@ package dev.fairq.scheduler;
 import dev.fairq.schema.Database;
 import dev.fairq.schema.JobStore;
 import dev.fairq.schema.SettableClock;
-import dev.fairq.testing.TestDatabase;
-import org.jooq.DSLContext;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.sql.SQLException;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -26,21 +23,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * a minute's fires are being handled, the standby takes over, and every schedule still has exactly one job per
  * minute: none twice, none missing.
  */
-class ScheduleFailoverTest {
+class ScheduleFailoverTest extends ScheduleTenantsTest {
     static final int SCHEDULES = 200;
-    final TestDatabase db = TestDatabase.get();
     final List<SchedulerService> services = new ArrayList<>();
     SettableClock clock;
     JobStore store;
-    DSLContext dsl;
 
     @BeforeEach
-    void reset() {
-        db.reset();
-        db.createTenant("acme");
-        db.createTenant("globex");
-        dsl = db.dsl();
-        clock = new SettableClock(Instant.parse("2026-06-01T12:00:10Z"));
+    void schedules() {
+        clock = new SettableClock(START);
         store = new JobStore(clock);
         ScheduleService schedules = new ScheduleService(store);
         for (int i = 0; i < SCHEDULES; i++) {

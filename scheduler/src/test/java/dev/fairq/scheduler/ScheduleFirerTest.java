@@ -5,8 +5,6 @@ import dev.fairq.schema.EnqueueResult;
 import dev.fairq.schema.JobOutcome;
 import dev.fairq.schema.JobStore;
 import dev.fairq.schema.SettableClock;
-import dev.fairq.testing.TestDatabase;
-import org.jooq.DSLContext;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -33,10 +31,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * with its stable key, created ahead for allow/queue, decided when due for 'overlap: skip'; missed runs;
  * overlap; changes that withdraw a fire created ahead; start_at and end_at; daylight saving; limits.
  */
-class ScheduleFirerTest {
+class ScheduleFirerTest extends ScheduleTenantsTest {
     static final Duration LEASE = Duration.ofMinutes(5);
-    final TestDatabase db = TestDatabase.get();
-    DSLContext dsl;
     SettableClock clock;
     JobStore store;
     ScheduleService service;
@@ -45,12 +41,8 @@ class ScheduleFirerTest {
     final List<Duration> lags = java.util.Collections.synchronizedList(new ArrayList<>());
 
     @BeforeEach
-    void reset() {
-        db.reset();
-        db.createTenant("acme");
-        db.createTenant("globex");
-        dsl = db.dsl();
-        start(Instant.parse("2026-06-01T12:00:10Z"));
+    void startAtStart() {
+        start(START);
     }
 
     private void start(Instant at) {

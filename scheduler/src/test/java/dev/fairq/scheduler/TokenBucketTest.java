@@ -18,6 +18,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class TokenBucketTest {
     private final SettableClock clock = new SettableClock();
 
+    /** A bucket at {@code rate} that started full at {@code burst} and had all of it taken: empty, on the clock's now. */
+    private TokenBucket emptied(double rate, int burst) {
+        TokenBucket bucket = new TokenBucket(rate, burst, clock::nanoTime);
+        bucket.take(burst);
+        assertEquals(0, bucket.available());
+        return bucket;
+    }
+
     @Test
     void startsFullAtBurst() {
         TokenBucket bucket = new TokenBucket(10, 5, clock::nanoTime);
@@ -52,8 +60,7 @@ class TokenBucketTest {
     /** A new leader adopting a grant it did not make may overdraw: admissions wait until it is paid back. */
     @Test
     void adoptingAReservationMayOverdraw() {
-        TokenBucket bucket = new TokenBucket(10, 1, clock::nanoTime);
-        bucket.take(1);
+        TokenBucket bucket = emptied(10, 1);
         bucket.reserve();
         assertEquals(0, bucket.available());
         clock.advance(Duration.ofMillis(100));
@@ -65,8 +72,7 @@ class TokenBucketTest {
 
     @Test
     void refillsContinuouslyAtRate() {
-        TokenBucket bucket = new TokenBucket(10, 5, clock::nanoTime);
-        bucket.take(5);
+        TokenBucket bucket = emptied(10, 5);
 
         clock.advance(Duration.ofMillis(99));
         assertEquals(0, bucket.available(), "0.99 of a token is not a token");
@@ -100,8 +106,7 @@ class TokenBucketTest {
 
     @Test
     void nanosUntilNextToken() {
-        TokenBucket bucket = new TokenBucket(10, 5, clock::nanoTime);
-        bucket.take(5);
+        TokenBucket bucket = emptied(10, 5);
         assertEquals(100_000_000L, bucket.nanosUntilNextToken(), 1, "empty at 10/s: 100 ms to the next token");
         clock.advance(Duration.ofMillis(30));
         long wait = bucket.nanosUntilNextToken();
@@ -115,8 +120,7 @@ class TokenBucketTest {
 
     @Test
     void reconfigureKeepsEarnedTokensUpToTheNewBurst() {
-        TokenBucket bucket = new TokenBucket(10, 5, clock::nanoTime);
-        bucket.take(5);
+        TokenBucket bucket = emptied(10, 5);
         clock.advance(Duration.ofMillis(300));
         bucket.reconfigure(10, 2);
         assertEquals(2, bucket.available(), "3 earned, cut to the new burst of 2");
@@ -131,8 +135,7 @@ class TokenBucketTest {
 
     @Test
     void reconfigureSettlesTheOldRateFirst() {
-        TokenBucket bucket = new TokenBucket(10, 20, clock::nanoTime);
-        bucket.take(20);
+        TokenBucket bucket = emptied(10, 20);
         clock.advance(Duration.ofMillis(500));
         bucket.reconfigure(1, 20);
         assertEquals(5, bucket.available(), "the 500 ms before the change were earned at 10/s");

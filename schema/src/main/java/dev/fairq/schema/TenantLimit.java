@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.Function;
 
 /**
  * Every tenant limit, declared once: its field name (tenants.yml and the API), its range and its default.
@@ -16,43 +17,43 @@ import java.util.TreeMap;
  */
 public enum TenantLimit {
     /** Share of the workers when tenants compete. */
-    WEIGHT("weight", Kind.WHOLE, 1, 1000, 1),
+    WEIGHT("weight", Kind.WHOLE, 1, 1000, 1, TenantLimits::weight),
     /** Sustained job starts per second (the token bucket's refill). */
-    RATE_PER_SECOND("rate_per_second", Kind.POSITIVE_NUMBER, 0, 1_000_000, 100.0),
+    RATE_PER_SECOND("rate_per_second", Kind.POSITIVE_NUMBER, 0, 1_000_000, 100.0, TenantLimits::ratePerSecond),
     /** Job starts at once after a quiet spell (the token bucket's size). */
-    BURST("burst", Kind.WHOLE, 1, 1_000_000, 200),
+    BURST("burst", Kind.WHOLE, 1, 1_000_000, 200, TenantLimits::burst),
     /** Jobs admitted or running at the same time, at most. */
-    MAX_RUNNING("max_running", Kind.WHOLE, 1, 100_000, 20),
+    MAX_RUNNING("max_running", Kind.WHOLE, 1, 100_000, 20, TenantLimits::maxRunning),
     /** Jobs waiting; beyond it enqueue answers 429. */
-    MAX_QUEUED("max_queued", Kind.WHOLE, 1, Integer.MAX_VALUE, 100_000),
+    MAX_QUEUED("max_queued", Kind.WHOLE, 1, Integer.MAX_VALUE, 100_000, TenantLimits::maxQueued),
     /** Jobs are accepted but none starts. */
-    PAUSED("paused", Kind.BOOLEAN, 0, 0, false),
+    PAUSED("paused", Kind.BOOLEAN, 0, 0, false, TenantLimits::paused),
     /** Where the http handler may deliver: host names, *.domains, IPs or CIDR ranges, each with an optional :port (see WebhookAllowList). */
-    WEBHOOK_ALLOW("webhook_allow", Kind.HOST_LIST, 0, 253, List.of()),
+    WEBHOOK_ALLOW("webhook_allow", Kind.HOST_LIST, 0, 253, List.of(), TenantLimits::webhookAllow),
     /** Schedules the tenant may have (0: none); a create beyond it is refused. */
-    MAX_SCHEDULES("max_schedules", Kind.WHOLE, 0, 1_000_000, 1000),
+    MAX_SCHEDULES("max_schedules", Kind.WHOLE, 0, 1_000_000, 1000, TenantLimits::maxSchedules),
     /**
      * The shortest time between two fires of one of the tenant's schedules, checked when a schedule is written.
      * From 60 s (a five-field cron fires once a minute at most) to a leap year.
      */
-    MIN_SCHEDULE_INTERVAL_S("min_schedule_interval_s", Kind.WHOLE, 60, 31_622_400, 60),
+    MIN_SCHEDULE_INTERVAL_S("min_schedule_interval_s", Kind.WHOLE, 60, 31_622_400, 60, TenantLimits::minScheduleIntervalS),
     /**
      * API requests per second with the tenant's keys (a token bucket in each API process); beyond it a 429 with
      * Retry-After. 100 matches the default job start rate: one job per request cannot outrun it by more than the burst.
      */
-    API_RATE_PER_SECOND("api_rate_per_second", Kind.POSITIVE_NUMBER, 0, 1_000_000, 100.0),
+    API_RATE_PER_SECOND("api_rate_per_second", Kind.POSITIVE_NUMBER, 0, 1_000_000, 100.0, TenantLimits::apiRatePerSecond),
     /** API requests at once after a quiet spell (the bucket's size). */
-    API_BURST("api_burst", Kind.WHOLE, 1, 1_000_000, 200),
+    API_BURST("api_burst", Kind.WHOLE, 1, 1_000_000, 200, TenantLimits::apiBurst),
     /**
      * Concurrency key (1-255 characters) to the most jobs of that key admitted or running at once, 0 to 100,000
      * (0 holds the key's jobs); a key without an entry is unlimited. At most {@link #MAX_MAP_ENTRIES} keys.
      */
-    CONCURRENCY_LIMITS("concurrency_limits", Kind.KEY_MAP, 0, 100_000, Map.of()),
+    CONCURRENCY_LIMITS("concurrency_limits", Kind.KEY_MAP, 0, 100_000, Map.of(), TenantLimits::concurrencyLimits),
     /**
      * Fairness key (1-255 characters) to its weight within the tenant's share, 1 to 1000; a key without an entry
      * weighs 1. At most {@link #MAX_MAP_ENTRIES} keys.
      */
-    KEY_WEIGHTS("key_weights", Kind.KEY_MAP, 1, 1000, Map.of());
+    KEY_WEIGHTS("key_weights", Kind.KEY_MAP, 1, 1000, Map.of(), TenantLimits::keyWeights);
 
     /** Entries of a map limit, at most: the scheduler holds each busy tenant's map in memory. */
     public static final int MAX_MAP_ENTRIES = 1000;
@@ -67,13 +68,15 @@ public enum TenantLimit {
     private final long min;
     private final long max;
     private final Object defaultValue;
+    private final Function<TenantLimits, Object> stored;
 
-    TenantLimit(String field, Kind kind, long min, long max, Object defaultValue) {
+    TenantLimit(String field, Kind kind, long min, long max, Object defaultValue, Function<TenantLimits, Object> stored) {
         this.field = field;
         this.kind = kind;
         this.min = min;
         this.max = max;
         this.defaultValue = defaultValue;
+        this.stored = stored;
     }
 
     /** The name in tenants.yml and in the API's JSON. */
@@ -84,6 +87,8 @@ public enum TenantLimit {
     /** Largest allowed value (WHOLE, POSITIVE_NUMBER, a KEY_MAP's values); unused for HOST_LIST (WebhookAllowList checks entries). */
     public long max() { return max; }
     public Object defaultValue() { return defaultValue; }
+    /** This limit's value in a tenant's stored limits. */
+    public Object valueIn(TenantLimits limits) { return stored.apply(limits); }
 
     /** The limit named {@code field}, or null. */
     public static TenantLimit byField(String field) {

@@ -27,35 +27,16 @@ public record TenantLimits(String id, int weight, double ratePerSecond, int burs
         keyWeights = keyWeights == null ? Map.of() : Collections.unmodifiableMap(new TreeMap<>(keyWeights));
     }
 
-    /** A tenant with the schedule and API limits at their defaults and no concurrency limits or key weights. */
+    /**
+     * A tenant with the job limits given and the rest (schedules, API, concurrency limits, key weights) at their
+     * {@link TenantLimit} defaults.
+     */
     public TenantLimits(String id, int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued,
                         boolean paused, List<String> webhookAllow) {
         this(id, weight, ratePerSecond, burst, maxRunning, maxQueued, paused, webhookAllow,
-                (Integer) TenantLimit.MAX_SCHEDULES.defaultValue(), (Integer) TenantLimit.MIN_SCHEDULE_INTERVAL_S.defaultValue());
-    }
-
-    /** A tenant with the API limits at their defaults and no concurrency limits or key weights. */
-    public TenantLimits(String id, int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued,
-                        boolean paused, List<String> webhookAllow, int maxSchedules, int minScheduleIntervalS) {
-        this(id, weight, ratePerSecond, burst, maxRunning, maxQueued, paused, webhookAllow, maxSchedules,
-                minScheduleIntervalS, Map.of(), Map.of());
-    }
-
-    /** A tenant without concurrency limits or key weights. */
-    public TenantLimits(String id, int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued,
-                        boolean paused, List<String> webhookAllow, int maxSchedules, int minScheduleIntervalS,
-                        double apiRatePerSecond, int apiBurst) {
-        this(id, weight, ratePerSecond, burst, maxRunning, maxQueued, paused, webhookAllow, maxSchedules,
-                minScheduleIntervalS, apiRatePerSecond, apiBurst, Map.of(), Map.of());
-    }
-
-    /** A tenant with the API limits at their defaults. */
-    public TenantLimits(String id, int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued,
-                        boolean paused, List<String> webhookAllow, int maxSchedules, int minScheduleIntervalS,
-                        Map<String, Integer> concurrencyLimits, Map<String, Integer> keyWeights) {
-        this(id, weight, ratePerSecond, burst, maxRunning, maxQueued, paused, webhookAllow, maxSchedules,
-                minScheduleIntervalS, (Double) TenantLimit.API_RATE_PER_SECOND.defaultValue(),
-                (Integer) TenantLimit.API_BURST.defaultValue(), concurrencyLimits, keyWeights);
+                (Integer) TenantLimit.MAX_SCHEDULES.defaultValue(), (Integer) TenantLimit.MIN_SCHEDULE_INTERVAL_S.defaultValue(),
+                (Double) TenantLimit.API_RATE_PER_SECOND.defaultValue(), (Integer) TenantLimit.API_BURST.defaultValue(),
+                Map.of(), Map.of());
     }
 
     public static TenantLimits of(TenantsRecord r) {
@@ -84,19 +65,7 @@ public record TenantLimits(String id, int weight, double ratePerSecond, int burs
     /** Just the limits, field -> value (what the audit log stores as old and new values). */
     public Map<String, Object> toMap() {
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put(TenantLimit.WEIGHT.field(), weight);
-        m.put(TenantLimit.RATE_PER_SECOND.field(), ratePerSecond);
-        m.put(TenantLimit.BURST.field(), burst);
-        m.put(TenantLimit.MAX_RUNNING.field(), maxRunning);
-        m.put(TenantLimit.MAX_QUEUED.field(), maxQueued);
-        m.put(TenantLimit.PAUSED.field(), paused);
-        m.put(TenantLimit.WEBHOOK_ALLOW.field(), webhookAllow);
-        m.put(TenantLimit.MAX_SCHEDULES.field(), maxSchedules);
-        m.put(TenantLimit.MIN_SCHEDULE_INTERVAL_S.field(), minScheduleIntervalS);
-        m.put(TenantLimit.API_RATE_PER_SECOND.field(), apiRatePerSecond);
-        m.put(TenantLimit.API_BURST.field(), apiBurst);
-        m.put(TenantLimit.CONCURRENCY_LIMITS.field(), concurrencyLimits);
-        m.put(TenantLimit.KEY_WEIGHTS.field(), keyWeights);
+        for (TenantLimit l : TenantLimit.values()) m.put(l.field(), l.valueIn(this));
         return m;
     }
 

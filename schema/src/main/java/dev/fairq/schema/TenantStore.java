@@ -23,14 +23,18 @@ import static dev.fairq.schema.generated.Tables.TENANTS;
  * takes effect within a second.
  */
 public final class TenantStore {
-    /** A tenant that does not exist yet is created; one that exists keeps its stored (maybe live-changed) limits. */
-    static final NamedSql SEED = NamedSql.of("""
+    /** A whole tenant row, every limit a named parameter: SEED and UPSERT differ only in what a conflict does. */
+    private static final String INSERT_TENANT = """
             INSERT INTO tenants (id, weight, rate_per_second, burst, max_running, max_queued, paused, webhook_allow,
                                  max_schedules, min_schedule_interval_s, api_rate_per_second, api_burst,
                                  concurrency_limits, key_weights)
             VALUES (:id, :weight, :rate_per_second, :burst, :max_running, :max_queued, :paused, :webhook_allow::text[],
                     :max_schedules, :min_schedule_interval_s, :api_rate_per_second, :api_burst,
                     :concurrency_limits::jsonb, :key_weights::jsonb)
+            """;
+
+    /** A tenant that does not exist yet is created; one that exists keeps its stored (maybe live-changed) limits. */
+    static final NamedSql SEED = NamedSql.of(INSERT_TENANT + """
             ON CONFLICT (id) DO NOTHING
             """);
 
@@ -72,13 +76,7 @@ public final class TenantStore {
      */
     static final NamedSql LOCK = NamedSql.of("SELECT * FROM tenants WHERE id = :id FOR NO KEY UPDATE");
 
-    static final NamedSql UPSERT = NamedSql.of("""
-            INSERT INTO tenants (id, weight, rate_per_second, burst, max_running, max_queued, paused, webhook_allow,
-                                 max_schedules, min_schedule_interval_s, api_rate_per_second, api_burst,
-                                 concurrency_limits, key_weights)
-            VALUES (:id, :weight, :rate_per_second, :burst, :max_running, :max_queued, :paused, :webhook_allow::text[],
-                    :max_schedules, :min_schedule_interval_s, :api_rate_per_second, :api_burst,
-                    :concurrency_limits::jsonb, :key_weights::jsonb)
+    static final NamedSql UPSERT = NamedSql.of(INSERT_TENANT + """
             ON CONFLICT (id) DO UPDATE SET weight = excluded.weight, rate_per_second = excluded.rate_per_second,
                 burst = excluded.burst, max_running = excluded.max_running, max_queued = excluded.max_queued,
                 paused = excluded.paused, webhook_allow = excluded.webhook_allow,

@@ -18,6 +18,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -311,36 +312,18 @@ public final class Worker implements AutoCloseable {
                     int free = r.getValue() - usage.getOrDefault(r.getKey(), 0);
                     if (free <= 0) continue;
                     room = true;
-                    long t0 = clock.nanoTime();
-                    List<ClaimedJob> got = store.leases().claim(db, config.workerId(), free, config.lease(),
-                            List.of(r.getKey()), route.types());
-                    observer.claimed(got.size(), clock.nanoTime() - t0);
-                    dispatch(got, t0);
-                    cameShort |= got.size() < free;
+                    cameShort |= claimAndDispatch(free, List.of(r.getKey())) < free;
                 }
                 if (sharedRoom > 0) {
                     room = true;
-                    long t0 = clock.nanoTime();
-                    List<ClaimedJob> got = store.leases().claim(db, config.workerId(), sharedRoom, config.lease(),
-                            config.queues(), route.types());
-                    observer.claimed(got.size(), clock.nanoTime() - t0);
-                    dispatch(got, t0);
-                    cameShort |= got.size() < sharedRoom;
+                    cameShort |= claimAndDispatch(sharedRoom, config.queues()) < sharedRoom;
                 }
             } catch (RuntimeException e) {
                 log.warn("claim failed, retrying after the poll interval", e);
                 return sleepUntilWoken();
             }
         }
-        if (!room) {
-            try {
-                slotFreed.tryAcquire(config.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
-                slotFreed.drainPermits();
-                return claiming;
-            } catch (InterruptedException e) {
-                return false;
-            }
-        }
+        if (!room) return awaitPermitOrPoll(slotFreed);
         if (cameShort) {
             try {
                 store.leases().wakeScheduler(db);
@@ -365,11 +348,25 @@ public final class Worker implements AutoCloseable {
         return (int) Math.min(config.prefetch(), depth);
     }
 
+    /** Claims up to {@code n} jobs of {@code queues} and hands them to the threads; how many it got. */
+    private int claimAndDispatch(int n, Collection<String> queues) {
+        long t0 = clock.nanoTime();
+        List<ClaimedJob> got = store.leases().claim(db, config.workerId(), n, config.lease(), queues, route.types());
+        observer.claimed(got.size(), clock.nanoTime() - t0);
+        dispatch(got, t0);
+        return got.size();
+    }
+
     /** Waits for a notification or the poll interval; false when the claimer should stop. */
     private boolean sleepUntilWoken() {
+        return awaitPermitOrPoll(wake);
+    }
+
+    /** Waits for a permit of {@code signal} (then drops any others) or the poll interval; false to stop. */
+    private boolean awaitPermitOrPoll(Semaphore signal) {
         try {
-            wake.tryAcquire(config.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
-            wake.drainPermits();
+            signal.tryAcquire(config.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
+            signal.drainPermits();
             return claiming;
         } catch (InterruptedException e) {
             return false;

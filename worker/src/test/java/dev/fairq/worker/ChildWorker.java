@@ -72,6 +72,12 @@ final class ChildWorker {
         if (kill.waitFor() != 0) throw new IllegalStateException("kill -" + name + " failed");
     }
 
+    /** SIGTERM, and wait (up to a minute) until the process has shut down: its graceful stop. */
+    void terminateAndAwaitExit() {
+        process.destroy();
+        org.awaitility.Awaitility.await("process exits").atMost(java.time.Duration.ofMinutes(1)).until(() -> !process.isAlive());
+    }
+
     /** SIGKILL: no shutdown hook, no signal handler, no last words. */
     void kill() throws InterruptedException {
         process.destroyForcibly();

@@ -90,8 +90,7 @@ class CrashSafetyTest extends PlatformTest {
                 db.count("SELECT count(*) FROM jobs WHERE status = 'running' AND locked_by = 'graceful'") == 2
                         && db.count("SELECT count(*) FROM test_runs") == 1);
 
-        child.process.destroy(); // SIGTERM
-        await("process exits").atMost(Duration.ofMinutes(1)).until(() -> !child.process.isAlive());
+        child.terminateAndAwaitExit();
 
         assertEquals(0, child.process.exitValue(), child.output());
         long ranFirst = db.count("SELECT job_id FROM test_runs");
@@ -124,8 +123,7 @@ class CrashSafetyTest extends PlatformTest {
                 db.count("SELECT count(*) FROM jobs WHERE status = 'running' AND locked_by = 'past-grace'") == 3
                         && db.count("SELECT count(*) FROM test_runs") == 2);
 
-        child.process.destroy(); // SIGTERM
-        await("process exits").atMost(Duration.ofMinutes(1)).until(() -> !child.process.isAlive());
+        child.terminateAndAwaitExit();
         String output = child.output();
         assertEquals(0, child.process.exitValue(), output);
 

@@ -18,7 +18,6 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -36,23 +35,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The handler without a database: payload rules, the destination check, and outcomes against a local receiver.
  * The SSRF cases against a real receiver are in {@link HttpSsrfTest}.
  */
-class HttpJobHandlerTest {
+class HttpJobHandlerTest extends ReceiverTest {
     private static final Instant NOW = Instant.parse("2030-01-01T00:00:00Z");
 
-    private Receiver receiver;
     private final CountDownLatch release = new CountDownLatch(1);
-    private final List<HttpJobHandler> handlers = new ArrayList<>();
 
-    @BeforeEach
-    void setUp() throws Exception {
-        receiver = new Receiver();
-    }
-
+    /** Before the handlers close: what a test holds on {@code release} (a DNS answer, a request) ends. */
     @AfterEach
-    void tearDown() {
+    void release() {
         release.countDown();
-        handlers.forEach(HttpJobHandler::close);
-        receiver.close();
     }
 
     static JobContext job(long id, int attempt, String payload) {
@@ -60,9 +51,7 @@ class HttpJobHandlerTest {
     }
 
     private HttpJobHandler handler(List<String> allow, HttpJobHandler.Resolver resolver) {
-        HttpJobHandler h = new HttpJobHandler(t -> allow, resolver, () -> NOW);
-        handlers.add(h);
-        return h;
+        return handler(allow, resolver, () -> NOW);
     }
 
     private HttpJobHandler handler(List<String> allow) {

@@ -6,8 +6,6 @@ import dev.fairq.worker.JobContext;
 import dev.fairq.worker.PermanentJobException;
 import dev.fairq.worker.RetryableJobException;
 import org.eclipse.jetty.util.Promise;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.net.InetAddress;
@@ -15,7 +13,6 @@ import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.time.Instant;
 import java.time.OffsetDateTime;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Set;
@@ -32,27 +29,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * SSRF against a real receiver on 127.0.0.1: what a tenant can and cannot make the worker connect to. The
  * DNS is a resolver the test injects, so a name "the tenant controls" can answer whatever the attack needs.
  */
-class HttpSsrfTest {
+class HttpSsrfTest extends ReceiverTest {
     private static final String TENANT_HOST = "hooks.tenant.example";
 
-    private Receiver receiver;
-    private final List<HttpJobHandler> handlers = new ArrayList<>();
-
-    @BeforeEach
-    void setUp() throws Exception {
-        receiver = new Receiver();
-    }
-
-    @AfterEach
-    void tearDown() {
-        handlers.forEach(HttpJobHandler::close);
-        receiver.close();
-    }
-
     private HttpJobHandler handler(List<String> allow, HttpJobHandler.Resolver dns) {
-        HttpJobHandler h = new HttpJobHandler(t -> allow, dns, Instant::now);
-        handlers.add(h);
-        return h;
+        return handler(allow, dns, Instant::now);
     }
 
     /** The tenant's DNS: its own name points at loopback; anything else is unknown. */
