@@ -1,8 +1,6 @@
 package dev.fairq.scheduler;
 
 import dev.fairq.schema.JobRequest;
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -15,14 +13,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * tenants never published first: with more tenants held than that, every one gets its row within a few
  * publishes, and a publish never writes every tenant's row at once.
  */
-class PublishStateTest {
-    final TestDatabase db = TestDatabase.get();
-
-    @BeforeEach
-    void reset() {
-        db.reset();
-    }
-
+class PublishStateTest extends SimulatedSchedulerTest {
     @Test
     void moreTenantsThanOnePublishWritesAllGetTheirRowInTurn() {
         int n = SchedulerService.PUBLISH_MAX_ROWS + 500;

@@ -1,8 +1,6 @@
 package dev.fairq.scheduler;
 
 import dev.fairq.schema.JobRequest;
-import dev.fairq.testing.TestDatabase;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.sql.Timestamp;
@@ -18,14 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
  * those read longest ago first, each from its own bound: with more busy tenants than that, every tenant's
  * attempts are still learnt, once, even when its turn comes after it stopped being busy. On a settable clock.
  */
-class SettleFinishedTest {
-    final TestDatabase db = TestDatabase.get();
-
-    @BeforeEach
-    void reset() {
-        db.reset();
-    }
-
+class SettleFinishedTest extends SimulatedSchedulerTest {
     @Test
     void everyBusyTenantsFinishedAttemptsAreLearntWhenMoreAreBusyThanOneReadCovers() {
         int n = Scheduler.SETTLE_BATCH + 44;
