@@ -27,7 +27,7 @@ final class ApiKeyStore {
      */
     static final long VERIFIED_TTL_NANOS = 1_000_000_000L;
     static final java.time.Duration VERIFIED_TTL = java.time.Duration.ofNanos(VERIFIED_TTL_NANOS);
-    /** The most verified keys remembered (about 200 bytes each); past it, expired ones are dropped, then all. */
+    /** The most verified keys remembered (about 300 bytes each: the hash, the owner, the map node); past it, expired ones are dropped, then all. */
     static final int MAX_VERIFIED = 10_000;
 
     private final DSLContext db;
