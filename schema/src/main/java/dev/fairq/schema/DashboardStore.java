@@ -44,7 +44,12 @@ public final class DashboardStore {
             WITH win AS (
                 SELECT :since::timestamptz AS since, date_trunc('minute', :now) AS cur
             ), live AS MATERIALIZED (
-                SELECT tenant_id, status, started_at FROM jobs WHERE status IN ('ready', 'running')
+                -- one status per branch: each is a range of its partial index (jobs_claim_idx, jobs_lease_idx);
+                -- "status IN ('ready', 'running')" matches neither, and was a parallel scan of the whole table
+                -- every 10 s (2.7 s of database CPU with 1,000,000 retained jobs, tenants bench, stats phase)
+                SELECT tenant_id, status, started_at FROM jobs WHERE status = 'ready'
+                UNION ALL
+                SELECT tenant_id, status, started_at FROM jobs WHERE status = 'running'
             ), t AS MATERIALIZED (
                 SELECT id FROM unnest(:tenant_ids::text[]) AS x(id)
                 UNION
