@@ -15,7 +15,6 @@ import java.util.Map;
 
 import dev.fairq.schema.generated.tables.records.TenantsRecord;
 
-import static dev.fairq.schema.generated.Tables.TENANTS;
 
 /**
  * The dashboards' SQL: the per-minute rollup the active scheduler writes (idempotently) and prunes, and the
@@ -229,14 +228,11 @@ public final class DashboardStore {
             """);
 
     public List<MinuteStats> minuteStats(DSLContext ctx, String tenantId, Duration since) {
-        List<MinuteStats> out = new ArrayList<>();
-        for (Record r : MINUTES.bind().clock(clock).set("tenant", tenantId).set("since_ms", since.toMillis()).fetch(ctx)) {
-            out.add(new MinuteStats(r.get(0, String.class), r.get(1, java.time.OffsetDateTime.class),
-                    r.get(2, Integer.class), r.get(3, Integer.class), r.get(4, Integer.class), r.get(5, Integer.class),
-                    r.get(6, Long.class), r.get(7, Integer.class), r.get(8, Integer.class), r.get(9, Integer.class),
-                    r.get(10, Long.class)));
-        }
-        return out;
+        // plain JDBC: up to 60 rows on every dashboard refresh (see NamedSql.Binding#query)
+        return MINUTES.bind().clock(clock).set("tenant", tenantId).set("since_ms", since.toMillis()).query(ctx, rs ->
+                new MinuteStats(rs.getString(1), rs.getObject(2, java.time.OffsetDateTime.class), rs.getInt(3),
+                        rs.getInt(4), rs.getInt(5), rs.getInt(6), rs.getLong(7), rs.getObject(8, Integer.class),
+                        rs.getObject(9, Integer.class), rs.getObject(10, Integer.class), rs.getObject(11, Long.class)));
     }
 
     /**
@@ -297,13 +293,12 @@ public final class DashboardStore {
     /** The tenant's head figures; empty when there is no such tenant. */
     public java.util.Optional<TenantHead> tenantHead(DSLContext ctx, String tenantId, Duration window, Duration recent) {
         return TENANT_HEAD.bind().clock(clock).set("tenant", tenantId).set("window_ms", window.toMillis())
-                .set("recent_ms", recent.toMillis()).fetch(ctx).stream().findFirst()
-                .map(r -> new TenantHead(r.get("db_now", OffsetDateTime.class), r.into(TENANTS), JobQueries.liveStats(r, 0, 0),
-                        new RollupTotals(r.get("h_started", Long.class), r.get("h_succeeded", Long.class),
-                                r.get("h_failed", Long.class), r.get("h_dead", Long.class), r.get("h_busy_ms", Long.class),
-                                r.get("h_busy_ms_recent", Long.class), r.get("h_started_recent", Long.class),
-                                r.get("h_start_rate", Double.class)),
-                        r.get("has_schedules", Boolean.class)));
+                .set("recent_ms", recent.toMillis()).query(ctx, rs -> new TenantHead(rs.getObject("db_now", OffsetDateTime.class),
+                        TenantStore.record(rs), JobQueries.liveStats(rs, 0, 0),
+                        new RollupTotals(rs.getLong("h_started"), rs.getLong("h_succeeded"), rs.getLong("h_failed"),
+                                rs.getLong("h_dead"), rs.getLong("h_busy_ms"), rs.getLong("h_busy_ms_recent"),
+                                rs.getLong("h_started_recent"), rs.getDouble("h_start_rate")),
+                        rs.getBoolean("has_schedules"))).stream().findFirst();
     }
 
     /** The totals of the given tenants (absent: no row in the window). */

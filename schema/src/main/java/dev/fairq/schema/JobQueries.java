@@ -14,7 +14,6 @@ import java.util.Map;
 import java.util.Optional;
 
 import static dev.fairq.schema.generated.Tables.JOBS;
-import static dev.fairq.schema.generated.Tables.TENANTS;
 
 /**
  * The API's read-only SQL: job listings (keyset pages), a tenant's numbers, queue depths for the metrics,
@@ -126,11 +125,12 @@ public final class JobQueries {
                 h.get(1, Long.class), r.get(3, Long.class), ageMs(r.get(4, Double.class)), r.get(5, Long.class));
     }
 
-    /** Live figures read by {@link #LIVE_COLUMNS} (the column names it gives them). */
-    static TenantStats liveStats(Record r, long succeededRecent, long deadRecent) {
-        return new TenantStats(r.get("live_pending", Long.class), r.get("live_ready", Long.class),
-                r.get("live_running", Long.class), succeededRecent, deadRecent, r.get("live_dead", Long.class),
-                ageMs(r.get("live_oldest_pending_ms", Double.class)), r.get("live_blocked_keys", Long.class));
+    /** Live figures read by {@link #LIVE_COLUMNS} (the column names it gives them), from a plain JDBC row. */
+    static TenantStats liveStats(java.sql.ResultSet rs, long succeededRecent, long deadRecent) throws java.sql.SQLException {
+        double age = rs.getDouble("live_oldest_pending_ms");
+        Long ageMs = rs.wasNull() ? null : Math.round(age);
+        return new TenantStats(rs.getLong("live_pending"), rs.getLong("live_ready"), rs.getLong("live_running"),
+                succeededRecent, deadRecent, rs.getLong("live_dead"), ageMs, rs.getLong("live_blocked_keys"));
     }
 
     private static Long ageMs(Double ms) {
@@ -165,9 +165,9 @@ public final class JobQueries {
 
     /** {@link #tenantStats} and the tenant's row in one statement; empty when there is no such tenant. */
     public Optional<TenantFigures> tenantFigures(DSLContext ctx, String tenantId, Duration recent) {
-        return STATS.bind().set("tenant", tenantId).set("window_ms", recent.toMillis()).fetch(ctx).stream().findFirst()
-                .map(r -> new TenantFigures(r.into(TENANTS), liveStats(r, r.get("recent_succeeded", Long.class),
-                        r.get("recent_dead", Long.class))));
+        return STATS.bind().set("tenant", tenantId).set("window_ms", recent.toMillis()).query(ctx, rs -> new TenantFigures(
+                TenantStore.record(rs), liveStats(rs, rs.getLong("recent_succeeded"), rs.getLong("recent_dead"))))
+                .stream().findFirst();
     }
 
     /** Ready and running, for explain's concurrency check: ranges of the small claim and lease indexes. */
@@ -198,9 +198,9 @@ public final class JobQueries {
 
     /** The clock, the tenant and its admitted and running jobs; empty when there is no such tenant. */
     public Optional<WaitingContext> waitingContext(DSLContext ctx, String tenantId) {
-        return WAITING_CONTEXT.bind().set("tenant", tenantId).fetch(ctx).stream().findFirst()
-                .map(r -> new WaitingContext(r.get("db_now", java.time.OffsetDateTime.class), r.into(TENANTS),
-                        new Admitted(r.get("admitted_ready", Long.class), r.get("admitted_running", Long.class))));
+        return WAITING_CONTEXT.bind().set("tenant", tenantId).query(ctx, rs -> new WaitingContext(
+                rs.getObject("db_now", java.time.OffsetDateTime.class), TenantStore.record(rs),
+                new Admitted(rs.getLong("admitted_ready"), rs.getLong("admitted_running")))).stream().findFirst();
     }
 
     /**
