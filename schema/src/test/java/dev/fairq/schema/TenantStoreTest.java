@@ -22,7 +22,7 @@ class TenantStoreTest extends StoreTestSupport {
         dsl.execute("""
                 UPDATE tenants SET weight = 3, rate_per_second = 2.5, burst = 7, max_running = 11, max_queued = 13,
                        paused = true, webhook_allow = ARRAY['hooks.example.com', '10.0.0.0/8'], max_schedules = 17,
-                       min_schedule_interval_s = 19, api_rate_per_second = 23.5, api_burst = 29,
+                       min_schedule_interval_s = 120, api_rate_per_second = 23.5, api_burst = 29,
                        concurrency_limits = '{"stripe-api": 5}', key_weights = '{"vip": 4}'
                 WHERE id = ?""", T1);
         enqueue(job(T1));
