@@ -92,37 +92,10 @@ public final class JobQueries {
             (SELECT count(*) FROM jobs WHERE tenant_id = :tenant AND key_head AND status = 'dead') AS live_blocked_keys
             """;
 
-    static final NamedSql LIVE = NamedSql.of("SELECT " + LIVE_COLUMNS);
-
-    /**
-     * Succeeded and dead in the recent minutes: what the dashboard rollup counted (tenant_minute_stats, a
-     * handful of rows, refreshed every 10 s), plus the jobs that finished since that rollup ran (a range of
-     * jobs_tenant_finished_idx after the rollup's time, so at most 10 s of the tenant's completions). Exact,
-     * and independent of how many jobs the tenant ran before: counting the whole window in the jobs table
-     * cost a range of every job finished in it, 205 ms per call at 180,000 recent jobs. The window is whole
-     * minutes: from the start of the minute {@code window} ago.
-     */
-    static final NamedSql RECENT = NamedSql.of("""
-            WITH r AS (
-                SELECT coalesce(sum(succeeded), 0) AS succeeded, coalesce(sum(dead), 0) AS dead,
-                       max(updated_at) AS rolled_at,
-                       date_trunc('minute', now() - :window_ms * interval '1 millisecond') AS since
-                FROM tenant_minute_stats
-                WHERE tenant_id = :tenant AND minute >= date_trunc('minute', now() - :window_ms * interval '1 millisecond')
-            )
-            SELECT r.succeeded + (SELECT count(*) FROM jobs j WHERE j.tenant_id = :tenant AND j.status = 'succeeded'
-                                    AND j.finished_at > coalesce(r.rolled_at, r.since)),
-                   r.dead + (SELECT count(*) FROM jobs j WHERE j.tenant_id = :tenant AND j.status = 'dead'
-                               AND j.finished_at > coalesce(r.rolled_at, r.since))
-            FROM r
-            """);
-
-    /** A tenant's numbers: live figures from the jobs table, recent succeeded and dead as in {@link #RECENT}. */
+    /** A tenant's numbers ({@link #tenantFigures} without the row); all 0 for a tenant that does not exist. */
     public TenantStats tenantStats(DSLContext ctx, String tenantId, Duration recent) {
-        Record r = LIVE.bind().set("tenant", tenantId).fetch(ctx).get(0);
-        Record h = RECENT.bind().set("tenant", tenantId).set("window_ms", recent.toMillis()).fetch(ctx).get(0);
-        return new TenantStats(r.get(0, Long.class), r.get(1, Long.class), r.get(2, Long.class), h.get(0, Long.class),
-                h.get(1, Long.class), r.get(3, Long.class), ageMs(r.get(4, Double.class)), r.get(5, Long.class));
+        return tenantFigures(ctx, tenantId, recent).map(TenantFigures::stats)
+                .orElse(new TenantStats(0, 0, 0, 0, 0, 0, null, 0));
     }
 
     /** Live figures read by {@link #LIVE_COLUMNS} (the column names it gives them), from a plain JDBC row. */
@@ -133,14 +106,17 @@ public final class JobQueries {
                 succeededRecent, deadRecent, rs.getLong("live_dead"), ageMs, rs.getLong("live_blocked_keys"));
     }
 
-    private static Long ageMs(Double ms) {
-        return ms == null ? null : Math.round(ms);
-    }
-
     /**
-     * {@link #LIVE} and {@link #RECENT} with the tenant's row, in one round trip: what GET /v1/stats answers.
-     * Three statements took three round trips of the API's pool per call, each about as costly in CPU (parse,
-     * bind, protocol, on both sides) as the index ranges they read.
+     * Succeeded and dead in the recent minutes: what the dashboard rollup counted (tenant_minute_stats, a
+     * handful of rows, refreshed every 10 s), plus the jobs that finished since that rollup ran (a range of
+     * jobs_tenant_finished_idx after the rollup's time, so at most 10 s of the tenant's completions). Exact,
+     * and independent of how many jobs the tenant ran before: counting the whole window in the jobs table
+     * cost a range of every job finished in it, 205 ms per call at 180,000 recent jobs. The window is whole
+     * minutes: from the start of the minute {@code window} ago.
+     *
+     * <p>With the live figures ({@link #LIVE_COLUMNS}) and the tenant's row, in one round trip: what GET /v1/stats
+     * answers. Three statements took three round trips of the API's pool per call, each about as costly in CPU
+     * (parse, bind, protocol, on both sides) as the index ranges they read.
      */
     static final NamedSql STATS = NamedSql.of("""
             WITH r AS (
@@ -160,10 +136,10 @@ public final class JobQueries {
             WHERE t.id = :tenant
             """);
 
-    /** A tenant's row and its numbers ({@link #tenantStats}), read together. */
+    /** A tenant's row and its numbers, read together ({@link #STATS}). */
     public record TenantFigures(TenantsRecord tenant, TenantStats stats) {}
 
-    /** {@link #tenantStats} and the tenant's row in one statement; empty when there is no such tenant. */
+    /** The tenant's row, live figures and recent counts in one statement; empty when there is no such tenant. */
     public Optional<TenantFigures> tenantFigures(DSLContext ctx, String tenantId, Duration recent) {
         return STATS.bind().set("tenant", tenantId).set("window_ms", recent.toMillis()).query(ctx, rs -> new TenantFigures(
                 TenantStore.record(rs), liveStats(rs, rs.getLong("recent_succeeded"), rs.getLong("recent_dead"))))
