@@ -86,6 +86,7 @@ public final class AdminTenantsResource {
         checkId(id);
         TenantAdminStore.Change change = tenants.write(id, JsonBodyReader.required(body).given(), true,
                 BearerAuthFilter.actor(sc)).orElseThrow();
+        keys.forget(id); // its verified keys carry the old API limits
         if (change.created()) return Response.created(uri.getAbsolutePath()).entity(change.tenant()).build();
         return Response.ok(change.tenant()).build();
     }
@@ -99,8 +100,10 @@ public final class AdminTenantsResource {
             @ApiResponse(responseCode = "404", description = "no such tenant")})
     public TenantView patch(@PathParam("id") String id,
                             @Context SecurityContext sc, TenantLimitsChange body) {
-        return tenants.write(id, JsonBodyReader.required(body).given(), false, BearerAuthFilter.actor(sc))
+        TenantView changed = tenants.write(id, JsonBodyReader.required(body).given(), false, BearerAuthFilter.actor(sc))
                 .orElseThrow(() -> ApiException.notFound("no tenant " + id)).tenant();
+        keys.forget(id); // its verified keys carry the old API limits
+        return changed;
     }
 
     /** A new key, shown once in this answer; only its hash is kept. */
@@ -125,7 +128,10 @@ public final class AdminTenantsResource {
         return new KeyList(keys.list(id));
     }
 
-    /** Revoked at once: the next request with the key gets 401. */
+    /**
+     * Revoked at once: the next request with the key to this process gets 401, to another API process within
+     * {@link ApiKeyStore#VERIFIED_TTL} (a second).
+     */
     @DELETE
     @Path("/{id}/keys/{keyId}")
     @Operation(summary = "Revoke a key at once (revoking twice is fine)", responses = {

@@ -7,8 +7,9 @@ import java.util.function.LongSupplier;
 
 /**
  * The per-tenant API request limit of this process: a token bucket per tenant ({@code api_rate_per_second},
- * {@code api_burst}), the scheduler's continuous {@link TokenBucket}. The limits come with the key on every request
- * (ApiKeyStore joins the tenant's row), so a change applies at the tenant's next request, without a refresh loop.
+ * {@code api_burst}), the scheduler's continuous {@link TokenBucket}. The limits come with the key (ApiKeyStore joins the
+ * tenant's row and remembers it for a second at most; a change through this process forgets it), so a change applies
+ * at the tenant's next request, within a second when another process made it, without a refresh loop.
  *
  * <p>Memory follows the tenants that made requests lately: a bucket that has refilled is the same as no bucket, so
  * once a minute the full ones are dropped. Several API processes each keep their own buckets (api/README.md).

@@ -19,8 +19,9 @@ import java.util.Optional;
  * Authentication: {@code Authorization: Bearer <token>} on everything under /v1 says who calls. A tenant key
  * ({@code fqk_...}) is the tenant (never the body's), in the role {@link Role#TENANT}; an admin token is the
  * token's name (FAIRQ_ADMIN_TOKEN is {@code bootstrap}), in the role {@link Role#ADMIN}. Missing, unknown or
- * revoked: 401. Keys and tokens are checked against the database on every request, so a revocation applies at
- * once. What a caller may do is decided on the resources themselves ({@code @RolesAllowed}, {@link RolesFeature}),
+ * revoked: 401. Admin tokens are checked against the database on every request; a tenant key once a second at
+ * most ({@link ApiKeyStore#VERIFIED_TTL}): a revocation through this process applies at once, one made elsewhere
+ * within that second. What a caller may do is decided on the resources themselves ({@code @RolesAllowed}, {@link RolesFeature}),
  * not here. A tenant's request takes a token from its API request limit ({@link ApiRateLimiter}) first.
  */
 @Priority(Priorities.AUTHENTICATION)
@@ -65,12 +66,13 @@ final class BearerAuthFilter implements ContainerRequestFilter, ContainerRespons
         if (!path.startsWith("v1/") && !path.equals("v1")) return;
         String token = bearer(req.getHeaderString(HttpHeaders.AUTHORIZATION));
         if (token == null) throw unauthorized("missing 'Authorization: Bearer <token>'");
-        if (bootstrapHash != null && Tokens.sameHash(Tokens.sha256(token), bootstrapHash)) {
+        String hash = Tokens.sha256(token);
+        if (bootstrapHash != null && Tokens.sameHash(hash, bootstrapHash)) {
             setCaller(req, new Caller(AdminTokenStore.BOOTSTRAP, Role.ADMIN));
             return;
         }
         if (token.startsWith(ApiKeyStore.PREFIX)) { // tenant keys are made with this prefix; admin tokens never are
-            Optional<ApiKeyStore.Owner> owner = keys.ownerOf(token);
+            Optional<ApiKeyStore.Owner> owner = keys.ownerOfHash(hash);
             if (owner.isEmpty()) throw unauthorized("unknown or revoked API key");
             limit(owner.get());
             setCaller(req, new Caller(owner.get().tenant(), Role.TENANT));

@@ -161,6 +161,84 @@ class DashboardApiTest extends AppTest {
         assertNull(d.get("running_jobs").get(0));
     }
 
+    /**
+     * The dashboard reads a list only when its head counted something for it: a running keyed job is in
+     * running_jobs and top_keys with the counts that say so, and once it has ended both lists are empty again.
+     */
+    @Test
+    void theListsFollowTheHeadsCounts() {
+        String id = TestApp.uniqueTenant("dash-lists");
+        String key = app.newTenantKey(id);
+        long job = submit(key, "{\"type\": \"sleep\", \"payload\": {\"ms\": 600000}, \"concurrency_key\": \"stripe-api\"}");
+        await().atMost(Duration.ofSeconds(20)).until(() -> status(key, job).equals("running"));
+
+        JsonNode d = app.call("GET", "/v1/dashboard", key, null).body();
+        assertEquals(1, d.get("counts").get("running").asLong());
+        assertEquals(1, d.get("running_jobs").size());
+        assertEquals(job, d.get("running_jobs").get(0).get("id").asLong());
+        assertEquals(1, d.get("top_keys").size(), d.toString());
+        assertEquals("stripe-api", d.get("top_keys").get(0).get("key").asText());
+        assertEquals(1, d.get("top_keys").get(0).get("running").asLong());
+        assertEquals(1, d.get("usage").get("running").asLong());
+
+        assertEquals(202, app.call("POST", "/v1/jobs/" + job + "/cancel", key, null).status());
+        await().atMost(Duration.ofSeconds(20)).until(() -> status(key, job).equals("cancelled"));
+        JsonNode after = app.call("GET", "/v1/dashboard", key, null).body();
+        assertEquals(0, after.get("counts").get("running").asLong());
+        assertEquals(0, after.get("running_jobs").size());
+        assertEquals(0, after.get("top_keys").size());
+        assertEquals(0, after.get("schedules").size());
+    }
+
+    /**
+     * GET /v1/stats reads its counts and the tenant's row in one statement: the same figures as the jobs table,
+     * after completions both before and after the rollup ran, and the limits as stored.
+     */
+    @Test
+    void statsStayExactAfterCompletions() {
+        String id = TestApp.uniqueTenant("stats-exact");
+        String key = app.newTenantKey(id);
+        DSLContext dsl = app.db.dsl();
+        long[] done = new long[6];
+        for (int i = 0; i < 5; i++) done[i] = submit(key, "{\"type\": \"record\", \"payload\": {}}");
+        done[5] = submit(key, "{\"type\": \"fail\", \"payload\": {}}");
+        submit(key, "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000}");
+        await().atMost(Duration.ofSeconds(30)).until(() -> {
+            for (long j : done) if (!List.of("succeeded", "dead").contains(status(key, j))) return false;
+            return true;
+        });
+        new DashboardStore().rollupMinutes(dsl, 6); // the completions are in the rollup now
+        assertStatsMatchTheJobsTable(key, id, dsl, 5, 1);
+
+        // more completions after the rollup: counted from the jobs table until the next one
+        long[] more = new long[3];
+        for (int i = 0; i < 3; i++) more[i] = submit(key, "{\"type\": \"record\", \"payload\": {}}");
+        await().atMost(Duration.ofSeconds(30)).until(() -> {
+            for (long j : more) if (!status(key, j).equals("succeeded")) return false;
+            return true;
+        });
+        assertStatsMatchTheJobsTable(key, id, dsl, 8, 1);
+        new DashboardStore().rollupMinutes(dsl, 6);
+        assertStatsMatchTheJobsTable(key, id, dsl, 8, 1);
+    }
+
+    private static void assertStatsMatchTheJobsTable(String key, String tenant, DSLContext dsl, long succeeded, long dead) {
+        JsonNode s = app.call("GET", "/v1/stats", key, null).body();
+        Record truth = dsl.resultQuery("""
+                SELECT count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'succeeded'),
+                       count(*) FILTER (WHERE status = 'dead') FROM jobs WHERE tenant_id = ?""", tenant).fetchOne();
+        assertEquals(succeeded, truth.get(1, Long.class));
+        assertEquals(dead, truth.get(2, Long.class));
+        assertEquals(tenant, s.get("tenant").asText());
+        assertEquals(truth.get(0, Long.class), s.get("pending").asLong(), s.toString());
+        assertEquals(succeeded, s.get("succeeded_last_5m").asLong(), s.toString());
+        assertEquals(dead, s.get("dead_last_5m").asLong(), s.toString());
+        assertEquals(dead, s.get("dead_total").asLong(), s.toString());
+        assertEquals(0, s.get("running").asLong());
+        assertTrue(s.get("oldest_pending_age_ms").asLong() >= 0);
+        assertEquals(100000, s.get("limits").get("api_burst").asInt(), s.toString());
+    }
+
     private static OffsetDateTime currentMinute(DSLContext dsl) {
         return dsl.resultQuery("SELECT date_trunc('minute', clock_timestamp())").fetchOne(0, OffsetDateTime.class);
     }

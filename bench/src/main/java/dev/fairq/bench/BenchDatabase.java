@@ -44,12 +44,18 @@ public final class BenchDatabase implements AutoCloseable {
         String user = env("FAIRQ_DATABASE_USER", "postgres");
         String password = System.getenv("FAIRQ_DATABASE_PASSWORD");
         if (url == null || url.isBlank()) {
-            EmbeddedPostgres pg = EmbeddedPostgres.builder()
+            EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
                     .setServerConfig("max_connections", "200")
                     .setServerConfig("shared_buffers", "256MB")
                     // zonky turns synchronous_commit off by default; a benchmark measures the real thing
-                    .setServerConfig("synchronous_commit", "on")
-                    .start();
+                    .setServerConfig("synchronous_commit", "on");
+            // to see each statement's mean time while a benchmark runs (CREATE EXTENSION pg_stat_statements, then
+            // read the view on the port the embedded server prints): the binaries ship the module
+            if (Boolean.parseBoolean(env("FAIRQ_BENCH_PG_STAT_STATEMENTS", "false"))) {
+                builder.setServerConfig("shared_preload_libraries", "pg_stat_statements")
+                        .setServerConfig("pg_stat_statements.track_planning", "on"); // planning counts too
+            }
+            EmbeddedPostgres pg = builder.start();
             return new BenchDatabase(pg.getJdbcUrl("postgres", "postgres"), "postgres", null, null, pg);
         }
         String scratch = "fairq_bench_" + ProcessHandle.current().pid();

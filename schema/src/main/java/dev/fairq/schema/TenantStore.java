@@ -122,6 +122,35 @@ public final class TenantStore {
         return FIND.bind().set("id", id).fetch(ctx).stream().findFirst().map(r -> r.into(TENANTS));
     }
 
+    /**
+     * The tenant row of a plain JDBC read that selected {@code t.*} (its columns by name; others may come along).
+     * Every column of tenants: a column added by a migration must be read here too (TenantStoreTest compares it
+     * with jOOQ's own mapping).
+     */
+    static TenantsRecord record(java.sql.ResultSet rs) throws java.sql.SQLException {
+        TenantsRecord t = new TenantsRecord();
+        t.setId(rs.getString("id"));
+        t.setWeight(rs.getObject("weight", Integer.class));
+        t.setRatePerSecond(rs.getObject("rate_per_second", Double.class));
+        t.setBurst(rs.getObject("burst", Integer.class));
+        t.setMaxRunning(rs.getObject("max_running", Integer.class));
+        t.setMaxQueued(rs.getObject("max_queued", Integer.class));
+        t.setPaused(rs.getObject("paused", Boolean.class));
+        java.sql.Array allow = rs.getArray("webhook_allow");
+        t.setWebhookAllow(allow == null ? null : (String[]) allow.getArray());
+        t.setCreatedAt(rs.getObject("created_at", OffsetDateTime.class));
+        t.setUpdatedAt(rs.getObject("updated_at", OffsetDateTime.class));
+        t.setMaxSchedules(rs.getObject("max_schedules", Integer.class));
+        t.setMinScheduleIntervalS(rs.getObject("min_schedule_interval_s", Integer.class));
+        t.setApiRatePerSecond(rs.getObject("api_rate_per_second", Double.class));
+        t.setApiBurst(rs.getObject("api_burst", Integer.class));
+        String limits = rs.getString("concurrency_limits"), weights = rs.getString("key_weights");
+        t.setConcurrencyLimits(limits == null ? null : JSONB.valueOf(limits));
+        t.setKeyWeights(weights == null ? null : JSONB.valueOf(weights));
+        t.changed(false);
+        return t;
+    }
+
     /** The tenants named (those that exist). */
     public List<TenantsRecord> byIds(DSLContext ctx, java.util.Collection<String> ids) {
         if (ids.isEmpty()) return List.of();

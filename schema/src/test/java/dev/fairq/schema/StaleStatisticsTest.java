@@ -113,6 +113,19 @@ class StaleStatisticsTest extends StoreTestSupport {
                 .set("ordering_keys", new String[]{"k", "k"}), KeyHandoff.PROMOTE_NEXT));
     }
 
+    /** The API's per-request reads and the dashboard rollup: index ranges of the tenant, whatever the statistics. */
+    @Test
+    void theApiReadsAndTheRollupKeepAnIndexPlan() {
+        assertNoTableWalk("stats", plan(JobQueries.STATS.bind().set("tenant", T1).set("window_ms", 300_000L), JobQueries.STATS));
+        assertNoTableWalk("explain's context", plan(JobQueries.WAITING_CONTEXT.bind().set("tenant", T1),
+                JobQueries.WAITING_CONTEXT));
+        assertNoTableWalk("dashboard head", plan(DashboardStore.TENANT_HEAD.bind().clock(clock).set("tenant", T1)
+                .set("window_ms", 3_600_000L).set("recent_ms", 300_000L), DashboardStore.TENANT_HEAD));
+        assertNoTableWalk("rollup", plan(DashboardStore.ROLLUP.bind().clock(clock)
+                .set("since", java.time.OffsetDateTime.now().minusMinutes(1)).set("tenant_ids", new String[]{T1, T2}),
+                DashboardStore.ROLLUP));
+    }
+
     /**
      * A tenant's page of one status (the dashboard's dead letters, GET /v1/jobs?status=) once PostgreSQL has
      * switched the prepared statement to a generic plan: it must still use jobs_tenant_status_idx (partial:
