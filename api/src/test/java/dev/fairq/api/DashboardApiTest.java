@@ -169,7 +169,7 @@ class DashboardApiTest extends AppTest {
     void theListsFollowTheHeadsCounts() {
         String id = TestApp.uniqueTenant("dash-lists");
         String key = app.newTenantKey(id);
-        long job = submit(key, "{\"type\": \"sleep\", \"payload\": {\"ms\": 600000}, \"concurrency_key\": \"stripe-api\"}");
+        long job = app.submit(key, "{\"type\": \"sleep\", \"payload\": {\"ms\": 600000}, \"concurrency_key\": \"stripe-api\"}");
         await().atMost(Duration.ofSeconds(20)).until(() -> status(key, job).equals("running"));
 
         JsonNode d = app.call("GET", "/v1/dashboard", key, null).body();
@@ -200,9 +200,9 @@ class DashboardApiTest extends AppTest {
         String key = app.newTenantKey(id);
         DSLContext dsl = app.db.dsl();
         long[] done = new long[6];
-        for (int i = 0; i < 5; i++) done[i] = submit(key, "{\"type\": \"record\", \"payload\": {}}");
-        done[5] = submit(key, "{\"type\": \"fail\", \"payload\": {}}");
-        submit(key, "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000}");
+        for (int i = 0; i < 5; i++) done[i] = app.submit(key, "{\"type\": \"record\", \"payload\": {}}");
+        done[5] = app.submit(key, "{\"type\": \"fail\", \"payload\": {}}");
+        app.submit(key, "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000}");
         await().atMost(Duration.ofSeconds(30)).until(() -> {
             for (long j : done) if (!List.of("succeeded", "dead").contains(status(key, j))) return false;
             return true;
@@ -212,7 +212,7 @@ class DashboardApiTest extends AppTest {
 
         // more completions after the rollup: counted from the jobs table until the next one
         long[] more = new long[3];
-        for (int i = 0; i < 3; i++) more[i] = submit(key, "{\"type\": \"record\", \"payload\": {}}");
+        for (int i = 0; i < 3; i++) more[i] = app.submit(key, "{\"type\": \"record\", \"payload\": {}}");
         await().atMost(Duration.ofSeconds(30)).until(() -> {
             for (long j : more) if (!status(key, j).equals("succeeded")) return false;
             return true;
