@@ -89,16 +89,9 @@ public final class Worker implements AutoCloseable {
     private final AtomicInteger outstanding = new AtomicInteger();
     /** One permit per handler that returned: wakes the claimer when it waits for room. */
     private final Semaphore slotFreed = new Semaphore(0);
-    /** Moving average (nanoseconds) of a claim round trip, for the prefetch depth. */
+    /** Moving averages (nanoseconds) of a claim round trip and of a handler run, for the prefetch depth. */
     private volatile double claimNanos;
-    /**
-     * Moving average of handler runs per nanosecond (1 / run time), for the prefetch depth: a harmonic mean, so
-     * that a few long jobs among many short ones do not make every thread look slow. The arithmetic mean of
-     * run times did: with 200 ms and 5 ms jobs at 1 to 35 by count (./bench/run costfair, shares by time) it
-     * sat at 20-40 ms and the prefetch at one job, and the threads ran handlers 94.6% of the time (99.5% when
-     * shares were by job count, the 200 ms jobs then being half the starts).
-     */
-    private volatile double handlerRate;
+    private volatile double handlerNanos;
     private final Semaphore wake = new Semaphore(0);
     /**
      * Claimed jobs waiting for a handler thread, in the scheduler's claim order (ready_rank, then id) rather
@@ -342,9 +335,9 @@ public final class Worker implements AutoCloseable {
      * claimed-but-waiting job (one no other worker can start) to about one round trip's worth of work.
      */
     private int prefetchDepth() {
-        double r = handlerRate, c = claimNanos;
-        if (r <= 0 || c <= 0) return config.prefetch();
-        double depth = Math.ceil(config.threads() * c * r);
+        double h = handlerNanos, c = claimNanos;
+        if (h <= 0 || c <= 0) return config.prefetch();
+        double depth = Math.ceil(config.threads() * c / Math.max(h, 1_000));
         return (int) Math.min(config.prefetch(), depth);
     }
 
@@ -519,8 +512,7 @@ public final class Worker implements AutoCloseable {
             running.remove(a);
         }
         long took = clock.nanoTime() - t0;
-        double rate = 1.0 / Math.max(took, 1_000);
-        handlerRate = handlerRate == 0 ? rate : handlerRate * 0.8 + rate * 0.2;
+        handlerNanos = handlerNanos == 0 ? took : handlerNanos * 0.8 + took * 0.2;
         if (!a.settled.compareAndSet(false, true)) {
             abandonedReturned(a, failure);
             return;
