@@ -219,11 +219,11 @@ public final class SchedulerService implements AutoCloseable {
      */
     void publishState(DSLContext ctx) {
         long t = System.nanoTime();
+        // a new term's maps become the fields only once its first publish and clean-up succeeded: a failure
+        // before that must leave the next attempt a new term too (an earlier term's rows are still there)
         boolean newTerm = published == null;
-        if (newTerm) {
-            published = new HashMap<>();
-            publishedAt = new HashMap<>();
-        }
+        Map<String, Scheduler.Snapshot> published = newTerm ? new HashMap<>() : this.published;
+        Map<String, Long> publishedAt = newTerm ? new HashMap<>() : this.publishedAt;
         Set<String> current = new HashSet<>();
         List<Scheduler.Snapshot> due = new ArrayList<>();
         for (Scheduler.Snapshot s : scheduler.snapshot()) {
@@ -245,6 +245,8 @@ public final class SchedulerService implements AutoCloseable {
         }
         if (newTerm) {
             store.schedulerStates().keepOnly(ctx, new ArrayList<>(published.keySet())); // an earlier term's rows go
+            this.published = published;
+            this.publishedAt = publishedAt;
         } else {
             List<String> forgotten = new ArrayList<>();
             for (String id : published.keySet()) if (!current.contains(id)) forgotten.add(id);

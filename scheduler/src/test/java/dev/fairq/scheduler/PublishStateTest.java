@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /**
  * The scheduler's per-tenant state is published at most {@link SchedulerService#PUBLISH_MAX_ROWS} rows at a time,
@@ -32,6 +33,30 @@ class PublishStateTest extends SimulatedSchedulerTest {
         service.publishState(db.dsl());
         assertEquals(n, rows(), "the tenants left out come first the next time");
         assertEquals(n, db.count("SELECT count(DISTINCT tenant_id) FROM scheduler_tenant_state WHERE tenant_id LIKE 'p-%'"));
+    }
+
+    /**
+     * A new term's first publish that fails leaves the next attempt a new term: the rows an earlier leader left for
+     * tenants this one does not hold are still deleted then, rather than read by explain as live state.
+     */
+    @Test
+    void aFailedFirstPublishOfATermIsRetriedAsTheTermsFirst() {
+        db.dsl().execute("INSERT INTO tenants (id) VALUES ('held'), ('gone')");
+        db.dsl().execute("INSERT INTO scheduler_tenant_state (tenant_id, tokens_available, pass, competing, updated_at) "
+                + "VALUES ('gone', 1, 0, 1, now())");
+        SchedulerConfig config = SchedulerConfig.builder().fixedBuffer(10, 0).build();
+        SimulatedScheduler s = new SimulatedScheduler(db, config);
+        s.enqueue(SimulatedScheduler.jobs("held", 1));
+        s.tick();
+        SchedulerService service = new SchedulerService(s.scheduler, s.store, config, null);
+
+        assertThrows(RuntimeException.class, () -> db.dsl().transaction(tx -> {
+            tx.dsl().execute("SET TRANSACTION READ ONLY");
+            service.publishState(tx.dsl());
+        }));
+        service.publishState(db.dsl());
+        assertEquals(List.of("held"), db.dsl().fetch("SELECT tenant_id FROM scheduler_tenant_state ORDER BY 1")
+                .getValues(0, String.class), "the earlier term's row is gone, the held tenant's is there");
     }
 
     private long rows() {
