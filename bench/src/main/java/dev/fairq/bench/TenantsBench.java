@@ -293,7 +293,7 @@ final class TenantsBench implements Bench.Benchmark {
         while (true) {
             // The drain's first job (by id) that has not succeeded, if any: a walk of the primary key from the
             // drain's first id that stops there. A count of the 50,000 rows' statuses, four times a second, took
-            // 100 ms of the database's CPU each (auto_explain on PostgreSQL 15, the 10,000-tenant drain).
+            // about 100 ms each in the database (auto_explain on PostgreSQL 15, the 10,000-tenant drain).
             Record r = db.dsl().fetchOne("SELECT (SELECT status::text FROM jobs WHERE id BETWEEN ? AND ? AND status <> 'succeeded' "
                     + "ORDER BY id LIMIT 1), fairq_epoch(clock_timestamp())", ids[0], ids[1]);
             String unfinished = r.get(0, String.class);

@@ -54,7 +54,7 @@ public final class SchedulerService implements AutoCloseable {
     static final Duration PUBLISH_ALL_EVERY = Duration.ofSeconds(5);
     /**
      * The most rows one publish writes: with 10,000 tenants competing every position changes every round, and
-     * writing all of them each second took ~500 ms of the database's CPU a time (auto_explain, the tenants
+     * writing all of them each second took ~500 ms in the database each time (auto_explain, the tenants
      * bench's 10,000-tenant drain). Tenants never published go first, then those published longest ago, so a
      * row is at most about (tenants held / 1,000) seconds old.
      */
