@@ -319,11 +319,6 @@ public final class Admission {
     /** What {@link #finishedWork} read, and where the next read starts. */
     public record FinishedWindow(List<FinishedWork> work, OffsetDateTime until) {}
 
-    /** Attempts finished after {@code since} (null: none, only the window's end) by the given tenants. */
-    public FinishedWindow finishedWork(DSLContext ctx, java.util.Collection<String> tenants, OffsetDateTime since) {
-        return finishedWork(ctx, new ArrayList<>(tenants), java.util.Collections.nCopies(tenants.size(), since));
-    }
-
     /**
      * Attempts finished by each tenant after its own bound ({@code since}, element by element; null: none,
      * only the window's end). The bounds travel as text (ISO-8601) and are cast in the statement: exact to the
@@ -471,11 +466,7 @@ public final class Admission {
      * cap (they may have more due jobs than they got, however few they got: not a sign that they ran dry).
      */
     public record CandidateRead(Map<String, List<Candidate>> byTenant, java.util.Set<String> cut,
-                                java.util.Set<String> noKeyedJobs) {
-        public CandidateRead(Map<String, List<Candidate>> byTenant, java.util.Set<String> cut) {
-            this(byTenant, cut, java.util.Set.of());
-        }
-    }
+                                java.util.Set<String> noKeyedJobs) {}
 
     /**
      * Candidates per tenant, in each tenant's aging order within each fairness key (the scheduler interleaves

@@ -92,12 +92,6 @@ public final class JobQueries {
             (SELECT count(*) FROM jobs WHERE tenant_id = :tenant AND key_head AND status = 'dead') AS live_blocked_keys
             """;
 
-    /** A tenant's numbers ({@link #tenantFigures} without the row); all 0 for a tenant that does not exist. */
-    public TenantStats tenantStats(DSLContext ctx, String tenantId, Duration recent) {
-        return tenantFigures(ctx, tenantId, recent).map(TenantFigures::stats)
-                .orElse(new TenantStats(0, 0, 0, 0, 0, 0, null, 0));
-    }
-
     /** Live figures read by {@link #LIVE_COLUMNS} (the column names it gives them), from a plain JDBC row. */
     static TenantStats liveStats(java.sql.ResultSet rs, long succeededRecent, long deadRecent) throws java.sql.SQLException {
         double age = rs.getDouble("live_oldest_pending_ms");
