@@ -134,26 +134,37 @@ final class FairnessBench implements Bench.Benchmark {
                     WHERE started_at >= f.t + ? * interval '1 second' AND started_at < f.t + ? * interval '1 second'""",
                     WINDOW_FROM_S, WINDOW_TO_S)).doubleValue() / (WINDOW_TO_S - WINDOW_FROM_S);
         }
+        Map<String, Object> slowest = slowest(db, "tenant_id = 'b'");
+        return new Result(b, bAdmission, window, floodStillPending, slowest);
+    }
+
+    /**
+     * Where the slowest (enqueue-to-start) of the trickled jobs ({@code mine}: an SQL condition on jobs) waited:
+     * created -> admitted (the scheduler), admitted -> started (the ready buffer and the claim), which of the
+     * trickled jobs it was (1 = the first), and what the platform did for the others meanwhile.
+     */
+    static Map<String, Object> slowest(BenchDatabase db, String mine) {
         Map<String, Object> slowest = new LinkedHashMap<>();
-        Record w = db.dsl().fetchOne("""
-                WITH s AS (SELECT id, created_at, admitted_at, started_at FROM jobs WHERE tenant_id = 'b'
+        Record w = db.dsl().fetchOne("WITH s AS (SELECT id, created_at, admitted_at, started_at FROM jobs WHERE " + mine + """
                            ORDER BY started_at - created_at DESC LIMIT 1)
                 SELECT s.id, extract(epoch FROM s.admitted_at - s.created_at) * 1000,
                        extract(epoch FROM s.started_at - s.admitted_at) * 1000,
-                       (SELECT count(*) FROM jobs o WHERE o.tenant_id <> 'b' AND o.admitted_at > s.created_at
+                       (SELECT count(*) FROM jobs o WHERE NOT (%1$s) AND o.admitted_at > s.created_at
                           AND o.admitted_at < s.admitted_at),
-                       (SELECT count(*) FROM jobs o WHERE o.tenant_id <> 'b' AND o.started_at > s.created_at
+                       (SELECT count(*) FROM jobs o WHERE NOT (%1$s) AND o.started_at > s.created_at
                           AND o.started_at < s.started_at),
                        (SELECT max(g) FROM (SELECT extract(epoch FROM o.admitted_at - lag(o.admitted_at) OVER (ORDER BY o.admitted_at)) * 1000 AS g
-                                            FROM jobs o WHERE o.admitted_at BETWEEN s.created_at AND s.started_at) x)
-                FROM s""");
+                                            FROM jobs o WHERE o.admitted_at BETWEEN s.created_at AND s.started_at) x),
+                       (SELECT count(*) FROM jobs o WHERE (%1$s) AND o.id <= s.id)
+                FROM s""".formatted(mine));
         slowest.put("id", w.get(0));
+        slowest.put("nth_of_trickle", w.get(6));
         slowest.put("created_to_admitted_ms", Stats.round(w.get(1, Double.class)));
         slowest.put("admitted_to_started_ms", Stats.round(w.get(2, Double.class)));
         slowest.put("others_admitted_meanwhile", w.get(3));
         slowest.put("others_started_meanwhile", w.get(4));
         slowest.put("longest_admission_gap_ms", w.get(5) == null ? null : Stats.round(w.get(5, Double.class)));
-        return new Result(b, bAdmission, window, floodStillPending, slowest);
+        return slowest;
     }
 
     static void sleepUntil(long nanoTime) throws InterruptedException {

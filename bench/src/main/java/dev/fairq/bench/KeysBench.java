@@ -139,7 +139,7 @@ final class KeysBench {
         static final long INTERVAL_MS = 30, START_MS = 3_000;
         static final double FROM_S = 2, TO_S = 10;
 
-        record Result(List<Double> yLatencies, double windowJobsPerS, List<Double> yAdmission) {}
+        record Result(List<Double> yLatencies, double windowJobsPerS, List<Double> yAdmission, Map<String, Object> slowestY) {}
 
         @Override
         public Map<String, Object> run(BenchDatabase db) throws Exception {
@@ -154,6 +154,8 @@ final class KeysBench {
             out.putAll(Stats.summary("y_flood_no_keys_", noKeys.yLatencies()));
             out.put("y_flood_created_to_admitted_p50_ms", Stats.round(Stats.percentile(flood.yAdmission(), 50)));
             out.put("y_flood_created_to_admitted_p99_ms", Stats.round(Stats.percentile(flood.yAdmission(), 99)));
+            out.put("y_alone_slowest", alone.slowestY());
+            out.put("y_flood_slowest", flood.slowestY());
             out.put("key_p99_ratio", Stats.ratio(Stats.percentile(flood.yLatencies(), 99), Stats.percentile(alone.yLatencies(), 99)));
             out.put("key_p99_ratio_no_keys", Stats.ratio(Stats.percentile(noKeys.yLatencies(), 99),
                     Stats.percentile(alone.yLatencies(), 99)));
@@ -206,7 +208,7 @@ final class KeysBench {
             }
             List<Double> yAdmission = db.dsl().fetch("SELECT extract(epoch FROM admitted_at - created_at) * 1000 FROM jobs "
                     + "WHERE (payload ->> 'y') IS NOT NULL").getValues(0, Double.class);
-            return new Result(y, window, yAdmission);
+            return new Result(y, window, yAdmission, FairnessBench.slowest(db, "(payload ->> 'y') IS NOT NULL"));
         }
     }
 

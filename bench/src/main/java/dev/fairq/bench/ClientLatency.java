@@ -1,0 +1,271 @@
+package dev.fairq.bench;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.fairq.scheduler.SchedulerConfig;
+import dev.fairq.schema.ClaimedJob;
+import dev.fairq.schema.Database;
+import dev.fairq.schema.JobRequest;
+import dev.fairq.schema.JobStore;
+import dev.fairq.worker.HandlerRegistry;
+import dev.fairq.worker.Worker;
+import dev.fairq.worker.WorkerConfig;
+import dev.fairq.worker.WorkerObserver;
+import org.jooq.DSLContext;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+
+import java.sql.Connection;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Enqueue-to-start as the peers measure it (Graphile Worker's benchmark, issue 16): a Java app enqueues with
+ * {@link JobStore#enqueue} in its own transaction, in the JVM of a worker (8 threads) and of the scheduler,
+ * and the time runs on this JVM's clock from just before the enqueue call to the handler's first line. One
+ * job at a time at 50 per second (200 warm-up, 1,000 measured), first on an otherwise idle platform, then
+ * while ten other tenants enqueue noop jobs at half the drain rate measured just before (the same worker runs
+ * them, so the measured job competes for its threads, its claims, the scheduler and the database).
+ *
+ * <p>Per step, unloaded (each job is alone in the system, so the worker's claim and this JVM's own LISTEN on
+ * fairq_ready after the enqueue call belong to it): the enqueue call (BEGIN, the INSERT, COMMIT), the
+ * notification's arrival, the claim sent and returned, the hand-off to a handler thread, the handler's first
+ * line; all from just before the enqueue call.
+ */
+final class ClientLatency {
+    static final int WARMUP = 200, JOBS = 1_000, THREADS = 8, BACKGROUND_TENANTS = 10, DRAIN_JOBS = 20_000;
+    static final long INTERVAL_NANOS = 20_000_000L; // 50 per second
+    static final String TENANT = "client";
+
+    private final BenchDatabase db;
+    private final JobStore store = new JobStore();
+    /** Handler first line and hand-off (observer.started) by job id, measured tenant only. */
+    private final Map<Long, Long> firstLine = new ConcurrentHashMap<>(), handedOff = new ConcurrentHashMap<>();
+    /** {nanoTime when the claim returned, its round trip} of every claim that took at least one job. */
+    private final ConcurrentLinkedQueue<long[]> claims = new ConcurrentLinkedQueue<>();
+    private final ConcurrentLinkedQueue<Long> notifications = new ConcurrentLinkedQueue<>();
+    private final AtomicLong backgroundDone = new AtomicLong();
+
+    ClientLatency(BenchDatabase db) {
+        this.db = db;
+    }
+
+    private record Sent(long id, long t0, long t1) {}
+
+    Map<String, Object> run() throws Exception {
+        Map<String, Object> out = new LinkedHashMap<>();
+        db.truncate();
+        db.createUnlimitedTenant(TENANT);
+        for (int i = 0; i < BACKGROUND_TENANTS; i++) db.createUnlimitedTenant("bg" + i);
+        HandlerRegistry registry = new HandlerRegistry();
+        registry.register("noop", job -> {
+            long t = System.nanoTime();
+            if (TENANT.equals(job.tenantId())) firstLine.put(job.jobId(), t);
+            else backgroundDone.incrementAndGet();
+        });
+        WorkerObserver observer = new WorkerObserver() {
+            @Override public void claimed(int jobs, long nanos) {
+                if (jobs > 0) claims.add(new long[]{System.nanoTime(), nanos});
+            }
+            @Override public void started(ClaimedJob job) {
+                handedOff.put(job.id(), System.nanoTime());
+            }
+        };
+        AtomicBoolean listening = new AtomicBoolean(true);
+        try (BenchPlatform platform = new BenchPlatform(db);
+             HikariDataSource workerPool = Database.queuePool(db.jdbcUrl, db.user, db.password, 4, "client-worker");
+             HikariDataSource appPool = Database.pool(db.jdbcUrl, db.user, db.password, 4, "client-app");
+             Connection listen = Database.dedicated(db.jdbcUrl, db.user, db.password, "client-listen")) {
+            try (Statement s = listen.createStatement()) {
+                s.execute("LISTEN fairq_ready");
+            }
+            Thread listener = new Thread(() -> {
+                PGConnection pg;
+                try {
+                    pg = listen.unwrap(PGConnection.class);
+                    while (listening.get()) {
+                        PGNotification[] ns = pg.getNotifications(100);
+                        if (ns != null && ns.length > 0) notifications.add(System.nanoTime());
+                    }
+                } catch (Exception e) {
+                    if (listening.get()) throw new IllegalStateException(e);
+                }
+            }, "client-bench-listen");
+            listener.start();
+            platform.startScheduler(SchedulerConfig.defaults());
+            Worker worker = new Worker(WorkerConfig.builder().workerId("client-bench").threads(THREADS).build(),
+                    registry, store, Database.dsl(workerPool),
+                    () -> Database.dedicated(db.jdbcUrl, db.user, db.password, "client-bench-worker-listen"),
+                    observer, () -> ThreadLocalRandom.current().nextDouble());
+            worker.start();
+            DSLContext app = Database.dsl(appPool);
+            try {
+                // the drain rate of this platform (same scheduler, same worker): two drains warm the JVM up (the
+                // handler path, the claims, the scheduler), the third is timed from its commit; half of it is the
+                // background load below
+                double drainRate = 0;
+                List<Double> drains = new ArrayList<>();
+                for (int round = 0; round < 3; round++) {
+                    List<JobRequest> drain = new ArrayList<>(DRAIN_JOBS);
+                    for (int i = 0; i < DRAIN_JOBS; i++) drain.add(JobRequest.builder("bg" + (i % BACKGROUND_TENANTS), "noop").build());
+                    long before = backgroundDone.get();
+                    app.transaction(c -> store.enqueueAll(c.dsl(), drain));
+                    long d0 = System.nanoTime();
+                    awaitCount(before + DRAIN_JOBS, 120);
+                    drainRate = DRAIN_JOBS / ((System.nanoTime() - d0) / 1e9);
+                    drains.add((double) Math.round(drainRate));
+                }
+                out.put("drain_jobs_per_s", Math.round(drainRate));
+                out.put("drain_rounds_jobs_per_s", drains);
+
+                // unloaded
+                List<Sent> sent = trickle(app, WARMUP + JOBS);
+                List<Sent> measured = sent.subList(WARMUP, sent.size());
+                awaitStarted(measured);
+                List<Double> client = clientMs(measured);
+                out.putAll(Stats.summary("client_", client));
+                out.put("client_steps_p50_ms", steps(measured, 50));
+                out.put("client_steps_p99_ms", steps(measured, 99));
+                out.put("client_admitted_in_enqueue", inlineAdmitted(measured));
+
+                double bgRate = drainRate / 2;
+                AtomicBoolean loading = new AtomicBoolean(true);
+                AtomicLong bgSent = new AtomicLong();
+                long bgBase = backgroundDone.get();
+                Thread load = new Thread(() -> background(app, bgRate, loading, bgSent), "client-bench-background");
+                long l0 = System.nanoTime();
+                load.start();
+                List<Sent> loaded;
+                try {
+                    loaded = trickle(app, WARMUP + JOBS);
+                } finally {
+                    loading.set(false);
+                    load.join();
+                }
+                double loadSeconds = (System.nanoTime() - l0) / 1e9;
+                List<Sent> loadedMeasured = loaded.subList(WARMUP, loaded.size());
+                awaitStarted(loadedMeasured);
+                awaitCount(bgBase + bgSent.get(), 120);
+                List<Double> clientLoaded = clientMs(loadedMeasured);
+                out.putAll(Stats.summary("client_loaded_", clientLoaded));
+                out.put("client_p99_ms_loaded", Stats.round(Stats.percentile(clientLoaded, 99)));
+                out.put("background_jobs_per_s", Math.round(bgSent.get() / loadSeconds));
+                out.put("background_jobs", bgSent.get());
+            } finally {
+                worker.close();
+            }
+            listening.set(false);
+            listener.join(2_000);
+        }
+        return out;
+    }
+
+    /** One job at a time at 50 per second; each enqueue in its own transaction, as an app would. */
+    private List<Sent> trickle(DSLContext app, int n) throws InterruptedException {
+        List<Sent> sent = new ArrayList<>(n);
+        long next = System.nanoTime();
+        for (int i = 0; i < n; i++) {
+            FairnessBench.sleepUntil(next);
+            next += INTERVAL_NANOS;
+            long t0 = System.nanoTime();
+            long id = app.transactionResult(c -> store.enqueue(c.dsl(), JobRequest.builder(TENANT, "noop").build()).job().getId());
+            sent.add(new Sent(id, t0, System.nanoTime()));
+        }
+        return sent;
+    }
+
+    /** Other tenants' noop jobs at {@code rate} per second, a batch every 10 ms over the ten tenants. */
+    private void background(DSLContext app, double rate, AtomicBoolean loading, AtomicLong sent) {
+        long t0 = System.nanoTime(), next = t0;
+        int k = 0;
+        while (loading.get()) {
+            try {
+                FairnessBench.sleepUntil(next);
+            } catch (InterruptedException e) {
+                return;
+            }
+            next += 10_000_000L;
+            long due = (long) ((System.nanoTime() - t0) / 1e9 * rate) - sent.get();
+            if (due <= 0) continue;
+            List<JobRequest> batch = new ArrayList<>((int) due);
+            for (long i = 0; i < due; i++) batch.add(JobRequest.builder("bg" + (k++ % BACKGROUND_TENANTS), "noop").build());
+            app.transaction(c -> store.enqueueAll(c.dsl(), batch));
+            sent.addAndGet(due);
+        }
+    }
+
+    private void awaitStarted(List<Sent> jobs) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        for (Sent s : jobs) {
+            while (!firstLine.containsKey(s.id())) {
+                if (System.nanoTime() > deadline) throw new IllegalStateException("job " + s.id() + " not started 60 s after the last enqueue");
+                Thread.sleep(10);
+            }
+        }
+    }
+
+    private void awaitCount(long target, int seconds) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        while (backgroundDone.get() < target) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException(backgroundDone.get() + " background jobs run, " + target + " expected, after " + seconds + " s");
+            }
+            Thread.sleep(5);
+        }
+    }
+
+    private List<Double> clientMs(List<Sent> jobs) {
+        List<Double> ms = new ArrayList<>(jobs.size());
+        for (Sent s : jobs) ms.add((firstLine.get(s.id()) - s.t0()) / 1e6);
+        return ms;
+    }
+
+    /** Each step's p-th percentile, in ms from just before the enqueue call (unloaded: one job in the system). */
+    private Map<String, Object> steps(List<Sent> jobs, double p) {
+        List<Long> notes = new ArrayList<>(notifications);
+        List<long[]> cs = new ArrayList<>(claims);
+        List<Double> enq = new ArrayList<>(), note = new ArrayList<>(), sentClaim = new ArrayList<>(), claimed = new ArrayList<>(),
+                hand = new ArrayList<>(), first = new ArrayList<>();
+        for (Sent s : jobs) {
+            long n = firstAfter(notes, s.t0());
+            long[] c = cs.stream().filter(x -> x[0] >= s.t0()).findFirst().orElse(null);
+            enq.add((s.t1() - s.t0()) / 1e6);
+            if (n > 0) note.add((n - s.t0()) / 1e6);
+            if (c != null) {
+                claimed.add((c[0] - s.t0()) / 1e6);
+                sentClaim.add((c[0] - c[1] - s.t0()) / 1e6);
+            }
+            hand.add((handedOff.get(s.id()) - s.t0()) / 1e6);
+            first.add((firstLine.get(s.id()) - s.t0()) / 1e6);
+        }
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("enqueue_returned", Stats.round(Stats.percentile(enq, p)));
+        m.put("notification_received", note.isEmpty() ? null : Stats.round(Stats.percentile(note, p)));
+        m.put("claim_sent", sentClaim.isEmpty() ? null : Stats.round(Stats.percentile(sentClaim, p)));
+        m.put("claim_returned", claimed.isEmpty() ? null : Stats.round(Stats.percentile(claimed, p)));
+        m.put("handed_to_thread", Stats.round(Stats.percentile(hand, p)));
+        m.put("handler_first_line", Stats.round(Stats.percentile(first, p)));
+        return m;
+    }
+
+    private static long firstAfter(List<Long> times, long t) {
+        for (long x : times) if (x >= t) return x;
+        return -1;
+    }
+
+    /** Share of the jobs admitted inside their enqueue's own INSERT (an admission grant), not by a scheduler tick. */
+    private double inlineAdmitted(List<Sent> jobs) {
+        long from = jobs.get(0).id(), to = jobs.get(jobs.size() - 1).id();
+        Number inline = (Number) db.dsl().fetchValue("SELECT count(*) FILTER (WHERE admitted_at = created_at)::float8 / count(*) "
+                + "FROM jobs WHERE tenant_id = ? AND id BETWEEN ? AND ?", TENANT, from, to);
+        return Stats.round(inline.doubleValue());
+    }
+}
