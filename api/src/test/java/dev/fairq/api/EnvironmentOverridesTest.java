@@ -1,5 +1,6 @@
 package dev.fairq.api;
 
+import dev.fairq.scheduler.SchedulerConfig;
 import dev.fairq.worker.WorkerConfig;
 import org.junit.jupiter.api.Test;
 
@@ -10,7 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The worker's lease, heartbeat, shutdown grace and default time limit from the environment. */
+/** The worker's lease, heartbeat, shutdown grace and default time limit, and the scheduler's fair share, from the environment. */
 class EnvironmentOverridesTest {
 
     private static WorkerConfig worker(Map<String, String> env) {
@@ -83,5 +84,19 @@ class EnvironmentOverridesTest {
                 Map.of("FAIRQ_WORKER_RESERVED", "urgent=99"), Map.of("FAIRQ_MAX_SNOOZES", "-1"));
         refusedSaying(Map.of("FAIRQ_WORKER_QUEUES", "bulk", "FAIRQ_WORKER_RESERVED", "urgent=1"),
                 "queue 'urgent' has reserved threads but is not among the queues served");
+    }
+
+    private static SchedulerConfig scheduler(Map<String, String> env) {
+        return Roles.schedulerConfig(EnvironmentOverrides.apply(new FairqConfiguration(), env));
+    }
+
+    @Test
+    void sharesAreByWorkerTimeUnlessFairShareSaysJobs() {
+        assertEquals(SchedulerConfig.FairShare.TIME, scheduler(Map.of()).fairShare(), "the server's default (issue 14)");
+        assertEquals(SchedulerConfig.FairShare.TIME, SchedulerConfig.defaults().fairShare(), "the builder's default");
+        assertEquals(SchedulerConfig.FairShare.JOBS, scheduler(Map.of("FAIRQ_FAIR_SHARE", "jobs")).fairShare());
+        assertEquals(SchedulerConfig.FairShare.JOBS, scheduler(Map.of("FAIRQ_FAIR_SHARE", " JOBS ")).fairShare());
+        assertEquals(SchedulerConfig.FairShare.TIME, scheduler(Map.of("FAIRQ_FAIR_SHARE", "time")).fairShare());
+        eachRefusedNamingItsVariable(Map.of("FAIRQ_FAIR_SHARE", "seconds"));
     }
 }

@@ -81,6 +81,10 @@ final class FairqServer implements AutoCloseable {
         pb.environment().keySet().removeIf(k -> k.startsWith("FAIRQ_"));
         serverEnvironment(pb.environment(), db.jdbcUrl, db.user, db.password, adminToken, port, adminPort);
         pb.environment().put("FAIRQ_WORKER_THREADS", Integer.toString(workerThreads));
+        // the one server setting a run may choose: FAIRQ_FAIR_SHARE=jobs ./bench/run tenants measures shares by
+        // job count (the line above used to drop it, so such a run measured the default)
+        String fairShare = System.getenv("FAIRQ_FAIR_SHARE");
+        if (fairShare != null) pb.environment().put("FAIRQ_FAIR_SHARE", fairShare);
         File log = new File(System.getProperty("java.io.tmpdir"), "fairq-bench-tenants-" + name + ".log");
         pb.redirectErrorStream(true);
         pb.redirectOutput(log);

@@ -31,9 +31,9 @@ import java.time.Duration;
  * @param maxGrants        most admission grants outstanding at once (at least the buffer's worth)
  * @param effectRetention  rows of the side-effect store ({@code JobContext.once}) not written for this long are
  *                         deleted (a re-run later than that would run the effect again)
- * @param fairShare        what weighted fair queueing shares: job starts ({@link FairShare#JOBS}, the builder's
- *                         default, deterministic for tests and embedders) or estimated worker time
- *                         ({@link FairShare#TIME}, the deployment's default through FAIRQ_FAIR_SHARE)
+ * @param fairShare        what weighted fair queueing shares: estimated worker time ({@link FairShare#TIME},
+ *                         the default, for the builder and the deployment through FAIRQ_FAIR_SHARE) or job
+ *                         starts ({@link FairShare#JOBS}, FAIRQ_FAIR_SHARE=jobs)
  */
 public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, int maxBatch, int fixedCapacity,
                               Duration busyInterval, Duration idleInterval, Duration standbyPoll,
@@ -156,7 +156,7 @@ public record SchedulerConfig(boolean fair, int minBuffer, Duration lookahead, i
         private Duration maintenanceStatementTimeout = DEFAULT_MAINTENANCE_STATEMENT_TIMEOUT;
         private int maxGrants = DEFAULT_MAX_GRANTS;
         private Duration effectRetention = DEFAULT_EFFECT_RETENTION;
-        private FairShare fairShare = FairShare.JOBS;
+        private FairShare fairShare = FairShare.TIME;
 
         private Builder() {}
 

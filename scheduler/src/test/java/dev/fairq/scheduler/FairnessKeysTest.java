@@ -17,8 +17,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Fair shares within a tenant: its share is split among its fairness keys with jobs waiting, by weight, one level
  * below the tenants; a key that floods delays another key of the same tenant no more than a tenant that floods
  * delays another tenant. On a settable clock against the real database.
+ *
+ * <p>The assertions count admissions per key, so the scheduler here shares by job count
+ * ({@link SchedulerConfig.FairShare#JOBS}), not the default (worker time), where the same counts would hold only
+ * because every job is charged the same estimate.
  */
 class FairnessKeysTest extends SimulatedSchedulerTest {
+    /** A buffer of 10, shares by job count (see the class comment). */
+    private static SchedulerConfig byJobs() {
+        return SchedulerConfig.builder().fixedBuffer(10, 0).fairShare(SchedulerConfig.FairShare.JOBS).build();
+    }
+
     private static List<JobRequest> keyed(String tenant, String key, int n) {
         return SimulatedScheduler.jobs(tenant, n, b -> b.fairnessKey(key));
     }
@@ -42,7 +51,7 @@ class FairnessKeysTest extends SimulatedSchedulerTest {
     @Test
     void aFloodingKeyDoesNotDelayAnotherKeyOfTheSameTenant() {
         db.createTenant("t");
-        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(10, 0).build());
+        SimulatedScheduler s = new SimulatedScheduler(db, byJobs());
         s.enqueue(keyed("t", "x", 2_000)); // first: without keys y would wait behind all of them
         s.enqueue(keyed("t", "y", 50));
         List<String> first = admittedKeys(s, 100);
@@ -57,7 +66,7 @@ class FairnessKeysTest extends SimulatedSchedulerTest {
     void keyWeightsSplitTheTenantsShare() {
         db.createTenant("t");
         db.dsl().execute("UPDATE tenants SET key_weights = '{\"x\": 3}' WHERE id = 't'");
-        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(10, 0).build());
+        SimulatedScheduler s = new SimulatedScheduler(db, byJobs());
         s.enqueue(keyed("t", "x", 600));
         s.enqueue(keyed("t", "y", 600));
         List<String> keys = admittedKeys(s, 400);
@@ -69,7 +78,7 @@ class FairnessKeysTest extends SimulatedSchedulerTest {
     void keysSplitTheTenantsShareAndNotTheOtherTenants() {
         db.createTenant("t");
         db.createTenant("u");
-        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(10, 0).build());
+        SimulatedScheduler s = new SimulatedScheduler(db, byJobs());
         for (int k = 0; k < 20; k++) s.enqueue(keyed("t", "k" + k, 30));
         s.enqueue(SimulatedScheduler.jobs("u", 600));
         List<String> keys = admittedKeys(s, 400);
@@ -87,7 +96,7 @@ class FairnessKeysTest extends SimulatedSchedulerTest {
     void jobsWithoutAKeyAreOneMoreKeyAndConcurrencyLimitsStillHold() {
         db.createTenant("t");
         db.dsl().execute("UPDATE tenants SET concurrency_limits = '{\"api\": 1}' WHERE id = 't'");
-        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(10, 0).build());
+        SimulatedScheduler s = new SimulatedScheduler(db, byJobs());
         s.enqueue(SimulatedScheduler.jobs("t", 200));
         OffsetDateTime due = OffsetDateTime.now(ZoneOffset.UTC).minusMinutes(1);
         List<JobRequest> both = new ArrayList<>();

@@ -16,13 +16,24 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Admission rounds are driven by hand ({@link SimulatedScheduler}); the simulated workers empty the ready
  * buffer between rounds, so the only thing deciding the order is the admission policy. Rate limits and caps
  * are set high enough never to matter here.
+ *
+ * <p>The assertions count admissions (job starts), so this class pins shares by job count
+ * ({@link SchedulerConfig.FairShare#JOBS}), not the default (worker time): these are the job-count bounds.
+ * {@link FairnessByTimeTest} runs the same scenarios under the default, where every job here is charged the same
+ * estimate and so the same counts must hold.
  */
 class FairnessTest extends SimulatedSchedulerTest {
     /** Ready buffer of the simulated workers: each round admits up to this many jobs. */
     static final int BUFFER = 10;
 
+    /** What the fair scheduler shares here: job starts (see the class comment). */
+    SchedulerConfig.FairShare share() {
+        return SchedulerConfig.FairShare.JOBS;
+    }
+
     private SimulatedScheduler scheduler(boolean fair) {
-        return new SimulatedScheduler(db, SchedulerConfig.builder().fair(fair).fixedBuffer(BUFFER, 0).build());
+        return new SimulatedScheduler(db, SchedulerConfig.builder().fair(fair).fixedBuffer(BUFFER, 0)
+                .fairShare(share()).build());
     }
 
     /** a floods the queue and has it to itself for a few rounds; then b arrives. */
@@ -181,7 +192,7 @@ class FairnessTest extends SimulatedSchedulerTest {
     @Test
     void tenantsWithOnlyLaterJobsDoNotHoldBackOneWithDueJobs() {
         for (int i = 0; i < 30; i++) db.createTenant("later" + i);
-        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(4, 0).build());
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(4, 0).fairShare(share()).build());
         for (int i = 0; i < 30; i++) {
             s.enqueue(List.of(JobRequest.builder("later" + i, "noop").delay(java.time.Duration.ofHours(1)).build()));
         }
