@@ -155,10 +155,13 @@ final class FairnessBench implements Bench.Benchmark {
                           AND o.started_at < s.started_at),
                        (SELECT max(g) FROM (SELECT extract(epoch FROM o.admitted_at - lag(o.admitted_at) OVER (ORDER BY o.admitted_at)) * 1000 AS g
                                             FROM jobs o WHERE o.admitted_at BETWEEN s.created_at AND s.started_at) x),
-                       (SELECT count(*) FROM jobs o WHERE (%1$s) AND o.id <= s.id)
+                       (SELECT count(*) FROM jobs o WHERE (%1$s) AND o.id <= s.id),
+                       s.created_at::text, s.admitted_at::text
                 FROM s""".formatted(mine));
         slowest.put("id", w.get(0));
         slowest.put("nth_of_trickle", w.get(6));
+        slowest.put("created_at", w.get(7)); // to find it in a log
+        slowest.put("admitted_at", w.get(8));
         slowest.put("created_to_admitted_ms", Stats.round(w.get(1, Double.class)));
         slowest.put("admitted_to_started_ms", Stats.round(w.get(2, Double.class)));
         slowest.put("others_admitted_meanwhile", w.get(3));
