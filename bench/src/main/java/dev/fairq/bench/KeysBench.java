@@ -188,7 +188,7 @@ final class KeysBench {
                     FairnessBench.sleepUntil(trickleStart + (i + 1) * INTERVAL_MS * 1_000_000);
                 }
                 if (flood) {
-                    waitUntil(db, "now() > (SELECT min(started_at) FROM jobs) + " + (TO_S + 0.5) + " * interval '1 second'", 120_000);
+                    FairnessBench.sleepUntilAfterFirstStart(db, TO_S + 0.5);
                     if (count(db, "SELECT count(*) FROM jobs WHERE status = 'pending' AND (payload ->> 'y') IS NULL") == 0) {
                         throw new IllegalStateException("the flood drained before the window closed");
                     }

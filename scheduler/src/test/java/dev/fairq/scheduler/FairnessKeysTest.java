@@ -117,4 +117,36 @@ class FairnessKeysTest extends SimulatedSchedulerTest {
         assertTrue(db.count("SELECT count(*) FROM jobs WHERE fairness_key IS NULL AND status = 'succeeded'") >= 200,
                 "the jobs without a key took the rest");
     }
+
+    /** Workers take the first {@code n} ready jobs in claim order and finish them. */
+    private static void runFirst(SimulatedScheduler s, int n) {
+        s.dsl.execute("UPDATE jobs SET status = 'succeeded', attempts = 1, started_at = now(), finished_at = now() "
+                + "WHERE id IN (SELECT id FROM jobs WHERE status = 'ready' ORDER BY ready_rank, id LIMIT ?)", n);
+    }
+
+    /** How many ready jobs of the tenant's other keys a ready job of key {@code key} has ahead of it in claim order. */
+    private static long aheadOf(SimulatedScheduler s, String key) {
+        return s.count("SELECT count(*) FROM jobs o, jobs k WHERE k.fairness_key = ? AND k.status = 'ready' "
+                + "AND o.status = 'ready' AND o.fairness_key <> ? AND (o.ready_rank, o.id) < (k.ready_rank, k.id)", key, key);
+    }
+
+    @Test
+    void aTricklingKeysEveryJobStartsAheadOfAFloodingKeysBuffer() {
+        db.createTenant("t");
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(50, 0)
+                .fairShare(SchedulerConfig.FairShare.JOBS).build());
+        s.enqueue(keyed("t", "x", 1_000));
+        s.tick();
+        assertEquals(50, s.count("SELECT count(*) FROM jobs WHERE status = 'ready'"), "x fills the buffer");
+        for (int i = 0; i < 5; i++) {
+            runFirst(s, 10); // the workers take ten of the buffered jobs
+            s.enqueue(keyed("t", "y", 1)); // y trickles: one job now and then, far below its half of t's share
+            s.tick();
+            assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"), "y's job is in");
+            // at the claim point: it ties with the first buffered job, which goes first on its smaller id
+            long ahead = aheadOf(s, "y");
+            assertTrue(ahead <= 1, "y's job " + (i + 1) + " is not queued behind x's buffer: " + ahead + " ahead");
+            runFirst(s, 1);
+        }
+    }
 }
