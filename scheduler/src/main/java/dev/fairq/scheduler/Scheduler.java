@@ -99,9 +99,6 @@ public final class Scheduler {
     /** The end of the last read of finished attempts (database time), and when (monotonic) it was made. */
     private OffsetDateTime finishedReadUntil;
     private long finishedReadAt = Long.MIN_VALUE;
-    /** A read of finished attempts is being made (on the settle thread); its term, bumped by every reset. */
-    private boolean settleInFlight;
-    private long term;
     /** Tenants seen with jobs ready or running lately: whose finished attempts to read, and from where. */
     private final Map<String, Settling> settling = new HashMap<>();
 
@@ -222,8 +219,6 @@ public final class Scheduler {
         wokenSinceLastRound = new HashSet<>();
         finishedReadUntil = null;
         finishedReadAt = Long.MIN_VALUE;
-        settleInFlight = false;
-        term++;
         if (costs != null) costs.reset();
     }
 
@@ -350,7 +345,7 @@ public final class Scheduler {
         refreshRoutes(ctx, now);
         refreshLimits(ctx, now, load);
         releaseKeyHolds(load);
-        if (costs != null) noteBusy(now, load);
+        if (costs != null) settleFinished(ctx, now, load);
 
         List<String> pausedWithReady = new ArrayList<>();
         int unadmitted = 0;
@@ -374,13 +369,6 @@ public final class Scheduler {
             lastGrantPass = now;
         }
         grantsAfterLastTick = grants.keySet();
-        if (costs != null && finishedReadUntil != null) {
-            // admitted or granted now, their jobs may finish before the next round's LOAD sees them busy: a quiet
-            // tenant's short jobs never did, and its estimate never left the default. (Not before the term's first
-            // read: a bound is where a read ended, and until then there is none to start from.)
-            for (String id : result.admittedTenants()) seen(id, now);
-            for (String id : grants.keySet()) seen(id, now);
-        }
         if (lastEviction == Long.MIN_VALUE || now - lastEviction >= EVICTION_EVERY_NANOS) {
             evictIdle(now, load, grants);
             lastEviction = now;
@@ -756,38 +744,10 @@ public final class Scheduler {
      * range each four times a second would be 120,000 index probes a second (three statuses each); each
      * tenant keeps its own bound, so a tenant read less often loses nothing, its corrections only land later.
      */
-    /** The tenants seen busy in this round (ready or running): their finished attempts are read later. */
-    private void noteBusy(long now, Admission.QueueLoad load) {
+    private void settleFinished(DSLContext ctx, long now, Admission.QueueLoad load) {
         for (String id : load.runningByTenant().keySet()) seen(id, now);
         for (String id : load.readyByTenant().keySet()) seen(id, now);
-    }
-
-    /** One read of finished attempts to make: the busy tenants' own bounds, and the term it belongs to. */
-    record SettleRead(List<String> tenants, List<OffsetDateTime> since, long now, long term) {}
-
-    /**
-     * Reads the attempts the busy tenants finished and corrects their charges (shares by worker time), on the
-     * caller's connection and outside the admission round: the read costs one index range per tenant it covers,
-     * and it ran inside the round until measured at 0.9 ms median but 40-115 ms at its worst under a 1,300 jobs/s
-     * flood (./bench/run subkeys, log_min_duration_statement), each time holding back every admission, a
-     * newcomer's first included. The scheduler service runs it on a thread and connection of its own (each
-     * statement under the maintenance timeout); only the corrections take the scheduler's lock. No-op in jobs mode.
-     */
-    public void settleFinished(DSLContext ctx) {
-        SettleRead read = settleDue();
-        if (read == null) return;
-        Admission.FinishedWindow window = null;
-        try {
-            window = store.admission().finishedWork(ctx, read.tenants(), read.since());
-        } finally {
-            settled(read, window);
-        }
-    }
-
-    private synchronized SettleRead settleDue() {
-        long now = clock.nanoTime();
-        if (costs == null || settleInFlight) return null;
-        if (finishedReadAt != Long.MIN_VALUE && now - finishedReadAt < FINISHED_READ_EVERY_NANOS) return null;
+        if (finishedReadAt != Long.MIN_VALUE && now - finishedReadAt < FINISHED_READ_EVERY_NANOS) return;
         // forgotten once not busy for BUSY_MEMORY_NANOS and read that long after it was last busy (the read's
         // window ends a second behind, so that read covered every attempt it had running)
         settling.entrySet().removeIf(e -> !tenants.containsKey(e.getKey())
@@ -803,29 +763,17 @@ public final class Scheduler {
             ids.add(e.getKey());
             since.add(e.getValue().until);
         }
-        settleInFlight = true;
-        return new SettleRead(ids, since, now, term);
-    }
-
-    /** Applies a read ({@code window} null: it failed, and is simply made again later). */
-    private synchronized void settled(SettleRead read, Admission.FinishedWindow window) {
-        if (read.term() != term) return; // a new term began meanwhile: its state starts afresh
-        settleInFlight = false;
-        if (window == null) return;
+        Admission.FinishedWindow window = store.admission().finishedWork(ctx, ids, since);
         for (Admission.FinishedWork w : window.work()) {
             TenantState t = tenants.get(w.tenantId());
             if (t != null) policy.correct(t, costs.finished(t, w));
         }
-        for (int i = 0; i < read.tenants().size(); i++) {
-            Settling s = settling.get(read.tenants().get(i));
-            // a tenant forgotten and seen again meanwhile starts from its new bound, not this read's
-            if (s != null && java.util.Objects.equals(s.until, read.since().get(i))) {
-                s.until = window.until();
-                s.readAt = read.now();
-            }
+        for (Map.Entry<String, Settling> e : batch) {
+            e.getValue().until = window.until();
+            e.getValue().readAt = now;
         }
         finishedReadUntil = window.until();
-        finishedReadAt = read.now();
+        finishedReadAt = now;
     }
 
     /** A tenant seen busy: a newcomer's reads start where the last read ended (null before the first). */

@@ -68,8 +68,6 @@ public final class SchedulerService implements AutoCloseable {
      * fire, decided when due, starts within half a second of its instant; the others are created ahead.
      */
     static final Duration FIRE_EVERY = Duration.ofMillis(500);
-    /** How often the attempts busy tenants finished are read (shares by worker time; see Scheduler#settleFinished). */
-    static final Duration SETTLE_EVERY = Duration.ofNanos(Scheduler.FINISHED_READ_EVERY_NANOS);
     /** A firing run goes on while fires are due, up to this long, then lets the next run continue. */
     static final Duration FIRE_RUN_MAX = Duration.ofSeconds(5);
 
@@ -179,11 +177,7 @@ public final class SchedulerService implements AutoCloseable {
         try (Maintenance maintenance = new Maintenance("fairq-maintenance", connections,
                      config.maintenanceStatementTimeout(), duties()).start();
              Maintenance firing = new Maintenance("fairq-schedules", connections, config.maintenanceStatementTimeout(),
-                     List.of(new Maintenance.Duty("fire schedules", FIRE_EVERY, this::fireSchedules))).start();
-             // shares by worker time: the read of finished attempts runs beside the admission rounds, not in them
-             Maintenance settling = timeShares() ? new Maintenance("fairq-settle", connections,
-                     config.maintenanceStatementTimeout(), List.of(new Maintenance.Duty("settle worker time",
-                             SETTLE_EVERY, scheduler::settleFinished))).start() : null) {
+                     List.of(new Maintenance.Duty("fire schedules", FIRE_EVERY, this::fireSchedules))).start()) {
             while (!stopped) {
                 long started = System.nanoTime();
                 Scheduler.TickResult r = scheduler.tick(ctx);
@@ -200,10 +194,6 @@ public final class SchedulerService implements AutoCloseable {
                 wakeUps(pg.getNotifications((int) Math.max(1, waitMillis)));
             }
         }
-    }
-
-    private boolean timeShares() {
-        return config.fair() && config.fairShare() == SchedulerConfig.FairShare.TIME;
     }
 
     private void wakeUps(PGNotification[] notifications) {

@@ -31,7 +31,6 @@ class MaintenanceTest {
     final JobStore store = new JobStore();
     DSLContext dsl;
     SchedulerService service;
-    Scheduler scheduler;
     Connection locker;
 
     @BeforeEach
@@ -50,8 +49,7 @@ class MaintenanceTest {
 
     private void start(Duration statementTimeout) {
         SchedulerConfig config = SchedulerConfig.builder().fixedBuffer(4, 4).maintenanceStatementTimeout(statementTimeout).build();
-        scheduler = new Scheduler(store, config);
-        service = new SchedulerService(scheduler, store, config,
+        service = new SchedulerService(new Scheduler(store, config), store, config,
                 () -> Database.dedicated(db.jdbcUrl, db.user, db.password, NAME)).start();
         await().atMost(Duration.ofSeconds(20)).until(service::isLeader);
     }
@@ -126,22 +124,5 @@ class MaintenanceTest {
                 + "FROM tenant_minute_stats WHERE tenant_id = 'm'") == 50);
         assertTrue(service.isLeader());
         assertEquals(pid, leaderPid(), "a failing duty never made the leader step down");
-    }
-
-    @Test
-    void workerTimeIsLearntBesideTheRoundsWhileTheRollupIsHeldUp() throws Exception {
-        holdRollupTable(); // the other maintenance thread is stuck: the read of finished attempts has its own
-        start(Duration.ofMinutes(1)); // shares by worker time, the default
-        await().atMost(Duration.ofSeconds(20)).until(() -> blockedSessions() == 1);
-        store.enqueueAll(dsl, jobs("m", 1));
-        await().atMost(Duration.ofSeconds(20)).until(() -> db.count("SELECT count(*) FROM jobs WHERE status = 'ready'") == 1);
-        double before = scheduler.estimateOf("m", "noop");
-        runUntilSucceeded(1);
-        dsl.execute("UPDATE jobs SET run_us = 2000000"); // its handler ran 2 s
-
-        // the read's window ends a second behind now; it runs every 250 ms on its own thread
-        await().atMost(Duration.ofSeconds(20)).until(() -> scheduler.estimateOf("m", "noop") > before);
-        assertEquals(1, blockedSessions(), "the rollup is still held up");
-        release();
     }
 }

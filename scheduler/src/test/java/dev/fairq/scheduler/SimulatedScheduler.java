@@ -51,12 +51,9 @@ final class SimulatedScheduler {
         }
     }
 
-    /** A round, then the read of finished attempts that the service runs beside the rounds (shares by time). */
     Scheduler.TickResult tick() {
         deliverWakeUps();
-        Scheduler.TickResult r = scheduler.tick(dsl);
-        scheduler.settleFinished(dsl);
-        return r;
+        return scheduler.tick(dsl);
     }
 
     /** Hands the scheduler every wake-up committed so far (a round trip collects those the server sent). */
