@@ -28,6 +28,8 @@ import static dev.fairq.bench.OrderingBench.count;
  * then noop jobs are submitted one at a time over HTTP at 50 per second: 200 warm-up jobs (not counted),
  * then 1,000 measured ones. Enqueue-to-start is read from the jobs table, one clock (the database's):
  * started_at - created_at. Baseline in the same run: a JDBC round trip (SELECT 1) from this process.
+ * Then, with the server stopped, the client phase ({@link ClientLatency}): the peers' way, a Java enqueue timed on
+ * this JVM's clock to the handler's first line. {@code FAIRQ_BENCH_PHASES=http} or {@code =client} runs one.
  */
 final class LatencyBench implements Bench.Benchmark {
     static final int WARMUP = 200, JOBS = 1_000, DIRECT = 500;
