@@ -17,8 +17,10 @@ import java.util.Map;
  *
  * <p>When attempts end, the scheduler reads their worker time (Admission.FINISHED_WORK) and settles: the
  * actual time minus what was charged for them (the mean of the pair's unsettled charges) moves the tenant's
- * virtual time. So the estimate only decides the order while jobs run; over time a tenant pays what its jobs
- * actually took. What an estimate error costs: a tenant whose jobs suddenly take k times longer gets up to
+ * virtual time. The actual time of each attempt counts at least {@link #MIN_SECONDS}, as its charge did: refunded
+ * to a no-op's 10 us, busy tenants' virtual times stood still, and a tenant lifted to the virtual time waited
+ * behind them: in the latency benchmark, behind ten streaming tenants, created to admitted p50 170 ms, p99 2.6 s.
+ * So the estimate only decides the order while jobs run; over time a tenant pays what its jobs actually took. What an estimate error costs: a tenant whose jobs suddenly take k times longer gets up to
  * (one buffer of its jobs) x k worth of extra worker time before the correction lands, which it then pays back
  * by waiting.
  *

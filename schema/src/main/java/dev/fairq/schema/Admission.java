@@ -300,7 +300,7 @@ public final class Admission {
             SELECT NULL::text AS tenant_id, NULL::text AS type, 0::bigint AS n, 0::double precision AS seconds, w.until
             FROM w
             UNION ALL
-            SELECT t.tenant_id, f.type, count(*), sum(f.seconds), NULL
+            SELECT t.tenant_id, f.type, count(*), sum(greatest(f.seconds, :floor_seconds)), NULL
             FROM w, unnest(:tenant_ids::text[], :sinces::text[]) AS t(tenant_id, since)
             CROSS JOIN LATERAL (
                 SELECT j.type, coalesce(j.run_us / 1e6, fairq_epoch(j.finished_at) - fairq_epoch(j.started_at))::double precision
@@ -322,15 +322,18 @@ public final class Admission {
     /**
      * Attempts finished by each tenant after its own bound ({@code since}, element by element; null: none,
      * only the window's end). The bounds travel as text (ISO-8601) and are cast in the statement: exact to the
-     * microsecond, as the window's end they were taken from.
+     * microsecond, as the window's end they were taken from. Each attempt counts at least {@code floorSeconds}, the
+     * least a job is charged at admission: settling a floored charge down to a no-op's 10 us of run time would
+     * make a busy tenant's jobs free while a tenant that is never read keeps paying the floor.
      */
-    public FinishedWindow finishedWork(DSLContext ctx, List<String> tenants, List<OffsetDateTime> since) {
+    public FinishedWindow finishedWork(DSLContext ctx, List<String> tenants, List<OffsetDateTime> since,
+                                       double floorSeconds) {
         List<FinishedWork> out = new ArrayList<>();
         OffsetDateTime until = null;
         String[] bounds = new String[since.size()];
         for (int i = 0; i < bounds.length; i++) bounds[i] = since.get(i) == null ? null : since.get(i).toString();
         for (Record r : FINISHED_WORK.bind().clock(clock).set("tenant_ids", tenants.toArray(String[]::new))
-                .set("sinces", bounds).fetch(ctx)) {
+                .set("sinces", bounds).set("floor_seconds", floorSeconds).fetch(ctx)) {
             String tenant = r.get(0, String.class);
             if (tenant == null) until = r.get(4, OffsetDateTime.class);
             else out.add(new FinishedWork(tenant, r.get(1, String.class), r.get(2, Long.class), r.get(3, Double.class)));
