@@ -70,12 +70,12 @@ class AdmissionGrantsTest extends SimulatedSchedulerTest {
         assertEquals(Double.NEGATIVE_INFINITY, s.dsl.fetchValue(
                 "SELECT ready_rank FROM jobs WHERE tenant_id = 'q' AND status = 'ready'"), "front of the claim order");
 
-        s.tick(); // the rest is admitted the ordinary way; with jobs waiting, no new grant
+        s.tick(); // the rest is admitted the ordinary way, and nothing is left waiting: quiet again, granted again
         assertEquals(3, status(s, "q", "ready"));
-        assertEquals(0, grants(s));
+        assertEquals(1, grants(s), "granted in the round that admitted its last waiting job");
         s.completeReady();
         s.tick();
-        assertEquals(1, grants(s), "quiet again: granted again");
+        assertEquals(1, grants(s), "still one grant");
     }
 
     @Test
@@ -150,8 +150,9 @@ class AdmissionGrantsTest extends SimulatedSchedulerTest {
         assertEquals(2, grants(s));
 
         s.dsl.execute("UPDATE tenants SET paused = true WHERE id = 'p'");
-        // k gets a job that cannot take the grant (scheduled later): its grant goes back at the next tick
-        s.enqueue(List.of(JobRequest.builder("k", "noop").delay(Duration.ofMillis(1)).build()));
+        // k gets a job that cannot take the grant (scheduled later): its grant goes back at the next tick, and
+        // none is made while the job waits
+        s.enqueue(List.of(JobRequest.builder("k", "noop").delay(Duration.ofHours(1)).build()));
         s.clock.advance(RELOAD);
         s.tick();
         assertEquals(0, grants(s), "paused tenant and tenant with a job waiting hold no grant");
