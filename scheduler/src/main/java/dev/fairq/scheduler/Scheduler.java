@@ -544,7 +544,7 @@ public final class Scheduler {
         AdmissionPolicy.Cost cost = costs == null ? AdmissionPolicy.Cost.PER_JOB
                 : (t, id) -> costs.estimate(t, jobs.get(id).type());
         Map<String, List<KeyStep>> keySteps = new HashMap<>();
-        Candidates fetched = fetchCandidates(ctx, limits, keyRooms, wanted, load.nextRank(), jobs, cost, keySteps,
+        Candidates fetched = fetchCandidates(ctx, limits, keyRooms, wanted, load, jobs, cost, keySteps,
                 keyNewcomersOnly);
         Map<String, List<Long>> candidates = fetched.byTenant();
         List<AdmissionPolicy.Pick> picks = policy.choose(candidates, tenants, wanted, load.nextRank(), load.lastRank(), cost);
@@ -573,9 +573,10 @@ public final class Scheduler {
         for (AdmissionPolicy.Pick p : picks) {
             tenants.get(p.tenantId()).bucket().take(1);
             ids.add(p.jobId());
-            // the first job of a fairness key that just became active starts at the claim point, as a tenant that
-            // becomes active does: ranked by its tenant's pass it would queue behind the buffered jobs of the
-            // tenant's other keys (measured: a trickling key's p50 was 98 ms behind a flooding one, 9 ms alone)
+            // the first job of a fairness key that just became active (or has none in the ready buffer) starts at
+            // the claim point, as a tenant that becomes active does: ranked by its tenant's pass it would queue
+            // behind the buffered jobs of the tenant's other keys (measured: a trickling key's p50 was 98 ms behind
+            // a flooding one, 9 ms alone)
             boolean cutIn = keyNewcomers.contains(p.jobId()) && load.nextRank() != null && load.nextRank() < p.rank();
             ranks.add(cutIn ? load.nextRank() : p.rank());
             tenantOf.put(p.jobId(), p.tenantId());
@@ -810,15 +811,15 @@ public final class Scheduler {
      * tenant had fewer due jobs than planned.
      */
     private Candidates fetchCandidates(DSLContext ctx, Map<String, Integer> limits,
-                                       Map<String, Map<String, Integer>> keyRooms, int wanted, Double nextRank,
+                                       Map<String, Map<String, Integer>> keyRooms, int wanted, Admission.QueueLoad load,
                                        Map<Long, Admission.Candidate> jobs, AdmissionPolicy.Cost cost,
                                        Map<String, List<KeyStep>> keySteps, Set<String> keyNewcomersOnly) {
         toPark.clear();
         parkedTenants.clear();
-        Map<String, Integer> fetch = new HashMap<>(policy.fetchPlan(limits, tenants, wanted, nextRank));
+        Map<String, Integer> fetch = new HashMap<>(policy.fetchPlan(limits, tenants, wanted, load.nextRank()));
         Set<String> cutAtLaneCap = new HashSet<>(keyNewcomersOnly); // they have more than they may take now
         Map<String, List<Long>> candidates = new HashMap<>(read(ctx, fetch, keyRooms, jobs, cost, keySteps, cutAtLaneCap,
-                keyNewcomersOnly));
+                keyNewcomersOnly, load));
         // A tenant that returned fewer jobs than planned has no more due now (its jobs may all be scheduled
         // later): if that left the round short, fetch once more from every other tenant, up to the whole
         // shortfall each (what every round read before the plan existed), so that however many tenants have
@@ -837,7 +838,7 @@ public final class Scheduler {
                 Map<String, Integer> refetch = new LinkedHashMap<>();
                 rest.forEach((t, n) -> refetch.put(t, fetch.getOrDefault(t, 0) + Math.min(n, shortfall)));
                 fetch.putAll(refetch);
-                candidates.putAll(read(ctx, refetch, keyRooms, jobs, cost, keySteps, cutAtLaneCap, keyNewcomersOnly));
+                candidates.putAll(read(ctx, refetch, keyRooms, jobs, cost, keySteps, cutAtLaneCap, keyNewcomersOnly, load));
             }
         }
         // Tenants cut at their planned share (more jobs than fetched) while another came up short: room was
@@ -861,7 +862,8 @@ public final class Scheduler {
     private Map<String, List<Long>> read(DSLContext ctx, Map<String, Integer> fetch,
                                          Map<String, Map<String, Integer>> keyRooms, Map<Long, Admission.Candidate> jobs,
                                          AdmissionPolicy.Cost cost, Map<String, List<KeyStep>> keySteps,
-                                         Set<String> cutAtLaneCap, Set<String> keyNewcomersOnly) {
+                                         Set<String> cutAtLaneCap, Set<String> keyNewcomersOnly,
+                                         Admission.QueueLoad load) {
         Map<String, List<Long>> out = new HashMap<>();
         Admission.CandidateRead found = store.admission().candidates(ctx, fetch, keyRooms, noKeyedJobs);
         noKeyedJobs.addAll(found.noKeyedJobs());
@@ -896,7 +898,7 @@ public final class Scheduler {
                 keySteps.remove(tenant);
             } else {
                 List<KeyStep> steps = new ArrayList<>();
-                for (KeyStep step : interleaveKeys(t, list, room, asked, cost)) {
+                for (KeyStep step : interleaveKeys(t, list, room, asked, cost, load)) {
                     if (keyNewcomersOnly.contains(tenant) && !step.newcomer()) break; // the order's newcomer prefix only
                     ids.add(step.jobId());
                     steps.add(step);
@@ -932,7 +934,7 @@ public final class Scheduler {
      * committed after it chose.
      */
     private List<KeyStep> interleaveKeys(TenantState t, List<Admission.Candidate> list, Map<String, Integer> room,
-                                         int asked, AdmissionPolicy.Cost cost) {
+                                         int asked, AdmissionPolicy.Cost cost, Admission.QueueLoad load) {
         Map<String, java.util.ArrayDeque<Admission.Candidate>> byKey = new LinkedHashMap<>();
         for (Admission.Candidate c : list) {
             byKey.computeIfAbsent(c.fairnessKey() == null ? "" : c.fairnessKey(), k -> new java.util.ArrayDeque<>()).add(c);
@@ -941,12 +943,17 @@ public final class Scheduler {
                     boolean[] newcomer) {}
         PriorityQueue<Lane> queue = new PriorityQueue<>(Comparator.comparingDouble((Lane l) -> l.pass()[0])
                 .thenComparing(Lane::key));
+        Set<String> buffered = load.readyFairnessKeys(t.id());
         byKey.forEach((key, jobs) -> {
             Double ahead = t.keyPass.get(key);
-            boolean newcomer = ahead == null || ahead <= t.keyVirtualTime;
-            double pass = newcomer ? t.keyVirtualTime : ahead;
+            boolean lifted = ahead == null || ahead <= t.keyVirtualTime;
+            double pass = lifted ? t.keyVirtualTime : ahead;
+            // A key with no job in the ready buffer starts its next job at the claim point too, its pass kept: a key
+            // trickling a job every 30 ms stayed ahead of the key virtual time of admissions, and each of its jobs
+            // queued behind the flooding key's buffer (subkeys: y's p99 170 ms under the flood, 25 ms alone).
+            boolean newcomer = !key.isEmpty() && (lifted || !buffered.contains(key));
             queue.add(new Lane(key, t.limits().keyWeights().getOrDefault(key, 1), new double[]{pass}, jobs,
-                    new boolean[]{newcomer && !key.isEmpty()}));
+                    new boolean[]{newcomer}));
         });
         List<KeyStep> out = new ArrayList<>();
         while (out.size() < asked && !queue.isEmpty()) {

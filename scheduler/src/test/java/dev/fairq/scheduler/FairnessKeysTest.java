@@ -149,4 +149,28 @@ class FairnessKeysTest extends SimulatedSchedulerTest {
             runFirst(s, 1);
         }
     }
+
+    /**
+     * A key whose previous job already started has nothing in the ready buffer: its next job starts at the claim
+     * point even when the key is still ahead of the key virtual time of admissions (a round that admitted only a
+     * few of the flooding key's jobs did not move it past the trickling key). Ranked by its tenant's pass, each such
+     * job queued behind the flooding key's whole buffer (subkeys: y's p99 170 ms under the flood, 25 ms alone).
+     */
+    @Test
+    void aKeyWithNothingBufferedStartsAtTheClaimPointWhileStillAheadOfTheKeyVirtualTime() {
+        db.createTenant("t");
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(50, 0)
+                .fairShare(SchedulerConfig.FairShare.JOBS).build());
+        s.enqueue(keyed("t", "x", 1_000));
+        s.tick();
+        assertEquals(50, s.count("SELECT count(*) FROM jobs WHERE status = 'ready'"), "x fills the buffer");
+        for (int i = 0; i < 5; i++) {
+            s.enqueue(keyed("t", "y", 1));
+            s.tick(); // from the second job on, the round admits one of x's and y's: y stays ahead of the key time
+            assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"), "y's job is in");
+            long ahead = aheadOf(s, "y");
+            assertTrue(ahead <= 1, "y's job " + (i + 1) + " is not queued behind x's buffer: " + ahead + " ahead");
+            runFirst(s, 3); // y's job and two of x's: the next round has room for two
+        }
+    }
 }
