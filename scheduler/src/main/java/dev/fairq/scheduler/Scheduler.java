@@ -141,6 +141,12 @@ public final class Scheduler {
     static final int SETTLE_BATCH = 256;
     /** A tenant's finished attempts are read this long after it was last seen busy (covers the lag). */
     static final long BUSY_MEMORY_NANOS = 3_000_000_000L;
+    /**
+     * A read made this long after a tenant was last seen busy covers all its attempts: the read's window ends a
+     * second behind, and its last attempt ended before the next tick that did not see it (ticks come at least
+     * every idle interval, 250 ms; a slow tick or commit takes the rest).
+     */
+    static final long COVERED_NANOS = 2_000_000_000L;
     /** How often idle tenants are looked for in the cache (a pass over the cache, which holds the active ones). */
     static final long EVICTION_EVERY_NANOS = 1_000_000_000L;
     /**
@@ -746,7 +752,8 @@ public final class Scheduler {
 
     /**
      * Shares by worker time: reads the attempts that finished since each tenant's last read, for the tenants
-     * seen busy lately (one index range each), learns the estimates from them and settles their charges. At
+     * seen busy lately (one index range each), learns the estimates from them and settles their charges: a
+     * tenant at every read while it is busy, then once more when a read can cover its last attempts. At
      * most {@link #SETTLE_BATCH} tenants a read, those read longest ago first: with 10,000 tenants busy, one
      * range each four times a second would be 120,000 index probes a second (three statuses each); each
      * tenant keeps its own bound, so a tenant read less often loses nothing, its corrections only land later.
@@ -755,11 +762,20 @@ public final class Scheduler {
         for (String id : load.runningByTenant().keySet()) seen(id, now);
         for (String id : load.readyByTenant().keySet()) seen(id, now);
         if (finishedReadAt != Long.MIN_VALUE && now - finishedReadAt < FINISHED_READ_EVERY_NANOS) return;
-        // forgotten once not busy for BUSY_MEMORY_NANOS and read that long after it was last busy (the read's
-        // window ends a second behind, so that read covered every attempt it had running)
+        // forgotten once not busy for BUSY_MEMORY_NANOS and read COVERED_NANOS after it was last busy (that read
+        // covered every attempt it had running)
         settling.entrySet().removeIf(e -> !tenants.containsKey(e.getKey())
-                || (now - e.getValue().seen > BUSY_MEMORY_NANOS && e.getValue().readAt - e.getValue().seen > BUSY_MEMORY_NANOS));
-        List<Map.Entry<String, Settling>> batch = new ArrayList<>(settling.entrySet());
+                || (now - e.getValue().seen > BUSY_MEMORY_NANOS && e.getValue().readAt - e.getValue().seen >= COVERED_NANOS));
+        // read: the tenants busy now, and once more each that stopped, when a read can cover its last attempts;
+        // not every busy-lately tenant at every read (1,000 tenants trickling: 256 ranges a read, 30-90 ms)
+        List<Map.Entry<String, Settling>> batch = new ArrayList<>();
+        for (Map.Entry<String, Settling> e : settling.entrySet()) {
+            Settling st = e.getValue();
+            if (st.readAt - st.seen < COVERED_NANOS
+                    && (now - st.seen < FINISHED_READ_EVERY_NANOS || now - st.seen >= COVERED_NANOS)) {
+                batch.add(e);
+            }
+        }
         if (batch.size() > SETTLE_BATCH) {
             batch.sort(Comparator.comparingLong(e -> e.getValue().readAt));
             batch = batch.subList(0, SETTLE_BATCH);
