@@ -244,4 +244,41 @@ class AdmissionGrantsTest extends SimulatedSchedulerTest {
         s.tick();
         assertEquals(0, grants(s));
     }
+
+    /**
+     * A round that admits a tenant's last waiting job grants it at once, and the wake-up of that job arriving only
+     * after the round (it was read before its notification) does not take the grant back: the next job takes it.
+     * Taken back, a tenant trickling every 30 ms under a flood lost every grant to the previous job's wake-up.
+     */
+    @Test
+    void aGrantMadeWithATenantsLastAdmissionSurvivesThatJobsLateWakeUp() {
+        db.createTenant("q");
+        SimulatedScheduler s = scheduler();
+        runOneJob(s, "q");
+        s.tick();
+        assertEquals(1, grants(s));
+        s.dsl.execute("DELETE FROM admission_grants"); // as if used by a job that came without a grant in time
+
+        s.enqueue(jobs("q", 1));
+        s.scheduler.rescanSoon();
+        s.clock.advance(SchedulerConfig.DEFAULT_ACTIVE_RESCAN); // the rescan finds the job, its wake-up is not read yet
+        assertEquals(List.of("q"), s.scheduler.tick(s.dsl).admittedTenants());
+        assertEquals(1, grants(s), "granted in the round that admitted its last waiting job");
+        String grantRow = s.dsl.fetchValue("SELECT xmin::text FROM admission_grants").toString();
+        s.tick(); // delivers the job's wake-up, late: nothing is waiting
+        // the same row: taken back and made again within the tick, an enqueue in between would have found none
+        assertEquals(List.of(grantRow), s.dsl.fetchValues("SELECT xmin::text FROM admission_grants"),
+                "the late wake-up left the grant");
+        s.enqueue(jobs("q", 1));
+        assertEquals(0, status(s, "q", "pending"), "the next job took the grant");
+
+        s.enqueue(jobs("q", 1)); // no grant: admitted by a round, which grants again
+        s.tick();
+        assertEquals(1, grants(s));
+        // real work waiting (jobs with a key never take a grant), more than one round admits: the grant goes back
+        s.enqueue(jobs("q", 30, b -> b.concurrencyKey("k")));
+        s.tick();
+        assertTrue(status(s, "q", "pending") > 0, "more than a round's worth");
+        assertEquals(0, grants(s), "a tenant with work waiting holds no grant");
+    }
 }
