@@ -20,7 +20,8 @@ import java.util.Map;
  * virtual time. The actual time of each attempt counts at least {@link #MIN_SECONDS}, as its charge did: refunded
  * to a no-op's 10 us, busy tenants' virtual times stood still, and a tenant lifted to the virtual time waited
  * behind them: in the latency benchmark, behind ten streaming tenants, created to admitted p50 170 ms, p99 2.6 s.
- * So the estimate only decides the order while jobs run; over time a tenant pays what its jobs actually took. What an estimate error costs: a tenant whose jobs suddenly take k times longer gets up to
+ * So the estimate only decides the order while jobs run; over time a tenant pays what its jobs actually took.
+ * What an estimate error costs: a tenant whose jobs suddenly take k times longer gets up to
  * (one buffer of its jobs) x k worth of extra worker time before the correction lands, which it then pays back
  * by waiting.
  *
