@@ -1085,6 +1085,7 @@ public final class Scheduler {
             grants.remove(revoked);
             TenantState t = tenants.get(revoked);
             if (t != null) t.bucket().settleReservation(false);
+            if (t != null && costs != null) costs.grantRevoked(t);
         }
     }
 
@@ -1129,6 +1130,7 @@ public final class Scheduler {
             TenantState t = tenants.get(id);
             t.bucket().reserve();
             policy.chargeGrant(t, load.nextRank());
+            if (costs != null) costs.chargedGrant(t, t.unitCost);
             grants.put(id, 0.0);
             if (admittedNow.containsKey(id)) withAdmission.add(id);
         }

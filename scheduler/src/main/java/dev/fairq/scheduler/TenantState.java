@@ -37,6 +37,9 @@ public final class TenantState {
     boolean usesFairnessKeys;
     /** With shares by worker time: estimates and charges not yet settled, per job type (WorkerTimeCosts). */
     final java.util.Map<String, WorkerTimeCosts.TypeCost> costs = new java.util.HashMap<>();
+    /** With shares by worker time: grants charged and not yet settled (a grant's job type is not known). */
+    long grantCharges;
+    double grantSeconds;
 
     TenantState(TenantLimits limits, LongSupplier nanoTime) {
         this.limits = limits;

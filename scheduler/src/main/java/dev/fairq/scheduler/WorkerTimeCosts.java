@@ -78,10 +78,26 @@ final class WorkerTimeCosts {
         c.unsettledSeconds += seconds;
     }
 
+    /** Records a grant's charge: its job's type is known only once it ran, so it settles any type's attempt. */
+    void chargedGrant(TenantState t, double seconds) {
+        t.grantCharges++;
+        t.grantSeconds += seconds;
+    }
+
+    /** A grant taken back unused: its charge stays on the tenant's clock, but no attempt will settle it. */
+    void grantRevoked(TenantState t) {
+        if (t.grantCharges == 0) return;
+        t.grantSeconds -= t.grantSeconds / t.grantCharges;
+        t.grantCharges--;
+    }
+
     /**
      * Learns from attempts that finished and settles their charges; returns the correction in seconds (actual
-     * minus charged) to move the tenant's virtual time by. Attempts admitted by an earlier leader have no charge
-     * here: they are charged their actual time in full.
+     * minus charged) to move the tenant's virtual time by. Attempts beyond the pair's unsettled charges settle
+     * the tenant's grant charges (a granted job was charged when the grant was made). Attempts admitted by an
+     * earlier leader have no charge here: they are charged their actual time in full. Without the grants, a quiet
+     * tenant whose jobs took grants paid each twice, and its clock ran ahead of the busy tenants' (fairness
+     * bench: its last job queued 51 ms behind 111 of the flooding tenant's).
      */
     double finished(TenantState t, Admission.FinishedWork w) {
         if (w.attempts() <= 0) return 0;
@@ -89,17 +105,23 @@ final class WorkerTimeCosts {
         double weightOfBatch = 1 - Math.pow(1 - ALPHA, Math.min(w.attempts(), 1000));
         globalEstimate += (mean - globalEstimate) * weightOfBatch; // a new pair's first guess
         TypeCost c = pair(t, w.type());
-        double charged;
-        if (c == null) {
-            charged = 0;
-        } else {
+        double charged = 0;
+        long settled = 0;
+        if (c != null) {
             c.estimate = c.observed == 0 ? mean : c.estimate + (mean - c.estimate) * weightOfBatch;
             c.observed += w.attempts();
-            long settling = Math.min(c.unsettled, w.attempts());
+            settled = Math.min(c.unsettled, w.attempts());
             double perCharge = c.unsettled == 0 ? 0 : c.unsettledSeconds / c.unsettled;
-            charged = settling * perCharge;
-            c.unsettled -= settling;
+            charged = settled * perCharge;
+            c.unsettled -= settled;
             c.unsettledSeconds = c.unsettled == 0 ? 0 : Math.max(0, c.unsettledSeconds - charged);
+        }
+        long fromGrants = Math.min(w.attempts() - settled, t.grantCharges);
+        if (fromGrants > 0) {
+            double grantCharged = fromGrants * (t.grantSeconds / t.grantCharges);
+            charged += grantCharged;
+            t.grantCharges -= fromGrants;
+            t.grantSeconds = t.grantCharges == 0 ? 0 : Math.max(0, t.grantSeconds - grantCharged);
         }
         t.unitCost = tenantMean(t);
         return w.seconds() - charged;

@@ -234,4 +234,23 @@ class TimeShareTest {
         Result r = simulate(List.of(sleeps("a", 1, 0.200), sleeps("b", 1, 0.005)), learnt, 600, 6);
         assertEquals(0.5, r.share("a"), 0.05, "a's share with learnt estimates");
     }
+
+    /**
+     * A granted job was charged when its grant was made (its type unknown then): its attempt settles that charge,
+     * it is not charged its time a second time. A grant taken back unused settles nothing.
+     */
+    @Test
+    void aGrantedJobsAttemptSettlesTheGrantsChargeOnce() {
+        WorkerTimeCosts costs = new WorkerTimeCosts();
+        TenantState b = new TenantState(new TenantLimits("b", 1, 1e6, 1_000_000, 1_000_000, 1_000_000, false,
+                List.of()), () -> 0L);
+        costs.chargedGrant(b, 0.005);
+        costs.chargedGrant(b, 0.005);
+        costs.grantRevoked(b); // one of the two went back unused
+        assertEquals(0.001, costs.finished(b, new Admission.FinishedWork("b", "sleep", 1, 0.006)), 1e-12,
+                "actual minus the grant's charge");
+        assertEquals(0.006, costs.finished(b, new Admission.FinishedWork("b", "sleep", 1, 0.006)), 1e-12,
+                "no grant charge left: an attempt with no charge here pays in full");
+        assertEquals(0, b.grantCharges);
+    }
 }
