@@ -70,9 +70,9 @@ public interface AdmissionPolicy {
 
     /**
      * Moves a tenant's virtual time by a correction (an attempt's actual worker time minus what was charged for
-     * it, over the weight); a policy without virtual time ignores it.
+     * it, over the weight); a policy without virtual time ignores it. {@code nextRank} as in {@link #choose}.
      */
-    default void correct(TenantState tenant, double costDelta) {
+    default void correct(TenantState tenant, double costDelta, Double nextRank) {
     }
 
     /** A new term as leader: forget the virtual time. */

@@ -800,7 +800,7 @@ public final class Scheduler {
         Admission.FinishedWindow window = store.admission().finishedWork(ctx, ids, since, WorkerTimeCosts.MIN_SECONDS);
         for (Admission.FinishedWork w : window.work()) {
             TenantState t = tenants.get(w.tenantId());
-            if (t != null) policy.correct(t, costs.finished(t, w));
+            if (t != null) policy.correct(t, costs.finished(t, w), load.nextRank());
         }
         for (Map.Entry<String, Settling> e : batch) {
             e.getValue().until = window.until();

@@ -96,14 +96,16 @@ class SettleFinishedTest extends SimulatedSchedulerTest {
                 .fairShare(SchedulerConfig.FairShare.TIME).build());
         s.enqueue(SimulatedScheduler.jobs("busy", 50));
         s.tick();
-        double before = s.scheduler.tenants().get("busy").pass();
         Timestamp now = Timestamp.from(s.clock.instant());
         assertEquals(50, db.dsl().execute("UPDATE jobs SET status = 'succeeded', started_at = ?::timestamptz - interval '10 microseconds', "
                 + "finished_at = ?, run_us = 10, attempts = 1 WHERE status = 'ready'", now, now));
         s.clock.advance(Duration.ofSeconds(2));
-        s.tick(); // reads and settles the 50 attempts
-        double after = s.scheduler.tenants().get("busy").pass();
-        // charged the 10 ms guess each at admission; each attempt settles at the 1 ms floor, not at its 10 us
-        assertEquals(50 * (WorkerTimeCosts.DEFAULT_SECONDS - WorkerTimeCosts.MIN_SECONDS), before - after, 1e-9);
+        var read = s.store.admission().finishedWork(db.dsl(), List.of("busy"),
+                List.of(java.time.OffsetDateTime.ofInstant(s.clock.instant().minusSeconds(60), java.time.ZoneOffset.UTC)),
+                WorkerTimeCosts.MIN_SECONDS);
+        assertEquals(1, read.work().size());
+        assertEquals(50, read.work().get(0).attempts());
+        // fifty 10 us attempts are worth fifty times the 1 ms floor, not 0.5 ms
+        assertEquals(50 * WorkerTimeCosts.MIN_SECONDS, read.work().get(0).seconds(), 1e-9);
     }
 }

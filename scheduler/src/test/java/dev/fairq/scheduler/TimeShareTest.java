@@ -114,7 +114,7 @@ class TimeShareTest {
             busy.merge(r.job().tenant(), overlap, Double::sum);
             busyTotal += overlap;
             TenantState t = states.get(r.job().tenant());
-            policy.correct(t, charging.settle(t, r.job().charged(), r.job().actual()));
+            policy.correct(t, charging.settle(t, r.job().charged(), r.job().actual()), ready.isEmpty() ? null : ready.peek().rank());
         }
         return new Result(busy, longestWait, busyTotal / ((to - from) * THREADS), starts);
     }
@@ -252,5 +252,26 @@ class TimeShareTest {
         assertEquals(0.006, costs.finished(b, new Admission.FinishedWork("b", "sleep", 1, 0.006)), 1e-12,
                 "no grant charge left: an attempt with no charge here pays in full");
         assertEquals(0, b.grantCharges);
+    }
+
+    /**
+     * A credit (an attempt that took less than its charge) takes a tenant's pass down to the virtual time and no
+     * further: below it, its next jobs would be ranked ahead of the claim point, where a tenant that becomes
+     * active starts. A debt is never cut.
+     */
+    @Test
+    void aCreditStopsAtTheVirtualTimeADebtDoesNot() {
+        WeightedFairAdmission policy = new WeightedFairAdmission();
+        TenantState a = new TenantState(new TenantLimits("a", 1, 1e6, 1_000_000, 1_000_000, 1_000_000, false,
+                List.of()), () -> 0L);
+        a.pass = 5.0;
+        policy.correct(a, -0.5, 4.0);
+        assertEquals(4.5, a.pass, 1e-12, "a credit above the virtual time");
+        policy.correct(a, -3.0, 4.0);
+        assertEquals(4.0, a.pass, 1e-12, "stops at the virtual time (the next rank)");
+        policy.correct(a, -1.0, 4.5);
+        assertEquals(4.0, a.pass, 1e-12, "already below it: not lowered further");
+        policy.correct(a, 2.0, 4.5);
+        assertEquals(6.0, a.pass, 1e-12, "a debt is paid in full");
     }
 }
