@@ -130,22 +130,32 @@ class FairnessKeysTest extends SimulatedSchedulerTest {
                 + "AND o.status = 'ready' AND o.fairness_key <> ? AND (o.ready_rank, o.id) < (k.ready_rank, k.id)", key, key);
     }
 
-    @Test
-    void aTricklingKeysEveryJobStartsAheadOfAFloodingKeysBuffer() {
+    /** Tenant t, a buffer of 50 filled by key x's 1,000 jobs (shares by job count). */
+    private SimulatedScheduler bufferFilledByX() {
         db.createTenant("t");
         SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(50, 0)
                 .fairShare(SchedulerConfig.FairShare.JOBS).build());
         s.enqueue(keyed("t", "x", 1_000));
         s.tick();
         assertEquals(50, s.count("SELECT count(*) FROM jobs WHERE status = 'ready'"), "x fills the buffer");
+        return s;
+    }
+
+    /** y's one job is in, at the claim point: it ties with the first buffered job, which goes first on its id. */
+    private static void assertYAtTheClaimPoint(SimulatedScheduler s, int nth) {
+        assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"), "y's job is in");
+        long ahead = aheadOf(s, "y");
+        assertTrue(ahead <= 1, "y's job " + nth + " is not queued behind x's buffer: " + ahead + " ahead");
+    }
+
+    @Test
+    void aTricklingKeysEveryJobStartsAheadOfAFloodingKeysBuffer() {
+        SimulatedScheduler s = bufferFilledByX();
         for (int i = 0; i < 5; i++) {
             runFirst(s, 10); // the workers take ten of the buffered jobs
             s.enqueue(keyed("t", "y", 1)); // y trickles: one job now and then, far below its half of t's share
             s.tick();
-            assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"), "y's job is in");
-            // at the claim point: it ties with the first buffered job, which goes first on its smaller id
-            long ahead = aheadOf(s, "y");
-            assertTrue(ahead <= 1, "y's job " + (i + 1) + " is not queued behind x's buffer: " + ahead + " ahead");
+            assertYAtTheClaimPoint(s, i + 1);
             runFirst(s, 1);
         }
     }
@@ -158,18 +168,11 @@ class FairnessKeysTest extends SimulatedSchedulerTest {
      */
     @Test
     void aKeyWithNothingBufferedStartsAtTheClaimPointWhileStillAheadOfTheKeyVirtualTime() {
-        db.createTenant("t");
-        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(50, 0)
-                .fairShare(SchedulerConfig.FairShare.JOBS).build());
-        s.enqueue(keyed("t", "x", 1_000));
-        s.tick();
-        assertEquals(50, s.count("SELECT count(*) FROM jobs WHERE status = 'ready'"), "x fills the buffer");
+        SimulatedScheduler s = bufferFilledByX();
         for (int i = 0; i < 5; i++) {
             s.enqueue(keyed("t", "y", 1));
             s.tick(); // from the second job on, the round admits one of x's and y's: y stays ahead of the key time
-            assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"), "y's job is in");
-            long ahead = aheadOf(s, "y");
-            assertTrue(ahead <= 1, "y's job " + (i + 1) + " is not queued behind x's buffer: " + ahead + " ahead");
+            assertYAtTheClaimPoint(s, i + 1);
             runFirst(s, 3); // y's job and two of x's: the next round has room for two
         }
     }

@@ -49,6 +49,12 @@ class SettleFinishedTest extends SimulatedSchedulerTest {
         }
     }
 
+    /** Shares by time, a fixed buffer of {@code buffer}, no admission grants (every job goes through a round). */
+    private SimulatedScheduler byTimeWithoutGrants(int buffer) {
+        return new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(buffer, 0).grants(false)
+                .fairShare(SchedulerConfig.FairShare.TIME).build());
+    }
+
     /**
      * A tenant picked in a round is read when its attempts end, even if no LOAD ever saw it ready or running:
      * otherwise its estimate keeps the 10 ms guess of its first charge while the busy tenant's no-ops are
@@ -58,8 +64,7 @@ class SettleFinishedTest extends SimulatedSchedulerTest {
     @Test
     void aQuietTenantWhoseJobsEndBetweenTwoLoadsIsStillLearntAndNotLeftBehind() {
         db.dsl().execute("INSERT INTO tenants (id) VALUES ('busy'), ('quiet')");
-        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(8, 0).grants(false)
-                .fairShare(SchedulerConfig.FairShare.TIME).build());
+        SimulatedScheduler s = byTimeWithoutGrants(8);
         s.enqueue(SimulatedScheduler.jobs("busy", 2_000));
         List<Integer> waits = new ArrayList<>();
         List<Long> pending = new ArrayList<>(); // the quiet tenant's jobs not admitted yet, by the cycle they came
@@ -92,8 +97,7 @@ class SettleFinishedTest extends SimulatedSchedulerTest {
     @Test
     void settlingChargesEachAttemptAtLeastTheFloor() {
         db.dsl().execute("INSERT INTO tenants (id) VALUES ('busy')");
-        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(50, 0).grants(false)
-                .fairShare(SchedulerConfig.FairShare.TIME).build());
+        SimulatedScheduler s = byTimeWithoutGrants(50);
         s.enqueue(SimulatedScheduler.jobs("busy", 50));
         s.tick();
         Timestamp now = Timestamp.from(s.clock.instant());
