@@ -595,7 +595,13 @@ public final class Scheduler {
             // behind the buffered jobs of the tenant's other keys (measured: a trickling key's p50 was 98 ms behind
             // a flooding one, 9 ms alone)
             boolean cutIn = keyNewcomers.contains(p.jobId()) && load.nextRank() != null && load.nextRank() < p.rank();
-            ranks.add(cutIn ? load.nextRank() : p.rank());
+            // and a key whose one buffered job has not started yet (every thread busy) has its next job ranked
+            // right after that one: ranked by the tenant's pass, it went behind the other key's whole buffer
+            // (subkeys: 145 ms behind 148 of x's, y's previous job still waiting at the front 23 ms later). Only
+            // for one: a flooding key's next jobs, all ranked after its last buffered one, would tie there.
+            String key = fetched.job(p.jobId()).fairnessKey();
+            Double after = key == null || cutIn ? null : load.onlyReadyRank(p.tenantId(), key);
+            ranks.add(cutIn ? load.nextRank() : after != null && after < p.rank() ? after : p.rank());
             tenantOf.put(p.jobId(), p.tenantId());
         }
         List<Long> admitted = store.admit(ctx, ids, ranks);

@@ -176,4 +176,27 @@ class FairnessKeysTest extends SimulatedSchedulerTest {
             runFirst(s, 3); // y's job and two of x's: the next round has room for two
         }
     }
+
+    /**
+     * A key whose one job, cut in at the claim point, has not started yet (every thread busy) has its next job ranked
+     * right after it, not by the tenant's pass behind the other key's whole buffer (subkeys: a trickling key's job
+     * 145 ms behind 148 of the flooding key's, its previous one still waiting at the front 23 ms later).
+     */
+    @Test
+    void aKeysNextJobFollowsItsOneBufferedJobNotTheTenantsPass() {
+        SimulatedScheduler s = bufferFilledByX();
+        s.enqueue(keyed("t", "y", 1));
+        s.tick(); // a full buffer still takes a newly active key's first job, at the claim point
+        assertYAtTheClaimPoint(s, 1);
+        // three of x's last buffered jobs finish (the first job, y's, waits for a thread): room for two
+        s.dsl.execute("UPDATE jobs SET status = 'succeeded', attempts = 1, started_at = now(), finished_at = now() "
+                + "WHERE id IN (SELECT id FROM jobs WHERE status = 'ready' AND fairness_key = 'x' ORDER BY ready_rank DESC LIMIT 3)");
+        s.enqueue(keyed("t", "y", 1));
+        s.tick();
+        assertEquals(2, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"), "y's second job is in");
+        long second = s.count("SELECT max(id) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'");
+        long ahead = s.count("SELECT count(*) FROM jobs o, jobs k WHERE k.id = ? AND o.status = 'ready' "
+                + "AND o.fairness_key <> 'y' AND (o.ready_rank, o.id) < (k.ready_rank, k.id)", second);
+        assertTrue(ahead <= 1, "y's second job is queued behind x's buffer: " + ahead + " ahead");
+    }
 }

@@ -8,7 +8,6 @@ import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -149,21 +148,22 @@ public final class Admission {
      * 10,000-tenant drain, where that was most of the statement).
      */
     static final NamedSql LOAD = NamedSql.of("""
-            SELECT 'ready' AS what, tenant_id, count(*)::double precision AS n, queue, type, concurrency_key, fairness_key
+            SELECT 'ready' AS what, tenant_id, count(*)::double precision AS n, queue, type, concurrency_key, fairness_key,
+                   max(ready_rank) AS last_rank
             FROM jobs WHERE status = 'ready' GROUP BY tenant_id, queue, type, concurrency_key, fairness_key
             UNION ALL
-            SELECT 'running', tenant_id, count(*), NULL, NULL, concurrency_key, NULL FROM jobs WHERE status = 'running'
+            SELECT 'running', tenant_id, count(*), NULL, NULL, concurrency_key, NULL, NULL FROM jobs WHERE status = 'running'
             GROUP BY tenant_id, concurrency_key
             UNION ALL
-            SELECT 'capacity', NULL, coalesce(sum(capacity), 0), NULL, NULL, NULL, NULL FROM workers
+            SELECT 'capacity', NULL, coalesce(sum(capacity), 0), NULL, NULL, NULL, NULL, NULL FROM workers
             WHERE heartbeat_at > :now - :liveness_ms * interval '1 millisecond'
             UNION ALL
             SELECT 'next_rank', NULL, (SELECT ready_rank FROM jobs WHERE status = 'ready' AND ready_rank > '-Infinity'
-                                       ORDER BY ready_rank LIMIT 1), NULL, NULL, NULL, NULL
+                                       ORDER BY ready_rank LIMIT 1), NULL, NULL, NULL, NULL, NULL
             UNION ALL
-            SELECT 'last_rank', NULL, (SELECT max(ready_rank) FROM jobs WHERE status = 'ready'), NULL, NULL, NULL, NULL
+            SELECT 'last_rank', NULL, (SELECT max(ready_rank) FROM jobs WHERE status = 'ready'), NULL, NULL, NULL, NULL, NULL
             UNION ALL
-            SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL, NULL, NULL
+            SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL, NULL, NULL, NULL
             FROM admission_grants
             """);
 
@@ -366,7 +366,7 @@ public final class Admission {
     public record QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant,
                             int workerCapacity, Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds,
                             List<ReadyGroup> readyGroups, Map<String, Map<String, Integer>> activeByKey,
-                            Map<String, Set<String>> readyFairnessKeys) {
+                            Map<String, Map<String, double[]>> readyFairnessKeys) {
         public QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant, int workerCapacity,
                          Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds) {
             this(readyByTenant, runningByTenant, workerCapacity, nextRank, lastRank, grantAgeSeconds, List.of(), Map.of(),
@@ -375,7 +375,13 @@ public final class Admission {
 
         /** The tenant's fairness keys that have jobs in the ready buffer (admitted, not started). */
         public Set<String> readyFairnessKeys(String tenant) {
-            return readyFairnessKeys.getOrDefault(tenant, Set.of());
+            return readyFairnessKeys.getOrDefault(tenant, Map.of()).keySet();
+        }
+
+        /** The rank of the key's one job in the ready buffer; null when it has none there, or more than one. */
+        public Double onlyReadyRank(String tenant, String fairnessKey) {
+            double[] countAndRank = readyFairnessKeys.getOrDefault(tenant, Map.of()).get(fairnessKey);
+            return countAndRank == null || countAndRank[0] != 1 ? null : countAndRank[1];
         }
 
         /** Jobs of the tenant's concurrency key that are ready or running. */
@@ -398,7 +404,7 @@ public final class Admission {
         Map<Route, Integer> groups = new LinkedHashMap<>(); // LOAD's ready rows are per concurrency key too
         Map<String, Double> grants = new HashMap<>();
         Map<String, Map<String, Integer>> byKey = new HashMap<>();
-        Map<String, Set<String>> readyKeys = new HashMap<>();
+        Map<String, Map<String, double[]>> readyKeys = new HashMap<>();
         int capacity = 0;
         Double nextRank = null, lastRank = null;
         // Plain JDBC, as for the candidates: with 10,000 tenants draining, the ready buffer (100 ms of admissions)
@@ -415,7 +421,12 @@ public final class Admission {
                     boolean isNull = rs.wasNull();
                     String key = rs.getString(6);
                     String fairnessKey = rs.getString(7);
-                    if (fairnessKey != null) readyKeys.computeIfAbsent(tenant, t -> new HashSet<>()).add(fairnessKey);
+                    if (fairnessKey != null) {
+                        double[] countAndRank = readyKeys.computeIfAbsent(tenant, t -> new HashMap<>())
+                                .computeIfAbsent(fairnessKey, k -> new double[]{0, Double.NEGATIVE_INFINITY});
+                        countAndRank[0] += n;
+                        countAndRank[1] = Math.max(countAndRank[1], rs.getDouble(8));
+                    }
                     if (key != null && (what.equals("ready") || what.equals("running"))) {
                         byKey.computeIfAbsent(tenant, t -> new HashMap<>()).merge(key, (int) n, Integer::sum);
                     }
