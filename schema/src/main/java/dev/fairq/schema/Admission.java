@@ -366,7 +366,7 @@ public final class Admission {
     public record QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant,
                             int workerCapacity, Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds,
                             List<ReadyGroup> readyGroups, Map<String, Map<String, Integer>> activeByKey,
-                            Map<String, Map<String, double[]>> readyFairnessKeys) {
+                            Map<String, Map<String, ReadyKey>> readyKeys) {
         public QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant, int workerCapacity,
                          Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds) {
             this(readyByTenant, runningByTenant, workerCapacity, nextRank, lastRank, grantAgeSeconds, List.of(), Map.of(),
@@ -375,13 +375,13 @@ public final class Admission {
 
         /** The tenant's fairness keys that have jobs in the ready buffer (admitted, not started). */
         public Set<String> readyFairnessKeys(String tenant) {
-            return readyFairnessKeys.getOrDefault(tenant, Map.of()).keySet();
+            return readyKeys.getOrDefault(tenant, Map.of()).keySet();
         }
 
         /** The rank of the key's one job in the ready buffer; null when it has none there, or more than one. */
         public Double onlyReadyRank(String tenant, String fairnessKey) {
-            double[] countAndRank = readyFairnessKeys.getOrDefault(tenant, Map.of()).get(fairnessKey);
-            return countAndRank == null || countAndRank[0] != 1 ? null : countAndRank[1];
+            ReadyKey k = readyKeys.getOrDefault(tenant, Map.of()).get(fairnessKey);
+            return k == null || k.count() != 1 ? null : k.lastRank();
         }
 
         /** Jobs of the tenant's concurrency key that are ready or running. */
@@ -395,6 +395,13 @@ public final class Admission {
         public int totalRunning() { return runningByTenant.values().stream().mapToInt(Integer::intValue).sum(); }
     }
 
+    /** A fairness key's jobs in the ready buffer: how many, and the highest rank among them. */
+    public record ReadyKey(int count, double lastRank) {
+        ReadyKey plus(ReadyKey other) {
+            return new ReadyKey(count + other.count, Math.max(lastRank, other.lastRank));
+        }
+    }
+
     /** Ready jobs of one tenant, queue and type. */
     public record ReadyGroup(String tenantId, String queue, String type, int count) {}
 
@@ -404,7 +411,7 @@ public final class Admission {
         Map<Route, Integer> groups = new LinkedHashMap<>(); // LOAD's ready rows are per concurrency key too
         Map<String, Double> grants = new HashMap<>();
         Map<String, Map<String, Integer>> byKey = new HashMap<>();
-        Map<String, Map<String, double[]>> readyKeys = new HashMap<>();
+        Map<String, Map<String, ReadyKey>> readyKeys = new HashMap<>();
         int capacity = 0;
         Double nextRank = null, lastRank = null;
         // Plain JDBC, as for the candidates: with 10,000 tenants draining, the ready buffer (100 ms of admissions)
@@ -422,10 +429,8 @@ public final class Admission {
                     String key = rs.getString(6);
                     String fairnessKey = rs.getString(7);
                     if (fairnessKey != null) {
-                        double[] countAndRank = readyKeys.computeIfAbsent(tenant, t -> new HashMap<>())
-                                .computeIfAbsent(fairnessKey, k -> new double[]{0, Double.NEGATIVE_INFINITY});
-                        countAndRank[0] += n;
-                        countAndRank[1] = Math.max(countAndRank[1], rs.getDouble(8));
+                        readyKeys.computeIfAbsent(tenant, t -> new HashMap<>()).merge(fairnessKey,
+                                new ReadyKey((int) n, rs.getDouble(8)), ReadyKey::plus);
                     }
                     if (key != null && (what.equals("ready") || what.equals("running"))) {
                         byKey.computeIfAbsent(tenant, t -> new HashMap<>()).merge(key, (int) n, Integer::sum);
