@@ -3,9 +3,14 @@ package dev.fairq.schema;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 
 /**
  * Started attempts are counted without an index on started_at (V6): from the finished, failed and lease
@@ -44,6 +49,101 @@ class DashboardStoreTest extends StoreTestSupport {
         assertEquals(4L, rolledUp, "succeeded, retrying, dead, running; not the one started two hours ago");
         assertEquals(plainScan(T1, "date_trunc('minute', now()) - interval '4 minutes'"), rolledUp);
         assertEquals(1L, scalar(Long.class, "SELECT sum(started) FROM tenant_minute_stats WHERE tenant_id = ?", T2));
+    }
+
+    private static final OffsetDateTime M = OffsetDateTime.of(2030, 1, 1, 12, 0, 0, 0, ZoneOffset.UTC);
+
+    /** Where each run of the rollup starts, and the cursor it leaves, in steady state and after gaps. */
+    @Test
+    void aRunRecountsThePreviousMinuteOnlyUntilItSettlesAndCatchesUpOnlyAfterAGap() {
+        // the first run ever: the previous minute, not final before SETTLE
+        assertEquals(new DashboardStore.Window(M.minusMinutes(1), false, M.minusMinutes(2)),
+                DashboardStore.window(M.plusSeconds(3), M, null));
+        // the minute turned; the one before the previous is final: the previous is recounted ...
+        assertEquals(new DashboardStore.Window(M.minusMinutes(1), false, M.minusMinutes(2)),
+                DashboardStore.window(M.plusSeconds(5), M, M.minusMinutes(2)));
+        // ... and settles at the first run SETTLE into the minute
+        assertEquals(new DashboardStore.Window(M.minusMinutes(1), false, M.minusMinutes(1)),
+                DashboardStore.window(M.plus(DashboardStore.SETTLE), M, M.minusMinutes(2)));
+        // then the runs of the minute count it alone
+        assertEquals(new DashboardStore.Window(M, false, M.minusMinutes(1)),
+                DashboardStore.window(M.plusSeconds(45), M, M.minusMinutes(1)));
+        // the turn of the minute is no gap: no catch-up (it was one at every turn)
+        assertFalse(DashboardStore.window(M.plusMinutes(1).plusSeconds(2), M.plusMinutes(1), M.minusMinutes(1)).catchUp());
+        // a minute without a run (the previous minute's runs never settled the one before): catch up from the cursor
+        assertEquals(new DashboardStore.Window(M.minusMinutes(3), true, M.minusMinutes(1)),
+                DashboardStore.window(M.plusSeconds(30), M, M.minusMinutes(3)));
+        // never more than MAX_CATCH_UP back
+        assertEquals(new DashboardStore.Window(M.minus(DashboardStore.MAX_CATCH_UP), true, M.minusMinutes(2)),
+                DashboardStore.window(M.plusSeconds(1), M, M.minusDays(3)));
+    }
+
+    /**
+     * Runs every 10 s on the queue's clock: a job that finished in a minute's last second but committed after
+     * the next minute's first run is counted in its minute; once settled, a minute is not rewritten by the runs
+     * after (its row keeps the settling run's time); a tenant the scheduler did not name is found by the
+     * catch-up after a gap. Every row matches a plain count of the jobs table.
+     */
+    @Test
+    void runsEveryTenSecondsCountEachMinuteExactlyAndLeaveSettledMinutesAlone() {
+        DashboardStore rollup = new DashboardStore(clock);
+        dsl.execute("DELETE FROM rollup_cursor");
+        Instant m0 = clock.instant().truncatedTo(ChronoUnit.MINUTES).plus(Duration.ofMinutes(1));
+        clock.set(m0.plusSeconds(2));
+        finishOne(T1);
+        rollup.rollup(dsl, List.of(T1));
+        clock.set(m0.plusSeconds(20));
+        rollup.rollup(dsl, List.of(T1));
+
+        clock.set(m0.plusSeconds(59));
+        long late = enqueue(job(T1));
+        int attempt = admitAndClaim("w1", late).attempt();
+        dsl.transaction(c -> { // finished at :59 of the first minute, committed after the next minute's first run
+            store.finish(c.dsl(), "w1", List.of(new JobOutcome.Succeeded(late, attempt)));
+            clock.set(m0.plusSeconds(62));
+            rollup.rollup(dsl, List.of(T1));
+        });
+        assertEquals(1, succeeded(T1, m0), "the late commit is not in the first minute yet");
+        clock.set(m0.plusSeconds(72));
+        rollup.rollup(dsl, List.of(T1)); // 12 s into the minute: the first minute is recounted, not yet settled
+        assertEquals(2, succeeded(T1, m0));
+        clock.set(m0.plusSeconds(82));
+        rollup.rollup(dsl, List.of(T1)); // settles the first minute
+        OffsetDateTime settledAt = clock.sqlNow();
+        for (int s = 92; s <= 112; s += 10) {
+            clock.set(m0.plusSeconds(s));
+            finishOne(T1);
+            rollup.rollup(dsl, List.of(T1));
+        }
+        assertEquals(settledAt, scalar(OffsetDateTime.class,
+                "SELECT updated_at FROM tenant_minute_stats WHERE tenant_id = ? AND minute = ?::timestamptz", T1, m0.toString()),
+                "a settled minute is left alone");
+        assertEquals(3, succeeded(T1, m0.plusSeconds(60)));
+
+        // no scheduler for three minutes; T2's jobs finished meanwhile and it is not among the named tenants
+        clock.set(m0.plusSeconds(150));
+        finishOne(T2);
+        clock.set(m0.plusSeconds(250));
+        rollup.rollup(dsl, List.of(T1));
+        assertEquals(1, succeeded(T2, m0.plusSeconds(120)), "caught up for every tenant that finished jobs");
+
+        for (String tenant : List.of(T1, T2)) {
+            assertEquals(scalar(Long.class, "SELECT count(*) FROM jobs WHERE tenant_id = ? AND status = 'succeeded'", tenant),
+                    scalar(Long.class, "SELECT sum(succeeded) FROM tenant_minute_stats WHERE tenant_id = ?", tenant),
+                    tenant + ": the rollup against the jobs table");
+        }
+    }
+
+    private void finishOne(String tenant) {
+        long id = enqueue(job(tenant));
+        int attempt = admitAndClaim("w1", id).attempt();
+        store.finish(dsl, "w1", List.of(new JobOutcome.Succeeded(id, attempt)));
+    }
+
+    private long succeeded(String tenant, Instant minute) {
+        Long n = scalar(Long.class, "SELECT succeeded::bigint FROM tenant_minute_stats WHERE tenant_id = ? AND minute = ?::timestamptz",
+                tenant, minute.toString());
+        return n == null ? 0 : n;
     }
 
     /** What the dropped index answered: jobs of the tenant whose latest attempt started since {@code since}. */
