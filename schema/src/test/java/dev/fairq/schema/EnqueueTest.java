@@ -217,4 +217,42 @@ class EnqueueTest extends StoreTestSupport {
         assertEquals(0, countJobs());
         assertNull(scalar(Long.class, "SELECT max(id) FROM jobs"));
     }
+
+    /**
+     * A single-job submit's max_queued check is planned once per connection, not at every call: after the five
+     * custom plans PostgreSQL tries first, it runs a generic one. The array form of the same statement stays on
+     * custom plans for ever (it was 0.48 ms of planning a submit under load).
+     */
+    @Test
+    void theOneTenantQueueRoomCheckSettlesOnAGenericPlan() throws Exception {
+        assertEquals(List.of(0L, 8L), plansAfterEightRuns(Enqueue.QUEUED_COUNTS.bind().set("tenant_ids", new String[]{T1})),
+                "the array form (generic, custom): planned at every call");
+        long generic = plansAfterEightRuns(Enqueue.QUEUED_COUNT.bind().set("tenant_id", T1)).get(0);
+        assertTrue(generic >= 3, "generic plans of the one-tenant form: " + generic);
+    }
+
+    /**
+     * Runs the statement eight times on one server-side prepared statement of a fresh session: its {generic,
+     * custom} plan counts.
+     */
+    private List<Long> plansAfterEightRuns(NamedSql.Binding binding) throws java.sql.SQLException {
+        try (java.sql.Connection c = Database.dedicated(db.jdbcUrl, db.user, db.password, "enqueue-test-plans")) {
+            try (java.sql.PreparedStatement ps = binding.prepare(c)) {
+                ps.unwrap(org.postgresql.PGStatement.class).setPrepareThreshold(1);
+                for (int i = 0; i < 8; i++) {
+                    try (java.sql.ResultSet rs = ps.executeQuery()) {
+                        assertTrue(rs.next(), "the tenant's row");
+                    }
+                }
+                try (java.sql.Statement st = c.createStatement();
+                     java.sql.ResultSet rs = st.executeQuery("SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+                             + "WHERE NOT from_sql AND statement LIKE '%LIMIT t.max_queued%'")) {
+                    assertTrue(rs.next(), "the statement is prepared on the server");
+                    List<Long> out = List.of(rs.getLong(1), rs.getLong(2));
+                    assertFalse(rs.next(), "one prepared statement of the check");
+                    return out;
+                }
+            }
+        }
+    }
 }

@@ -111,6 +111,7 @@ class StaleStatisticsTest extends StoreTestSupport {
         assertNoTableWalk("next due", plan(Admission.NEXT_DUE.bind().clock(clock).set("tenant_ids", tenants)
                 .set("picked_ids", new Long[]{1L}), Admission.NEXT_DUE));
         assertNoTableWalk("queue room", plan(Enqueue.QUEUED_COUNTS.bind().set("tenant_ids", tenants), Enqueue.QUEUED_COUNTS));
+        assertNoTableWalk("queue room, one tenant", plan(Enqueue.QUEUED_COUNT.bind().set("tenant_id", T1), Enqueue.QUEUED_COUNT));
         assertNoTableWalk("promote next", plan(KeyHandoff.PROMOTE_NEXT.bind().set("tenant_ids", tenants)
                 .set("ordering_keys", new String[]{"k", "k"}), KeyHandoff.PROMOTE_NEXT));
     }
