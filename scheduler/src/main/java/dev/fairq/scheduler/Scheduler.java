@@ -694,8 +694,8 @@ public final class Scheduler {
     }
 
     /**
-     * A tenant whose probe returned fewer jobs than asked (or, read with one more than asked, no more than
-     * asked: {@link Candidates#dry}), all of which this round picked, has nothing more due now: it leaves the set of tenants that may have work, and gets a timer when its next job is due later
+     * A tenant whose probe returned fewer jobs than asked, all of which this round picked, has nothing more due
+     * now: it leaves the set of tenants that may have work, and gets a timer when its next job is due later
      * (one probe for all of them). New work brings it back by a wake-up. A tenant one of whose concurrency keys
      * is full after this round (its room was 0, or this round's picks filled it) may have jobs waiting behind
      * the key that the probe did not read: it is held by those keys and comes back when one has room.
@@ -714,8 +714,7 @@ public final class Scheduler {
             int got = fetched.byTenant().getOrDefault(tenant, List.of()).size();
             // a tenant some of whose candidates were parked may have more behind them, and one whose lane was
             // cut at its cap may have more than it got: either stays
-            if ((got < asked || fetched.dry().contains(tenant)) && picked.getOrDefault(tenant, 0) == got
-                    && !parkedTenants.contains(tenant)
+            if (got < asked && picked.getOrDefault(tenant, 0) == got && !parkedTenants.contains(tenant)
                     && !fetched.cutAtLaneCap().contains(tenant)) {
                 empty.add(tenant);
             }
@@ -833,7 +832,7 @@ public final class Scheduler {
 
     /** Each tenant's admissible jobs for a round, how many were asked of each, and whether room was left unfilled. */
     private record Candidates(Map<String, List<Long>> byTenant, Map<String, Integer> asked, boolean cutShort,
-                              Map<Long, Admission.Candidate> jobs, Set<String> cutAtLaneCap, Set<String> dry) {
+                              Map<Long, Admission.Candidate> jobs, Set<String> cutAtLaneCap) {
         Admission.Candidate job(long id) {
             return jobs.get(id);
         }
@@ -852,9 +851,8 @@ public final class Scheduler {
         parkedTenants.clear();
         Map<String, Integer> fetch = new HashMap<>(policy.fetchPlan(limits, tenants, wanted, load.nextRank()));
         Set<String> cutAtLaneCap = new HashSet<>(keyNewcomersOnly); // they have more than they may take now
-        Set<String> dry = new HashSet<>();
         Map<String, List<Long>> candidates = new HashMap<>(read(ctx, fetch, keyRooms, jobs, cost, keySteps, cutAtLaneCap,
-                keyNewcomersOnly, load, dry));
+                keyNewcomersOnly, load));
         // A tenant that returned fewer jobs than planned has no more due now (its jobs may all be scheduled
         // later): if that left the round short, fetch once more from every other tenant, up to the whole
         // shortfall each (what every round read before the plan existed), so that however many tenants have
@@ -866,14 +864,14 @@ public final class Scheduler {
             for (Map.Entry<String, Integer> l : limits.entrySet()) {
                 int planned = fetch.getOrDefault(l.getKey(), 0);
                 int got = candidates.getOrDefault(l.getKey(), List.of()).size();
-                if (got == planned && l.getValue() > got && !dry.contains(l.getKey())) rest.put(l.getKey(), l.getValue() - got);
+                if (got == planned && l.getValue() > got) rest.put(l.getKey(), l.getValue() - got);
             }
             if (!rest.isEmpty()) {
                 int shortfall = wanted - fetched;
                 Map<String, Integer> refetch = new LinkedHashMap<>();
                 rest.forEach((t, n) -> refetch.put(t, fetch.getOrDefault(t, 0) + Math.min(n, shortfall)));
                 fetch.putAll(refetch);
-                candidates.putAll(read(ctx, refetch, keyRooms, jobs, cost, keySteps, cutAtLaneCap, keyNewcomersOnly, load, dry));
+                candidates.putAll(read(ctx, refetch, keyRooms, jobs, cost, keySteps, cutAtLaneCap, keyNewcomersOnly, load));
             }
         }
         // Tenants cut at their planned share (more jobs than fetched) while another came up short: room was
@@ -884,7 +882,7 @@ public final class Scheduler {
             if (got < f.getValue()) underfilled = true;
             else if (f.getValue() < limits.get(f.getKey())) cutAtPlan = true;
         }
-        return new Candidates(candidates, fetch, underfilled && cutAtPlan, jobs, cutAtLaneCap, dry);
+        return new Candidates(candidates, fetch, underfilled && cutAtPlan, jobs, cutAtLaneCap);
     }
 
     /**
@@ -898,20 +896,9 @@ public final class Scheduler {
                                          Map<String, Map<String, Integer>> keyRooms, Map<Long, Admission.Candidate> jobs,
                                          AdmissionPolicy.Cost cost, Map<String, List<KeyStep>> keySteps,
                                          Set<String> cutAtLaneCap, Set<String> keyNewcomersOnly,
-                                         Admission.QueueLoad load, Set<String> dry) {
+                                         Admission.QueueLoad load) {
         Map<String, List<Long>> out = new HashMap<>();
-        // One job more than asked (per lane, for a tenant with keys): a read that returns no more than was asked
-        // tells that the tenant ran dry even when the round takes all of it, so the round forgets it and can
-        // grant it at once. Without the extra row, a tenant asked for exactly what it had (one job, a quiet
-        // tenant's usual round under load) stayed "maybe more" and waited a whole round for its grant. The
-        // orders below still take at most what was asked.
-        Map<String, Integer> ask = new HashMap<>(fetch);
-        ask.replaceAll((tenant, n) -> n > 0 && !keyNewcomersOnly.contains(tenant) ? n + 1 : n);
-        Admission.CandidateRead found = store.admission().candidates(ctx, ask, keyRooms, noKeyedJobs);
-        ask.forEach((tenant, n) -> {
-            if (found.byTenant().getOrDefault(tenant, List.of()).size() < n) dry.add(tenant);
-            else dry.remove(tenant);
-        });
+        Admission.CandidateRead found = store.admission().candidates(ctx, fetch, keyRooms, noKeyedJobs);
         noKeyedJobs.addAll(found.noKeyedJobs());
         cutAtLaneCap.addAll(found.cut());
         boolean routing = routingRestricts();

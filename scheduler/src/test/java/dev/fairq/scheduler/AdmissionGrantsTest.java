@@ -281,26 +281,4 @@ class AdmissionGrantsTest extends SimulatedSchedulerTest {
         assertTrue(status(s, "q", "pending") > 0, "more than a round's worth");
         assertEquals(0, grants(s), "a tenant with work waiting holds no grant");
     }
-
-    /**
-     * A round that asks a tenant for exactly the jobs it has waiting (one, with room for one) admits it and grants
-     * the tenant in that round: the read asks one job more, so "got all it asked" is told apart from "nothing
-     * left". Without it the tenant stayed among those that may have work, and its next job waited a round.
-     */
-    @Test
-    void aRoundThatTakesExactlyWhatItAskedOfATenantGrantsItWhenNothingIsLeft() {
-        db.createTenant("q");
-        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(1, 0).build());
-        runOneJob(s, "q"); // read once: known to have no keyed jobs
-        s.completeReady();
-        s.tick();
-        s.dsl.execute("DELETE FROM admission_grants"); // as if taken by a job of another process
-
-        s.enqueue(jobs("q", 1));
-        assertEquals(List.of("q"), s.tick().admittedTenants());
-        assertEquals(1, grants(s), "granted in the round that took the one job it asked for");
-        s.enqueue(jobs("q", 1));
-        assertEquals(0, status(s, "q", "pending"), "the next job took the grant");
-        assertEquals(2, status(s, "q", "ready"));
-    }
 }
