@@ -90,6 +90,8 @@ public final class SchedulerService implements AutoCloseable {
     /** What was published last per tenant, and when (null: nothing yet this term): unchanged states are not written again. */
     private Map<String, Scheduler.Snapshot> published;
     private Map<String, Long> publishedAt;
+    /** Whether the rollup ran in this term (its first run counts every tenant that finished jobs). */
+    private volatile boolean rolledUpAsLeader;
 
     public SchedulerService(Scheduler scheduler, JobStore store, SchedulerConfig config, ConnectionFactory connections) {
         this(scheduler, new ScheduleFirer(store, ScheduleObserver.NONE), store, config, connections);
@@ -171,6 +173,7 @@ public final class SchedulerService implements AutoCloseable {
         DSLContext ctx = Database.dsl(c);
         scheduler.reset();
         published = null;
+        rolledUpAsLeader = false;
         leader = true;
         log.info("this process is now the active scheduler");
         // schedules fire on a thread and connection of their own: a long retention run never delays a fire
@@ -261,7 +264,10 @@ public final class SchedulerService implements AutoCloseable {
     /** The dashboards' rollup (idempotent, resumes from its cursor: see DashboardStore.rollup). */
     private void rollup(DSLContext ctx) {
         long started = System.nanoTime();
-        int rows = dashboards.rollup(ctx, scheduler.recentlyActive(ROLLUP_ACTIVE_WINDOW.toNanos()));
+        // the first run as the leader counts every tenant that finished jobs: this process's memory of who ran
+        // starts now, and the jobs that finished since the previous leader's last run are in the window
+        int rows = dashboards.rollup(ctx, scheduler.recentlyActive(ROLLUP_ACTIVE_WINDOW.toNanos()), !rolledUpAsLeader);
+        rolledUpAsLeader = true;
         if (log.isDebugEnabled()) log.debug("rollup: {} rows in {} ms", rows, (System.nanoTime() - started) / 1_000_000);
     }
 

@@ -221,11 +221,20 @@ public final class DashboardStore {
      * are filled in for every tenant that finished jobs, up to {@link #MAX_CATCH_UP} back. Returns rows written.
      */
     public int rollup(DSLContext ctx, Collection<String> activeTenants) {
+        return rollup(ctx, activeTenants, false);
+    }
+
+    /**
+     * As {@link #rollup(DSLContext, Collection)}; with {@code everyTenant}, for every tenant that finished jobs as
+     * well as the named ones: what a scheduler's first run after it became the leader asks, since its memory of
+     * who ran does not cover the jobs that finished between the previous leader's last run and its own.
+     */
+    public int rollup(DSLContext ctx, Collection<String> activeTenants, boolean everyTenant) {
         Record cursor = READ_CURSOR.bind().clock(clock).fetch(ctx).get(0);
         Window w = window(cursor.get("db_now", OffsetDateTime.class), cursor.get("cur", OffsetDateTime.class),
                 cursor.get("rolled_through", OffsetDateTime.class));
         Set<String> tenants = new HashSet<>(activeTenants);
-        if (w.catchUp()) tenants.addAll(TENANTS_WITH_FINISHED.bind().fetch(ctx).getValues(0, String.class));
+        if (w.catchUp() || everyTenant) tenants.addAll(TENANTS_WITH_FINISHED.bind().fetch(ctx).getValues(0, String.class));
         return ctx.transactionResult(c -> {
             int n = ROLLUP.bind().clock(clock).set("since", w.since()).set("tenant_ids", tenants.toArray(String[]::new))
                     .execute(c.dsl());

@@ -82,7 +82,7 @@ class DashboardStoreTest extends StoreTestSupport {
      * Runs every 10 s on the queue's clock: a job that finished in a minute's last second but committed after
      * the next minute's first run is counted in its minute; once settled, a minute is not rewritten by the runs
      * after (its row keeps the settling run's time); a tenant the scheduler did not name is found by the
-     * catch-up after a gap. Every row matches a plain count of the jobs table.
+     * catch-up after a gap, and by a new leader's first run. Every row matches a plain count of the jobs table.
      */
     @Test
     void runsEveryTenSecondsCountEachMinuteExactlyAndLeaveSettledMinutesAlone() {
@@ -126,6 +126,15 @@ class DashboardStoreTest extends StoreTestSupport {
         clock.set(m0.plusSeconds(250));
         rollup.rollup(dsl, List.of(T1));
         assertEquals(1, succeeded(T2, m0.plusSeconds(120)), "caught up for every tenant that finished jobs");
+
+        // a new leader's first run: T2 finished a job since the last run and is not named; a run that trusts the
+        // names leaves it out, the first run of a term counts every tenant that finished jobs
+        clock.set(m0.plusSeconds(262));
+        finishOne(T2);
+        rollup.rollup(dsl, List.of(T1));
+        assertEquals(0, succeeded(T2, m0.plusSeconds(240)), "a steady run counts the tenants it is given");
+        rollup.rollup(dsl, List.of(T1), true);
+        assertEquals(1, succeeded(T2, m0.plusSeconds(240)), "the first run of a leader's term counts every tenant");
 
         for (String tenant : List.of(T1, T2)) {
             assertEquals(scalar(Long.class, "SELECT count(*) FROM jobs WHERE tenant_id = ? AND status = 'succeeded'", tenant),
