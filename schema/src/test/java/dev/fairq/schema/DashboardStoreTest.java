@@ -13,9 +13,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
 /**
- * Started attempts are counted without an index on started_at (V6): from the finished, failed and lease
- * indexes. Every place a started job can be in is covered here, and the counts are checked against a plain
- * scan of started_at.
+ * The dashboard rollup against the jobs table. Started attempts are counted without an index on started_at (V6):
+ * from the finished, failed and lease indexes; every place a started job can be in is covered here, and the
+ * counts are checked against a plain scan of started_at. Which minutes a run recounts, and for which tenants, on
+ * the settable clock.
  */
 class DashboardStoreTest extends StoreTestSupport {
     final DashboardStore dashboards = new DashboardStore();
