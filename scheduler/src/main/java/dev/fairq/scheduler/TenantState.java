@@ -38,8 +38,7 @@ public final class TenantState {
     /** With shares by worker time: estimates and charges not yet settled, per job type (WorkerTimeCosts). */
     final java.util.Map<String, WorkerTimeCosts.TypeCost> costs = new java.util.HashMap<>();
     /** With shares by worker time: grants charged and not yet settled (a grant's job type is not known). */
-    long grantCharges;
-    double grantSeconds;
+    final WorkerTimeCosts.Charges grantCharges = new WorkerTimeCosts.Charges();
 
     TenantState(TenantLimits limits, LongSupplier nanoTime) {
         this.limits = limits;

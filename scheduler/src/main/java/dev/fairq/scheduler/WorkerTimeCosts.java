@@ -40,11 +40,31 @@ final class WorkerTimeCosts {
     /** Types per tenant with an estimate of their own; more share the tenant's mean (bounded memory). */
     static final int MAX_TYPES_PER_TENANT = 64;
 
+    /** Charges made and not yet settled: how many, and their seconds in all. */
+    static final class Charges {
+        long count;
+        double seconds;
+
+        void add(double charge) {
+            count++;
+            seconds += charge;
+        }
+
+        /** Settles up to {@code n} of the charges at their mean; returns the seconds settled. */
+        double settle(long n) {
+            long settling = Math.min(count, n);
+            if (settling <= 0) return 0;
+            double settled = settling * (seconds / count);
+            count -= settling;
+            seconds = count == 0 ? 0 : Math.max(0, seconds - settled);
+            return settled;
+        }
+    }
+
     /** A (tenant, type) pair's estimate and its charges not yet settled. */
     static final class TypeCost {
         double estimate;
-        long unsettled;
-        double unsettledSeconds;
+        final Charges unsettled = new Charges();
         /** Attempts learnt from: the first ones replace the guess outright. */
         long observed;
 
@@ -74,21 +94,17 @@ final class WorkerTimeCosts {
     void charged(TenantState t, String type, double seconds) {
         TypeCost c = pair(t, type);
         if (c == null) return;
-        c.unsettled++;
-        c.unsettledSeconds += seconds;
+        c.unsettled.add(seconds);
     }
 
     /** Records a grant's charge: its job's type is known only once it ran, so it settles any type's attempt. */
     void chargedGrant(TenantState t, double seconds) {
-        t.grantCharges++;
-        t.grantSeconds += seconds;
+        t.grantCharges.add(seconds);
     }
 
     /** A grant taken back unused: its charge stays on the tenant's clock, but no attempt will settle it. */
     void grantRevoked(TenantState t) {
-        if (t.grantCharges == 0) return;
-        t.grantSeconds -= t.grantSeconds / t.grantCharges;
-        t.grantCharges--;
+        t.grantCharges.settle(1);
     }
 
     /**
@@ -110,19 +126,10 @@ final class WorkerTimeCosts {
         if (c != null) {
             c.estimate = c.observed == 0 ? mean : c.estimate + (mean - c.estimate) * weightOfBatch;
             c.observed += w.attempts();
-            settled = Math.min(c.unsettled, w.attempts());
-            double perCharge = c.unsettled == 0 ? 0 : c.unsettledSeconds / c.unsettled;
-            charged = settled * perCharge;
-            c.unsettled -= settled;
-            c.unsettledSeconds = c.unsettled == 0 ? 0 : Math.max(0, c.unsettledSeconds - charged);
+            settled = Math.min(c.unsettled.count, w.attempts());
+            charged = c.unsettled.settle(settled);
         }
-        long fromGrants = Math.min(w.attempts() - settled, t.grantCharges);
-        if (fromGrants > 0) {
-            double grantCharged = fromGrants * (t.grantSeconds / t.grantCharges);
-            charged += grantCharged;
-            t.grantCharges -= fromGrants;
-            t.grantSeconds = t.grantCharges == 0 ? 0 : Math.max(0, t.grantSeconds - grantCharged);
-        }
+        charged += t.grantCharges.settle(w.attempts() - settled);
         t.unitCost = tenantMean(t);
         return w.seconds() - charged;
     }

@@ -251,7 +251,7 @@ class TimeShareTest {
                 "actual minus the grant's charge");
         assertEquals(0.006, costs.finished(b, new Admission.FinishedWork("b", "sleep", 1, 0.006)), 1e-12,
                 "no grant charge left: an attempt with no charge here pays in full");
-        assertEquals(0, b.grantCharges);
+        assertEquals(0, b.grantCharges.count);
     }
 
     /**
