@@ -194,7 +194,8 @@ public final class SchedulerService implements AutoCloseable {
                 if (r.saturated()) waitMillis = config.busyInterval().toMillis();
                 else if (r.wanted() == 0) waitMillis = config.busyInterval().toMillis() * 5;
                 else waitMillis = Math.min(config.idleInterval().toMillis(), r.nanosUntilNextEvent() / 1_000_000 + 1);
-                wakeUps(pg.getNotifications((int) Math.max(1, waitMillis)));
+                // at least 2 ms: on this connection a 1 ms wait returns at once (ListenSocketFactory)
+                wakeUps(pg.getNotifications((int) Math.max(2, waitMillis)));
             }
         }
     }

@@ -74,6 +74,9 @@ public final class Database {
         props.setProperty("ApplicationName", name);
         props.setProperty("tcpKeepAlive", "true");
         props.setProperty("options", NO_JIT);
+        // notifications reach the listener without PgJDBC's 1 ms wait for a next message (ListenSocketFactory);
+        // a URL that names its own socket factory (a Unix socket, say) keeps it
+        if (!jdbcUrl.contains("socketFactory=")) props.setProperty("socketFactory", ListenSocketFactory.class.getName());
         return DriverManager.getConnection(jdbcUrl, props);
     }
 

@@ -382,7 +382,8 @@ public final class Worker implements AutoCloseable {
                 PGConnection pg = c.unwrap(PGConnection.class);
                 wake.release(); // jobs may have been admitted while we were not listening
                 while (!stopped) {
-                    PGNotification[] ns = pg.getNotifications((int) config.pollInterval().toMillis());
+                    // at least 2 ms: on this connection a 1 ms wait returns at once (ListenSocketFactory)
+                    PGNotification[] ns = pg.getNotifications((int) Math.max(2, config.pollInterval().toMillis()));
                     if (ns == null) continue;
                     boolean ready = false;
                     for (PGNotification n : ns) {
