@@ -40,7 +40,7 @@ import java.util.function.DoubleSupplier;
  * One worker process's engine. Five moving parts, each on its own thread so none waits for another:
  * <ul>
  *   <li>the claimer takes ready jobs in batches (one statement per batch) as handler threads free up,
- *       holding about one claim round trip's worth of work beyond them, and
+ *       holding up to three claim round trips' worth of work beyond them (claimSize), and
  *       sleeps on LISTEN/NOTIFY, with polling as the fallback, when there is nothing to take;</li>
  *   <li>handler threads (a bounded pool) run jobs outside any transaction; a claimed job starts only while
  *       its lease has {@link WorkerConfig#startMargin()} left on this JVM's monotonic clock, so a job whose
