@@ -10,8 +10,8 @@ import java.util.UUID;
  * reason for its value. The defaults suit a web-hook style load; tests shorten the lease.
  *
  * @param threads             handler threads (the process's concurrency)
- * @param prefetch            the most jobs claimed beyond the threads; the worker holds about one claim round
- *                            trip's worth of work ahead (deep for quick jobs, about one job for slow ones),
+ * @param prefetch            the most jobs claimed beyond the threads; the worker holds up to three claim round
+ *                            trips' worth of work ahead (deep for quick jobs, one job for slow ones), and no more
  *                            because a claimed job is a job no other worker can start
  * @param lease               how long a claim holds without a heartbeat
  * @param heartbeatInterval   how often the leases of held jobs are extended (well under the lease)
