@@ -68,6 +68,10 @@ public final class Database {
      * lives and dies with this session) and LISTEN (notifications arrive on the session that listens).
      */
     public static Connection dedicated(String jdbcUrl, String user, String password, String name) throws SQLException {
+        return DriverManager.getConnection(jdbcUrl, dedicatedProperties(jdbcUrl, user, password, name));
+    }
+
+    static java.util.Properties dedicatedProperties(String jdbcUrl, String user, String password, String name) {
         java.util.Properties props = new java.util.Properties();
         if (user != null) props.setProperty("user", user);
         if (password != null) props.setProperty("password", password);
@@ -77,7 +81,7 @@ public final class Database {
         // notifications reach the listener without PgJDBC's 1 ms wait for a next message (ListenSocketFactory);
         // a URL that names its own socket factory (a Unix socket, say) keeps it
         if (!jdbcUrl.contains("socketFactory=")) props.setProperty("socketFactory", ListenSocketFactory.class.getName());
-        return DriverManager.getConnection(jdbcUrl, props);
+        return props;
     }
 
     public static void migrate(DataSource dataSource) {

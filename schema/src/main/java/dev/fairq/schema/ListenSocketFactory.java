@@ -9,6 +9,7 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketException;
 import java.net.SocketTimeoutException;
+import java.util.function.IntSupplier;
 
 /**
  * Sockets for the connections that LISTEN (PgJDBC's {@code socketFactory} property, set by
@@ -82,31 +83,35 @@ public final class ListenSocketFactory extends SocketFactory {
 
         @Override
         public synchronized InputStream getInputStream() throws IOException {
-            if (in == null) in = new ProbeInput(super.getInputStream());
+            if (in == null) in = new ProbeInput(super.getInputStream(), () -> timeoutMillis);
             return in;
         }
+    }
 
-        private final class ProbeInput extends FilterInputStream {
-            ProbeInput(InputStream raw) {
-                super(raw);
-            }
+    /** A socket's input whose reads under the probe timeout ({@code timeoutMillis}) do not wait for data. */
+    static final class ProbeInput extends FilterInputStream {
+        private final IntSupplier timeoutMillis;
 
-            @Override
-            public int read() throws IOException {
-                noWaitForProbe();
-                return super.read();
-            }
+        ProbeInput(InputStream raw, IntSupplier timeoutMillis) {
+            super(raw);
+            this.timeoutMillis = timeoutMillis;
+        }
 
-            @Override
-            public int read(byte[] b, int off, int len) throws IOException {
-                noWaitForProbe();
-                return super.read(b, off, len);
-            }
+        @Override
+        public int read() throws IOException {
+            noWaitForProbe();
+            return super.read();
+        }
 
-            private void noWaitForProbe() throws IOException {
-                if (timeoutMillis == PROBE_TIMEOUT_MILLIS && super.available() == 0) {
-                    throw new SocketTimeoutException("nothing pending");
-                }
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+            noWaitForProbe();
+            return super.read(b, off, len);
+        }
+
+        private void noWaitForProbe() throws IOException {
+            if (timeoutMillis.getAsInt() == PROBE_TIMEOUT_MILLIS && super.available() == 0) {
+                throw new SocketTimeoutException("nothing pending");
             }
         }
     }
