@@ -296,6 +296,13 @@ public final class Admission {
      * window ends a second before now, so that completions still committing (asynchronously) with an earlier
      * finished_at are not skipped; the caller passes the returned end as the next start. A retried attempt
      * (back to pending) is not read: its charge stays the estimate.
+     *
+     * <p>Each (tenant, status) range is read in finished_at order, which only jobs_tenant_finished_idx gives
+     * without a sort (the scheduler's session rules sorts out). Written as {@code status IN (...)} with no order,
+     * statistics taken while a flood was all pending (no finished_at anywhere) made the planner take
+     * jobs_tenant_status_idx instead: an index range over the tenant's whole finished history, the window a
+     * filter. Under the tenants benchmark's trickle phase that was 59 reads of 70 ms (max 151) in 15 s of the
+     * flood, inside the tick (pg_stat_statements, PG15), so the ready buffer ran dry behind it.
      */
     static final NamedSql FINISHED_WORK = NamedSql.of("""
             WITH w AS MATERIALIZED (SELECT :now - interval '1 second' AS until)
@@ -308,14 +315,19 @@ public final class Admission {
                 -- grouped inside, so that the planner cannot pull it up into one join over every tenant's finished
                 -- jobs: it did, a bitmap scan of all finished jobs in retention hash-joined to the tenants (87,199
                 -- rows and 273 ms a read in the latency benchmark's loaded phase, 4 reads a second in the tick)
-                SELECT j.type, count(*) AS n,
-                       sum(greatest(coalesce(j.run_us / 1e6, fairq_epoch(j.finished_at) - fairq_epoch(j.started_at)),
+                SELECT r.type, count(*) AS n,
+                       sum(greatest(coalesce(r.run_us / 1e6, fairq_epoch(r.finished_at) - fairq_epoch(r.started_at)),
                                     :floor_seconds))::double precision AS seconds
-                FROM jobs j
-                WHERE j.tenant_id = t.tenant_id AND j.status IN ('succeeded', 'dead', 'cancelled')
-                  AND j.finished_at > coalesce(t.since::timestamptz, 'infinity') AND j.finished_at <= w.until
-                  AND j.started_at IS NOT NULL
-                GROUP BY j.type
+                FROM unnest('{succeeded,dead,cancelled}'::job_status[]) AS s(status)
+                CROSS JOIN LATERAL (
+                    SELECT j.type, j.run_us, j.started_at, j.finished_at
+                    FROM jobs j
+                    WHERE j.tenant_id = t.tenant_id AND j.status = s.status
+                      AND j.finished_at > coalesce(t.since::timestamptz, 'infinity') AND j.finished_at <= w.until
+                    ORDER BY j.finished_at
+                ) r
+                WHERE r.started_at IS NOT NULL
+                GROUP BY r.type
             ) f
             """);
 
