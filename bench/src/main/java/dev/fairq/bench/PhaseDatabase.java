@@ -52,6 +52,15 @@ final class PhaseDatabase implements AutoCloseable {
         return ((Number) dsl().fetchValue(sql, args)).longValue();
     }
 
+    /**
+     * Whether any job matches: a poll that stops at the first row. The trickle phase polled a count of the flood's
+     * waiting jobs ten times a second: 31 ms of the database's CPU each over 30,000 rows (pg_stat_statements on
+     * PG15), a third of a core taken from the platform it measures, only while the flood waited.
+     */
+    boolean anyJob(String where, Object... args) {
+        return Boolean.TRUE.equals(dsl().fetchValue("SELECT EXISTS (SELECT 1 FROM jobs WHERE " + where + ")", args));
+    }
+
     @Override
     public void close() {
         pool.close();

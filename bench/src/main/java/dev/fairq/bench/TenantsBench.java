@@ -607,7 +607,7 @@ final class TenantsBench implements Bench.Benchmark {
                     // until no flood job waits, or FLOOD_CAP_MS: then the flood window ends there (capped)
                     long floodDeadline = System.nanoTime() + FLOOD_CAP_MS * 1_000_000;
                     boolean floodCapped = false;
-                    while (db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'flood' AND status IN ('pending', 'ready')") > 0) {
+                    while (db.anyJob("tenant_id = 'flood' AND status IN ('pending', 'ready')")) {
                         if (System.nanoTime() > floodDeadline) {
                             floodCapped = true;
                             break;
@@ -624,7 +624,7 @@ final class TenantsBench implements Bench.Benchmark {
                             + "AND fairq_epoch(started_at) <= ?", floodIds[0], floodIds[1], floodEnd));
                     // every accepted trickle job must run, flood or not
                     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-                    while (db.count("SELECT count(*) FROM jobs WHERE tenant_id <> 'flood' AND status IN ('pending', 'ready', 'running')") > 0) {
+                    while (db.anyJob("tenant_id <> 'flood' AND status IN ('pending', 'ready', 'running')")) {
                         if (System.nanoTime() > deadline) throw new IllegalStateException("trickle jobs not all done 120 s after the trickle stopped");
                         Thread.sleep(100);
                     }
@@ -657,6 +657,8 @@ final class TenantsBench implements Bench.Benchmark {
                     out.put("trickle_p99_ms_flood", Stats.round(Stats.percentile(flooded, 99)));
                     out.put("trickle_max_ms_flood", Stats.round(Stats.percentile(flooded, 100)));
                     out.put("trickle_p99_ratio", Stats.ratio(Stats.percentile(flooded, 99), Stats.percentile(alone, 99)));
+                    out.put("trickle_steps_alone", trickleSteps(db, aloneFrom, aloneTo));
+                    out.put("trickle_steps_flood", trickleSteps(db, floodFrom, floodEnd));
                     Map<String, Object> tAlone = server.tickSummary(aloneFrom, aloneTo), tFlood = server.tickSummary(floodFrom, floodEnd);
                     tAlone.forEach((k, v) -> out.put("alone_" + k, v));
                     tFlood.forEach((k, v) -> out.put("flood_" + k, v));
@@ -676,6 +678,48 @@ final class TenantsBench implements Bench.Benchmark {
             ms.add(r.get(0, Double.class));
         }
         return ms;
+    }
+
+    /**
+     * Where the trickle jobs created in [from, to) waited, on the database clock: created -> admitted (the
+     * scheduler; 0 for a job inserted ready by its tenant's admission grant), admitted -> started (the ready
+     * buffer and the claim), and the share admitted inside their enqueue; for the slowest 1%, the same split.
+     */
+    private static Map<String, Object> trickleSteps(PhaseDatabase db, double from, double to) {
+        List<Double> admitted = new ArrayList<>(), started = new ArrayList<>(), total = new ArrayList<>(), at = new ArrayList<>();
+        long inline = 0;
+        for (Record r : db.dsl().fetch("SELECT extract(epoch FROM admitted_at - created_at) * 1000, "
+                + "extract(epoch FROM started_at - admitted_at) * 1000, fairq_epoch(created_at) - ? FROM jobs "
+                + "WHERE tenant_id <> 'flood' AND fairq_epoch(created_at) >= ? AND fairq_epoch(created_at) < ?", from, from, to)) {
+            double a = r.get(0, Double.class), s = r.get(1, Double.class);
+            at.add(r.get(2, Double.class));
+            admitted.add(a);
+            started.add(s);
+            total.add(a + s);
+            if (a == 0) inline++;
+        }
+        Map<String, Object> m = new LinkedHashMap<>();
+        if (total.isEmpty()) return m;
+        m.put("created_to_admitted_p50", Stats.round(Stats.percentile(admitted, 50)));
+        m.put("created_to_admitted_p99", Stats.round(Stats.percentile(admitted, 99)));
+        m.put("admitted_to_started_p50", Stats.round(Stats.percentile(started, 50)));
+        m.put("admitted_to_started_p99", Stats.round(Stats.percentile(started, 99)));
+        m.put("admitted_in_enqueue", Stats.round((double) inline / total.size()));
+        double p99 = Stats.percentile(total, 99);
+        List<Double> slowAdmitted = new ArrayList<>(), slowStarted = new ArrayList<>(), slowAt = new ArrayList<>();
+        for (int i = 0; i < total.size(); i++) {
+            if (total.get(i) >= p99) {
+                slowAdmitted.add(admitted.get(i));
+                slowStarted.add(started.get(i));
+                slowAt.add(Math.round(at.get(i) * 10) / 10.0);
+            }
+        }
+        Collections.sort(slowAt);
+        m.put("slowest_1pct_created_s_after_window_start", slowAt);
+        m.put("slowest_1pct_created_to_admitted_mean", Stats.round(slowAdmitted.stream().mapToDouble(x -> x).average().orElse(0)));
+        m.put("slowest_1pct_admitted_to_started_mean", Stats.round(slowStarted.stream().mapToDouble(x -> x).average().orElse(0)));
+        m.put("slowest_1pct_admitted_in_enqueue", slowAdmitted.stream().filter(x -> x == 0).count() + " of " + slowAdmitted.size());
+        return m;
     }
 
     /** Submits jobs over HTTP on a fixed schedule, without waiting for answers (a slow answer does not slow the rate). */
@@ -737,7 +781,7 @@ final class TenantsBench implements Bench.Benchmark {
 
     private static void awaitNoneWaiting(PhaseDatabase db, String where, long timeoutMs) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
-        while (db.count("SELECT count(*) FROM jobs WHERE status IN ('pending', 'ready') AND run_at <= now() AND " + where) > 0) {
+        while (db.anyJob("status IN ('pending', 'ready') AND run_at <= now() AND " + where)) {
             if (System.nanoTime() > deadline) throw new IllegalStateException("jobs still waiting (" + where + ") after " + timeoutMs + " ms");
             Thread.sleep(100);
         }
@@ -745,7 +789,7 @@ final class TenantsBench implements Bench.Benchmark {
 
     private static void awaitNoneRunning(PhaseDatabase db, long timeoutMs) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
-        while (db.count("SELECT count(*) FROM jobs WHERE status = 'running'") > 0) {
+        while (db.anyJob("status = 'running'")) {
             if (System.nanoTime() > deadline) throw new IllegalStateException("jobs still running after " + timeoutMs + " ms");
             Thread.sleep(100);
         }
