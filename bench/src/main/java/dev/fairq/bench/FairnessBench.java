@@ -142,7 +142,7 @@ final class FairnessBench implements Bench.Benchmark {
      */
     static Map<String, Object> slowest(BenchDatabase db, String mine) {
         Map<String, Object> slowest = new LinkedHashMap<>();
-        Record w = db.dsl().fetchOne("WITH s AS (SELECT id, created_at, admitted_at, started_at FROM jobs WHERE " + mine + """
+        Record w = db.dsl().fetchOne("WITH s AS (SELECT id, created_at, admitted_at, started_at, ready_rank FROM jobs WHERE " + mine + """
                            ORDER BY started_at - created_at DESC LIMIT 1)
                 SELECT s.id, extract(epoch FROM s.admitted_at - s.created_at) * 1000,
                        extract(epoch FROM s.started_at - s.admitted_at) * 1000,
@@ -153,7 +153,11 @@ final class FairnessBench implements Bench.Benchmark {
                        (SELECT max(g) FROM (SELECT extract(epoch FROM o.admitted_at - lag(o.admitted_at) OVER (ORDER BY o.admitted_at)) * 1000 AS g
                                             FROM jobs o WHERE o.admitted_at BETWEEN s.created_at AND s.started_at) x),
                        (SELECT count(*) FROM jobs o WHERE (%1$s) AND o.id <= s.id),
-                       s.created_at::text, s.admitted_at::text
+                       s.created_at::text, s.admitted_at::text, s.ready_rank,
+                       (SELECT count(*) FROM jobs o WHERE NOT (%1$s) AND o.started_at > s.admitted_at
+                          AND o.started_at < s.started_at AND o.ready_rank <= s.ready_rank),
+                       (SELECT count(*) FROM jobs o WHERE NOT (%1$s) AND o.started_at > s.admitted_at
+                          AND o.started_at < s.started_at AND o.admitted_at < s.admitted_at)
                 FROM s""".formatted(mine));
         slowest.put("id", w.get(0));
         slowest.put("nth_of_trickle", w.get(6));
@@ -164,6 +168,11 @@ final class FairnessBench implements Bench.Benchmark {
         slowest.put("others_admitted_meanwhile", w.get(3));
         slowest.put("others_started_meanwhile", w.get(4));
         slowest.put("longest_admission_gap_ms", w.get(5) == null ? null : Stats.round(w.get(5, Double.class)));
+        // claimed (started_at is the claim) after it was admitted and before it: ranked at or ahead of it, and
+        // admitted before it (already in the ready buffer when it came)
+        slowest.put("ready_rank", w.get(9));
+        slowest.put("claimed_after_its_admission_ranked_ahead", w.get(10));
+        slowest.put("claimed_after_its_admission_admitted_before_it", w.get(11));
         return slowest;
     }
 
