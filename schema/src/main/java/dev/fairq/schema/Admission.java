@@ -298,9 +298,10 @@ public final class Admission {
      * (back to pending) is not read: its charge stays the estimate.
      *
      * <p>Each (tenant, status) range is read in finished_at order, which only jobs_tenant_finished_idx gives
-     * without a sort (the scheduler's session rules sorts out). Written as {@code status IN (...)} with no order,
-     * statistics taken while a flood was all pending (no finished_at anywhere) made the planner take
-     * jobs_tenant_status_idx instead: an index range over the tenant's whole finished history, the window a
+     * without a sort (the scheduler's session rules sorts out). The window (the last second or so) always lies past
+     * the last ANALYZE, so the planner estimates about one row through either index, and written as {@code status
+     * IN (...)} with no order, statistics that saw mostly pending jobs (autoanalyze runs right after a bulk insert)
+     * made it take jobs_tenant_status_idx: an index range over the tenant's whole finished history, the window a
      * filter. Under the tenants benchmark's trickle phase that was 59 reads of 70 ms (max 151) in 15 s of the
      * flood, inside the tick (pg_stat_statements, PG15), so the ready buffer ran dry behind it.
      */
