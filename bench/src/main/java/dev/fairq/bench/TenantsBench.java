@@ -683,7 +683,8 @@ final class TenantsBench implements Bench.Benchmark {
     /**
      * Where the trickle jobs created in [from, to) waited, on the database clock: created -> admitted (the
      * scheduler; 0 for a job inserted ready by its tenant's admission grant), admitted -> started (the ready
-     * buffer and the claim), and the share admitted inside their enqueue; for the slowest 1%, the same split.
+     * buffer and the claim), and the share admitted inside their enqueue; for the slowest 1%, the same split and
+     * when each was created, in seconds after {@code from} (so a tail made by one event shows as one cluster).
      */
     private static Map<String, Object> trickleSteps(PhaseDatabase db, double from, double to) {
         List<Double> admitted = new ArrayList<>(), started = new ArrayList<>(), total = new ArrayList<>(), at = new ArrayList<>();
