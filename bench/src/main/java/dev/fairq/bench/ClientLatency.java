@@ -138,7 +138,10 @@ final class ClientLatency {
                 out.put("client_steps_p99_ms", steps(measured, 99));
                 out.put("client_admitted_in_enqueue", inlineAdmitted(measured));
 
-                double bgRate = drainRate / 2;
+                // FAIRQ_BENCH_BACKGROUND_PER_S fixes the load, so that two builds whose drains differ are compared
+                // at the same load (at half of its own drain, a faster build is measured under more load)
+                String fixedLoad = System.getenv("FAIRQ_BENCH_BACKGROUND_PER_S");
+                double bgRate = fixedLoad == null ? drainRate / 2 : Double.parseDouble(fixedLoad);
                 AtomicBoolean loading = new AtomicBoolean(true);
                 AtomicLong bgSent = new AtomicLong();
                 long bgBase = backgroundDone.get();
