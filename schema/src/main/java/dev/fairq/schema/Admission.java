@@ -146,24 +146,13 @@ public final class Admission {
      * between analyses, and min() was then planned as an aggregate over the whole of jobs_claim_idx, dead entries
      * of claimed jobs included: 5-8 ms of every tick (measured with EXPLAIN ANALYZE during the tenants bench's
      * 10,000-tenant drain, where that was most of the statement).
-     *
-     * <p>The ready and running jobs are read in their index's order, which only a plain index scan of
-     * jobs_claim_idx and jobs_lease_idx gives (the scheduler's session rules sorts out, {@link #PLANNER_SETTINGS}):
-     * a plain index scan marks the entries of rows it finds dead (claimed, finished), so the next tick skips them.
-     * Planned as bitmap scans, which never mark them, every tick visited every entry left since the last vacuum:
-     * 85,915 entries of finished jobs in jobs_lease_idx, 2,633 heap pages, for no running job, and LOAD took 4.6-5.4
-     * ms a tick on average, the heaviest statement of the latency benchmark's loaded phase (auto_explain and
-     * pg_stat_statements, PG15).
      */
     static final NamedSql LOAD = NamedSql.of("""
             SELECT 'ready' AS what, tenant_id, count(*)::double precision AS n, queue, type, concurrency_key, fairness_key,
                    max(ready_rank) AS last_rank
-            FROM (SELECT tenant_id, queue, type, concurrency_key, fairness_key, ready_rank FROM jobs
-                  WHERE status = 'ready' ORDER BY ready_rank, id) r
-            GROUP BY tenant_id, queue, type, concurrency_key, fairness_key
+            FROM jobs WHERE status = 'ready' GROUP BY tenant_id, queue, type, concurrency_key, fairness_key
             UNION ALL
-            SELECT 'running', tenant_id, count(*), NULL, NULL, concurrency_key, NULL, NULL
-            FROM (SELECT tenant_id, concurrency_key FROM jobs WHERE status = 'running' ORDER BY locked_until) r
+            SELECT 'running', tenant_id, count(*), NULL, NULL, concurrency_key, NULL, NULL FROM jobs WHERE status = 'running'
             GROUP BY tenant_id, concurrency_key
             UNION ALL
             SELECT 'capacity', NULL, coalesce(sum(capacity), 0), NULL, NULL, NULL, NULL, NULL FROM workers
@@ -373,13 +362,6 @@ public final class Admission {
 
     /** The highest rank in the ready buffer, for admitting behind everything already there. */
     static final NamedSql LAST_RANK = NamedSql.of("SELECT max(ready_rank) FROM jobs WHERE status = 'ready'");
-
-    /**
-     * The planner settings of the scheduler's session (SchedulerService sets them on its connection): every
-     * admission query walks an index made for it in that index's order, so no plan needs a sort or a sequential
-     * scan, and ruling both out leaves the planner no bad choice when the statistics are stale.
-     */
-    public static final List<String> PLANNER_SETTINGS = List.of("enable_sort = off", "enable_seqscan = off");
 
     private final QueueClock clock;
 
