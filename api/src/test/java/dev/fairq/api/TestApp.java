@@ -132,7 +132,19 @@ final class TestApp {
         if (body != null) b.header("Content-Type", "application/json");
         if (token != null) b.header("Authorization", "Bearer " + token);
         try {
-            HttpResponse<String> r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+            HttpRequest request = b.build();
+            HttpResponse<String> r = null;
+            for (int attempt = 1; r == null; attempt++) {
+                try {
+                    r = http.send(request, HttpResponse.BodyHandlers.ofString());
+                } catch (java.io.IOException e) {
+                    // A pooled keep-alive connection that the server closed just as it was taken (Jetty's idle
+                    // timeout, or the stopped server of an earlier test class on the same port) answers no byte at
+                    // all: the request reached no live server, so it goes again on a new connection. Seen once in
+                    // 534 tests on a clean clone (AdminApiTest, stop 25).
+                    if (attempt >= 3 || !String.valueOf(e.getMessage()).contains("received no bytes")) throw e;
+                }
+            }
             JsonNode node = null;
             if (!r.body().isEmpty()) {
                 try {
