@@ -1,5 +1,6 @@
 package dev.fairq.scheduler;
 
+import dev.fairq.schema.Admission;
 import dev.fairq.schema.DashboardStore;
 import dev.fairq.schema.Database;
 import dev.fairq.schema.JobStore;
@@ -164,8 +165,7 @@ public final class SchedulerService implements AutoCloseable {
             // through another index and sort it: a tick would cost O(backlog) (measured: 32 ms instead of
             // 0.6 ms at 5,000 jobs per tenant). No scheduler query needs a sort or a sequential scan (each has
             // an index made for it), so this session rules both out.
-            s.execute("SET enable_sort = off");
-            s.execute("SET enable_seqscan = off");
+            for (String setting : Admission.PLANNER_SETTINGS) s.execute("SET " + setting);
             // An admission lost to a database crash is simply admitted again (see Database.queuePool).
             s.execute("SET synchronous_commit = off");
         }

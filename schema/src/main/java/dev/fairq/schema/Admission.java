@@ -363,6 +363,13 @@ public final class Admission {
     /** The highest rank in the ready buffer, for admitting behind everything already there. */
     static final NamedSql LAST_RANK = NamedSql.of("SELECT max(ready_rank) FROM jobs WHERE status = 'ready'");
 
+    /**
+     * The planner settings of the scheduler's session (SchedulerService sets them on its connection): every
+     * admission query walks an index made for it, in that index's order where it needs one, so no plan needs a sort
+     * or a sequential scan, and ruling both out leaves the planner no bad choice when the statistics are stale.
+     */
+    public static final List<String> PLANNER_SETTINGS = List.of("enable_sort = off", "enable_seqscan = off");
+
     private final QueueClock clock;
 
     Admission(QueueClock clock) {

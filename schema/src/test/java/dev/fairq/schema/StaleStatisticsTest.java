@@ -233,7 +233,7 @@ class StaleStatisticsTest extends StoreTestSupport {
                 NamedSql.Binding read = Admission.FINISHED_WORK.bind().clock(clock).set("tenant_ids", new String[]{T1, T2})
                         .set("sinces", new String[]{since.toString(), since.toString()}).set("floor_seconds", 0.001);
                 for (boolean schedulerSession : new boolean[]{false, true}) {
-                    if (schedulerSession) t.execute("SET LOCAL enable_sort = off; SET LOCAL enable_seqscan = off");
+                    if (schedulerSession) for (String setting : Admission.PLANNER_SETTINGS) t.execute("SET LOCAL " + setting);
                     StringBuilder plan = new StringBuilder();
                     for (var r : t.resultQuery("EXPLAIN " + Admission.FINISHED_WORK.sql(), read.args()).fetch()) {
                         plan.append(r.get(0)).append('\n');
