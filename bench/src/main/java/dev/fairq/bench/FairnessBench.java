@@ -157,7 +157,13 @@ final class FairnessBench implements Bench.Benchmark {
                        (SELECT count(*) FROM jobs o WHERE NOT (%1$s) AND o.started_at > s.admitted_at
                           AND o.started_at < s.started_at AND o.ready_rank <= s.ready_rank),
                        (SELECT count(*) FROM jobs o WHERE NOT (%1$s) AND o.started_at > s.admitted_at
-                          AND o.started_at < s.started_at AND o.admitted_at < s.admitted_at)
+                          AND o.started_at < s.started_at AND o.admitted_at < s.admitted_at),
+                       (SELECT min(o.ready_rank) || ' .. ' || max(o.ready_rank) FROM jobs o WHERE NOT (%1$s)
+                          AND o.started_at > s.admitted_at AND o.started_at < s.started_at AND o.ready_rank <= s.ready_rank),
+                       (SELECT 'admitted ' || round((extract(epoch FROM p.admitted_at - s.created_at) * 1000)::numeric, 1)
+                               || ' ms, started ' || round((extract(epoch FROM p.started_at - s.created_at) * 1000)::numeric, 1)
+                               || ' ms after its creation, rank ' || p.ready_rank
+                        FROM jobs p WHERE (%1$s) AND p.id < s.id ORDER BY p.id DESC LIMIT 1)
                 FROM s""".formatted(mine));
         slowest.put("id", w.get(0));
         slowest.put("nth_of_trickle", w.get(6));
@@ -173,6 +179,8 @@ final class FairnessBench implements Bench.Benchmark {
         slowest.put("ready_rank", w.get(9));
         slowest.put("claimed_after_its_admission_ranked_ahead", w.get(10));
         slowest.put("claimed_after_its_admission_admitted_before_it", w.get(11));
+        slowest.put("ranks_claimed_ahead_of_it", w.get(12));
+        slowest.put("previous_of_its_kind", w.get(13)); // was it still waiting when this one came?
         return slowest;
     }
 

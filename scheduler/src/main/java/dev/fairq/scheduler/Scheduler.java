@@ -565,7 +565,7 @@ public final class Scheduler {
                 keyNewcomersOnly);
         Map<String, List<Long>> candidates = fetched.byTenant();
         List<AdmissionPolicy.Pick> picks = policy.choose(candidates, tenants, wanted, load.nextRank(), load.lastRank(), cost);
-        Set<Long> keyNewcomers = commitKeySteps(picks, keySteps);
+        commitKeySteps(picks, keySteps);
         forgetEmpty(ctx, now, fetched, picks, keyRooms);
         // jobs parked this round may have hidden admissible ones behind them: come back soon (saturated)
         boolean parkedSome = parkUnroutable(ctx);
@@ -587,21 +587,11 @@ public final class Scheduler {
         List<Long> ids = new ArrayList<>(picks.size());
         List<Double> ranks = new ArrayList<>(picks.size());
         Map<Long, String> tenantOf = new HashMap<>();
+        KeyPlacement placement = new KeyPlacement(load, fetched);
         for (AdmissionPolicy.Pick p : picks) {
             tenants.get(p.tenantId()).bucket().take(1);
             ids.add(p.jobId());
-            // the first job of a fairness key that just became active (or has none in the ready buffer) starts at
-            // the claim point, as a tenant that becomes active does: ranked by its tenant's pass it would queue
-            // behind the buffered jobs of the tenant's other keys (measured: a trickling key's p50 was 98 ms behind
-            // a flooding one, 9 ms alone)
-            boolean cutIn = keyNewcomers.contains(p.jobId()) && load.nextRank() != null && load.nextRank() < p.rank();
-            // and a key whose one buffered job has not started yet (every thread busy) has its next job ranked
-            // right after that one: ranked by the tenant's pass, it went behind the other key's whole buffer
-            // (subkeys: 145 ms behind 148 of x's, y's previous job still waiting at the front 23 ms later). Only
-            // for one: a flooding key's next jobs, all ranked after its last buffered one, would tie there.
-            String key = fetched.job(p.jobId()).fairnessKey();
-            Double after = key == null || cutIn ? null : load.onlyReadyRank(p.tenantId(), key);
-            ranks.add(cutIn ? load.nextRank() : after != null && after < p.rank() ? after : p.rank());
+            ranks.add(placement.rank(p, fetched.job(p.jobId()).fairnessKey()));
             tenantOf.put(p.jobId(), p.tenantId());
         }
         List<Long> admitted = store.admit(ctx, ids, ranks);
@@ -981,9 +971,9 @@ public final class Scheduler {
             Double ahead = t.keyPass.get(key);
             boolean lifted = ahead == null || ahead <= t.keyVirtualTime;
             double pass = lifted ? t.keyVirtualTime : ahead;
-            // A key with no job in the ready buffer starts its next job at the claim point too, its pass kept: a key
-            // trickling a job every 30 ms stayed ahead of the key virtual time of admissions, and each of its jobs
-            // queued behind the flooding key's buffer (subkeys: y's p99 170 ms under the flood, 25 ms alone).
+            // A key with no job in the ready buffer counts as new too, its pass kept (a full buffer still takes its
+            // first job; KeyPlacement ranks it at the tenant's first buffered job): a key trickling a job every 30 ms
+            // stayed ahead of the key virtual time of admissions (subkeys: y's p99 170 ms under the flood, 25 ms alone).
             boolean newcomer = !key.isEmpty() && (lifted || !buffered.contains(key));
             queue.add(new Lane(key, t.limits().keyWeights().getOrDefault(key, 1), new double[]{pass}, jobs,
                     new boolean[]{newcomer}));
@@ -1009,11 +999,9 @@ public final class Scheduler {
     /**
      * The policy took a prefix of each tenant's order: those steps move the keys' passes for real. Keys that fall
      * behind the key virtual time are forgotten (they would be lifted to it), so the map holds only keys ahead.
-     * Returns the jobs that were the first of a key that became active.
      */
-    private Set<Long> commitKeySteps(List<AdmissionPolicy.Pick> picks, Map<String, List<KeyStep>> keySteps) {
-        Set<Long> newcomers = new HashSet<>();
-        if (keySteps.isEmpty()) return newcomers;
+    private void commitKeySteps(List<AdmissionPolicy.Pick> picks, Map<String, List<KeyStep>> keySteps) {
+        if (keySteps.isEmpty()) return;
         Map<String, Integer> taken = new HashMap<>();
         for (AdmissionPolicy.Pick p : picks) taken.merge(p.tenantId(), 1, Integer::sum);
         keySteps.forEach((tenant, steps) -> {
@@ -1024,11 +1012,64 @@ public final class Scheduler {
                 KeyStep step = steps.get(i);
                 t.keyPass.put(step.key(), step.passAfter());
                 t.keyVirtualTime = Math.max(t.keyVirtualTime, step.passBefore());
-                if (step.newcomer()) newcomers.add(step.jobId());
             }
             t.keyPass.values().removeIf(pass -> pass <= t.keyVirtualTime);
         });
-        return newcomers;
+    }
+
+    /**
+     * Where a round's jobs go in the claim order when their tenant has more than one fairness key active. The
+     * tenant's pass ranks each job behind every job the tenant already has in the ready buffer, and those may all
+     * be one key's: a trickling key's job then waited behind a flooding key's whole buffer (subkeys: 197 ms behind
+     * 250 of x's jobs, y's previous job, admitted in the same round, cut in and started 10 ms after its creation).
+     * So a keyed job goes where weighted fair queueing among the tenant's keys puts it in the tenant's part of the
+     * buffer: a key of weight w among active keys of total weight W has one job in W/w of the tenant's, so its
+     * next job follows its last buffered one by W/w - 1 of the buffer's rank gaps (the mean gap between the
+     * tenant's buffered jobs), and a key with none buffered starts at the tenant's first buffered job, its further
+     * jobs of the round spaced the same way. Never later than the tenant's pass, which still advances by every
+     * pick: the tenant's share is unchanged, its jobs only change places within the span of ranks it holds.
+     * A tenant with one key active, or with nothing buffered, keeps the pass's rank.
+     */
+    private final class KeyPlacement {
+        private final Admission.QueueLoad load;
+        /** Per tenant that picked keyed jobs: the total weight of its active keys ("" for its jobs without one). */
+        private final Map<String, Double> totalWeight = new HashMap<>();
+        private final Map<String, Integer> placed = new HashMap<>();
+
+        KeyPlacement(Admission.QueueLoad load, Candidates fetched) {
+            this.load = load;
+            fetched.byTenant().forEach((tenantId, ids) -> {
+                TenantState t = tenants.get(tenantId);
+                if (t == null || !t.usesFairnessKeys || !config.fair()) return;
+                Set<String> keys = new HashSet<>(load.readyFairnessKeys(tenantId));
+                int keyedReady = 0;
+                for (String k : keys) keyedReady += load.readyKey(tenantId, k).count();
+                if (load.ready(tenantId) > keyedReady) keys.add("");
+                for (Long id : ids) {
+                    String k = fetched.job(id).fairnessKey();
+                    keys.add(k == null ? "" : k);
+                }
+                if (keys.size() < 2) return;
+                double w = 0;
+                for (String k : keys) w += t.limits().keyWeights().getOrDefault(k, 1);
+                totalWeight.put(tenantId, w);
+            });
+        }
+
+        double rank(AdmissionPolicy.Pick p, String fairnessKey) {
+            Double total = totalWeight.get(p.tenantId());
+            Admission.RankSpan span = load.readySpan(p.tenantId());
+            if (total == null || fairnessKey == null || span == null) return p.rank();
+            double weight = tenants.get(p.tenantId()).limits().keyWeights().getOrDefault(fairnessKey, 1);
+            double between = Math.max(0, total / weight - 1) * (span.count() > 1
+                    ? (span.last() - span.first()) / (span.count() - 1) : 0);
+            int nth = placed.merge(p.tenantId() + '\0' + fairnessKey, 1, Integer::sum) - 1;
+            Admission.ReadyKey buffered = load.readyKey(p.tenantId(), fairnessKey);
+            double at = buffered == null || buffered.lastRank() == Double.NEGATIVE_INFINITY
+                    ? span.first() + nth * between // ties with the tenant's first buffered job, which goes first (its id)
+                    : buffered.lastRank() + (nth + 1) * between;
+            return Math.min(p.rank(), at);
+        }
     }
 
     /** Parks the candidates set aside this round; true when there were any. */

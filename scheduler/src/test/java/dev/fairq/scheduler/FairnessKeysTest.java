@@ -199,4 +199,58 @@ class FairnessKeysTest extends SimulatedSchedulerTest {
                 + "AND o.fairness_key <> 'y' AND (o.ready_rank, o.id) < (k.ready_rank, k.id)", second);
         assertTrue(ahead <= 1, "y's second job is queued behind x's buffer: " + ahead + " ahead");
     }
+
+    /**
+     * A key with nothing buffered that gets several jobs in one round (its jobs came faster than the rounds): each of
+     * them goes where the key order puts it among the tenant's buffered jobs, one of y's after each of x's. Only the
+     * first used to cut in; the others took the tenant's pass, behind x's whole buffer (subkeys: y's job 197 ms
+     * behind 250 of x's, the previous one of the same round started 10 ms after its creation).
+     */
+    @Test
+    void aKeysJobsOfOneRoundAlternateWithTheBufferedJobsOfTheOtherKey() {
+        SimulatedScheduler s = bufferFilledByX();
+        runFirst(s, 10); // room for ten
+        s.enqueue(keyed("t", "y", 3));
+        s.tick();
+        List<Long> ahead = s.dsl.fetch("SELECT (SELECT count(*) FROM jobs o WHERE o.status = 'ready' AND o.fairness_key = 'x' "
+                + "AND (o.ready_rank, o.id) < (k.ready_rank, k.id)) FROM jobs k WHERE k.fairness_key = 'y' AND k.status = 'ready' "
+                + "ORDER BY k.id").getValues(0, Long.class);
+        assertEquals(3, ahead.size(), "y's three jobs are in: " + ahead);
+        for (int i = 0; i < 3; i++) {
+            assertTrue(ahead.get(i) <= i + 1, "y's job " + (i + 1) + " has " + ahead.get(i) + " of x's ahead: " + ahead);
+        }
+        assertTrue(ahead.get(0) < ahead.get(1) && ahead.get(1) < ahead.get(2), "x's jobs between y's: " + ahead);
+    }
+
+    /**
+     * Placing a key's jobs among its tenant's buffered ones never ranks them ahead of another tenant's jobs that were
+     * ahead of the tenant's whole buffer: the tenant's jobs change places only within the span of ranks it holds.
+     */
+    @Test
+    void aKeysPlacementStaysWithinItsTenantsSpanOfTheBuffer() {
+        db.createTenant("t");
+        db.createTenant("u");
+        db.dsl().execute("UPDATE tenants SET weight = 4 WHERE id = 'u'"); // u's jobs are ranked four to one of t's
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(40, 0)
+                .fairShare(SchedulerConfig.FairShare.JOBS).build());
+        s.enqueue(keyed("t", "x", 1_000));
+        s.enqueue(SimulatedScheduler.jobs("u", 1_000));
+        s.tick();
+        // t's first five buffered jobs start: u's jobs ranked below t's buffer now lead the claim order,
+        s.dsl.execute("UPDATE jobs SET status = 'succeeded', attempts = 1, started_at = now(), finished_at = now() "
+                + "WHERE id IN (SELECT id FROM jobs WHERE status = 'ready' AND tenant_id = 't' ORDER BY ready_rank, id LIMIT 5)");
+        // and u's last 20 (room for a round in which t, a fifth of it, takes y's three jobs and two of x's)
+        s.dsl.execute("UPDATE jobs SET status = 'succeeded', attempts = 1, started_at = now(), finished_at = now() "
+                + "WHERE id IN (SELECT id FROM jobs WHERE status = 'ready' AND tenant_id = 'u' ORDER BY ready_rank DESC, id DESC LIMIT 20)");
+        double tFirst = ((Number) s.dsl.fetchValue("SELECT min(ready_rank) FROM jobs WHERE status = 'ready' AND tenant_id = 't'"))
+                .doubleValue();
+        long uAhead = s.count("SELECT count(*) FROM jobs WHERE status = 'ready' AND tenant_id = 'u' AND ready_rank < ?", tFirst);
+        assertTrue(uAhead >= 10, "u has jobs ahead of t's buffer: " + uAhead);
+        s.enqueue(keyed("t", "y", 3));
+        s.tick();
+        assertEquals(3, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"), "y's jobs are in");
+        long passed = s.count("SELECT count(*) FROM jobs u, jobs y WHERE u.status = 'ready' AND u.tenant_id = 'u' "
+                + "AND u.ready_rank < ? AND y.fairness_key = 'y' AND (y.ready_rank, y.id) < (u.ready_rank, u.id)", tFirst);
+        assertEquals(0, passed, "y's jobs passed none of the " + uAhead + " jobs of u ranked ahead of t's buffer");
+    }
 }

@@ -149,21 +149,22 @@ public final class Admission {
      */
     static final NamedSql LOAD = NamedSql.of("""
             SELECT 'ready' AS what, tenant_id, count(*)::double precision AS n, queue, type, concurrency_key, fairness_key,
-                   max(ready_rank) AS last_rank
+                   max(ready_rank) AS last_rank, min(ready_rank) FILTER (WHERE ready_rank > '-Infinity') AS first_rank,
+                   count(*) FILTER (WHERE ready_rank > '-Infinity') AS ranked
             FROM jobs WHERE status = 'ready' GROUP BY tenant_id, queue, type, concurrency_key, fairness_key
             UNION ALL
-            SELECT 'running', tenant_id, count(*), NULL, NULL, concurrency_key, NULL, NULL FROM jobs WHERE status = 'running'
-            GROUP BY tenant_id, concurrency_key
+            SELECT 'running', tenant_id, count(*), NULL, NULL, concurrency_key, NULL, NULL, NULL, NULL FROM jobs
+            WHERE status = 'running' GROUP BY tenant_id, concurrency_key
             UNION ALL
-            SELECT 'capacity', NULL, coalesce(sum(capacity), 0), NULL, NULL, NULL, NULL, NULL FROM workers
+            SELECT 'capacity', NULL, coalesce(sum(capacity), 0), NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM workers
             WHERE heartbeat_at > :now - :liveness_ms * interval '1 millisecond'
             UNION ALL
             SELECT 'next_rank', NULL, (SELECT ready_rank FROM jobs WHERE status = 'ready' AND ready_rank > '-Infinity'
-                                       ORDER BY ready_rank LIMIT 1), NULL, NULL, NULL, NULL, NULL
+                                       ORDER BY ready_rank LIMIT 1), NULL, NULL, NULL, NULL, NULL, NULL, NULL
             UNION ALL
-            SELECT 'last_rank', NULL, (SELECT max(ready_rank) FROM jobs WHERE status = 'ready'), NULL, NULL, NULL, NULL, NULL
+            SELECT 'last_rank', NULL, (SELECT max(ready_rank) FROM jobs WHERE status = 'ready'), NULL, NULL, NULL, NULL, NULL, NULL, NULL
             UNION ALL
-            SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL, NULL, NULL, NULL
+            SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL, NULL, NULL, NULL, NULL, NULL
             FROM admission_grants
             """);
 
@@ -386,11 +387,16 @@ public final class Admission {
     public record QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant,
                             int workerCapacity, Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds,
                             List<ReadyGroup> readyGroups, Map<String, Map<String, Integer>> activeByKey,
-                            Map<String, Map<String, ReadyKey>> readyKeys) {
+                            Map<String, Map<String, ReadyKey>> readyKeys, Map<String, RankSpan> readySpans) {
         public QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant, int workerCapacity,
                          Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds) {
             this(readyByTenant, runningByTenant, workerCapacity, nextRank, lastRank, grantAgeSeconds, List.of(), Map.of(),
-                    Map.of());
+                    Map.of(), Map.of());
+        }
+
+        /** The lowest and highest finite rank of the tenant's jobs in the ready buffer; null when it has none. */
+        public RankSpan readySpan(String tenant) {
+            return readySpans.get(tenant);
         }
 
         /** The tenant's fairness keys that have jobs in the ready buffer (admitted, not started). */
@@ -398,10 +404,9 @@ public final class Admission {
             return readyKeys.getOrDefault(tenant, Map.of()).keySet();
         }
 
-        /** The rank of the key's one job in the ready buffer; null when it has none there, or more than one. */
-        public Double onlyReadyRank(String tenant, String fairnessKey) {
-            ReadyKey k = readyKeys.getOrDefault(tenant, Map.of()).get(fairnessKey);
-            return k == null || k.count() != 1 ? null : k.lastRank();
+        /** The key's jobs in the ready buffer (how many, the highest rank); null when it has none there. */
+        public ReadyKey readyKey(String tenant, String fairnessKey) {
+            return readyKeys.getOrDefault(tenant, Map.of()).get(fairnessKey);
         }
 
         /** Jobs of the tenant's concurrency key that are ready or running. */
@@ -413,6 +418,13 @@ public final class Admission {
         public int running(String tenant) { return runningByTenant.getOrDefault(tenant, 0); }
         public int totalReady() { return readyByTenant.values().stream().mapToInt(Integer::intValue).sum(); }
         public int totalRunning() { return runningByTenant.values().stream().mapToInt(Integer::intValue).sum(); }
+    }
+
+    /** The ranks of a tenant's jobs in the ready buffer that are not at the front by grant (-Infinity). */
+    public record RankSpan(int count, double first, double last) {
+        RankSpan plus(RankSpan other) {
+            return new RankSpan(count + other.count, Math.min(first, other.first), Math.max(last, other.last));
+        }
     }
 
     /** A fairness key's jobs in the ready buffer: how many, and the highest rank among them. */
@@ -432,6 +444,7 @@ public final class Admission {
         Map<String, Double> grants = new HashMap<>();
         Map<String, Map<String, Integer>> byKey = new HashMap<>();
         Map<String, Map<String, ReadyKey>> readyKeys = new HashMap<>();
+        Map<String, RankSpan> spans = new HashMap<>();
         int capacity = 0;
         Double nextRank = null, lastRank = null;
         // Plain JDBC, as for the candidates: with 10,000 tenants draining, the ready buffer (100 ms of admissions)
@@ -458,6 +471,10 @@ public final class Admission {
                     switch (what) {
                         case "ready" -> {
                             ready.merge(tenant, (int) n, Integer::sum);
+                            double first = rs.getDouble(9);
+                            if (!rs.wasNull()) { // the group has jobs ranked other than by grant
+                                spans.merge(tenant, new RankSpan(rs.getInt(10), first, rs.getDouble(8)), RankSpan::plus);
+                            }
                             groups.merge(new Route(tenant, rs.getString(4), rs.getString(5)), (int) n, Integer::sum);
                         }
                         case "running" -> running.merge(tenant, (int) n, Integer::sum);
@@ -474,7 +491,7 @@ public final class Admission {
         lastRank = (Double) scalars[2];
         List<ReadyGroup> readyGroups = new ArrayList<>(groups.size());
         groups.forEach((g, count) -> readyGroups.add(new ReadyGroup(g.tenantId(), g.queue(), g.type(), count)));
-        return new QueueLoad(ready, running, capacity, nextRank, lastRank, grants, readyGroups, byKey, readyKeys);
+        return new QueueLoad(ready, running, capacity, nextRank, lastRank, grants, readyGroups, byKey, readyKeys, spans);
     }
 
     /** The tenants with admissible pending jobs (see {@link #TENANTS_WITH_WORK}). */
