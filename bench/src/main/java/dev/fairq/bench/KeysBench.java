@@ -139,7 +139,8 @@ final class KeysBench {
         static final long INTERVAL_MS = 30, START_MS = 3_000;
         static final double FROM_S = 2, TO_S = 10;
 
-        record Result(List<Double> yLatencies, double windowJobsPerS, List<Double> yAdmission, Map<String, Object> slowestY) {}
+        record Result(List<Double> yLatencies, double windowJobsPerS, List<Double> yAdmission, Map<String, Object> slowestY,
+                      List<Integer> missed) {}
 
         @Override
         public Map<String, Object> run(BenchDatabase db) throws Exception {
@@ -154,6 +155,9 @@ final class KeysBench {
             out.putAll(Stats.summary("y_flood_no_keys_", noKeys.yLatencies()));
             out.put("y_flood_created_to_admitted_p50_ms", Stats.round(Stats.percentile(flood.yAdmission(), 50)));
             out.put("y_flood_created_to_admitted_p99_ms", Stats.round(Stats.percentile(flood.yAdmission(), 99)));
+            out.put("y_flood_admitted_in_enqueue", Stats.round(flood.yAdmission().stream().filter(ms -> ms == 0).count()
+                    / (double) flood.yAdmission().size()));
+            out.put("y_flood_admitted_later_nth", flood.missed()); // which of y's jobs waited for a round
             out.put("y_alone_slowest", alone.slowestY());
             out.put("y_flood_slowest", flood.slowestY());
             out.put("key_p99_ratio", Stats.ratio(Stats.percentile(flood.yLatencies(), 99), Stats.percentile(alone.yLatencies(), 99)));
@@ -208,7 +212,10 @@ final class KeysBench {
             }
             List<Double> yAdmission = db.dsl().fetch("SELECT extract(epoch FROM admitted_at - created_at) * 1000 FROM jobs "
                     + "WHERE (payload ->> 'y') IS NOT NULL").getValues(0, Double.class);
-            return new Result(y, window, yAdmission, FairnessBench.slowest(db, "(payload ->> 'y') IS NOT NULL"));
+            List<Integer> missed = db.dsl().fetch("SELECT n FROM (SELECT row_number() OVER (ORDER BY id) AS n, admitted_at, "
+                    + "created_at FROM jobs WHERE (payload ->> 'y') IS NOT NULL) x WHERE admitted_at > created_at ORDER BY n")
+                    .getValues(0, Integer.class);
+            return new Result(y, window, yAdmission, FairnessBench.slowest(db, "(payload ->> 'y') IS NOT NULL"), missed);
         }
     }
 

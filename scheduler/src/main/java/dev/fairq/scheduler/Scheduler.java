@@ -129,6 +129,31 @@ public final class Scheduler {
     /** Tenants a wake-up named since the last round: new work, maybe a fairness key that was not active. */
     private Set<String> wokenSinceLastRound = new HashSet<>();
 
+    /** The key grants after the last round (tenant + '\0' + key): one missing now was used by an enqueue. */
+    private Set<String> keyGrantsAfterLastTick = Set.of();
+    /** This tick's key grants per tenant: LOAD's, minus those taken back. */
+    private Map<String, Set<String>> keyGrants = new HashMap<>();
+    /** Per tenant the round read: its fairness keys with a job read and not admitted (not quiet). */
+    private final Map<String, Set<String>> keysBusy = new HashMap<>();
+    /** Tenants the round read whose lanes were cut at their cap: which of their keys have jobs waiting is unknown. */
+    private final Set<String> keysUnknown = new HashSet<>();
+    /** Per tenant: the lowest rank this round admitted a job of it at (with LOAD's, where its buffered jobs start). */
+    private final Map<String, Double> roundFirstRank = new HashMap<>();
+    /** Per tenant read this round: the fairness keys whose read returned as many jobs as asked (maybe more wait). */
+    private final Map<String, Set<String>> keysReadToTheLimit = new HashMap<>();
+    /** The key grants enqueues used since the last round, per tenant: those keys had no job waiting then. */
+    private final Map<String, Set<String>> keyGrantsUsed = new HashMap<>();
+
+    /** How many of a tenant's fairness keys are remembered as recently admitted (candidates for key grants). */
+    static final int RECENT_KEYS = 8;
+    /** Most key grants a tenant holds at once: each holds a place of max_running and a token. */
+    static final int MAX_KEY_GRANTS_PER_TENANT = 4;
+    /**
+     * A key grant goes to a key with a job admitted this recently, and is taken back when unused this long: a key
+     * that trickles every 30 ms (subkeys) is always within it; one that went quiet gives its place back soon.
+     */
+    static final long KEY_GRANT_WINDOW_NANOS = 2_000_000_000L;
+
     /** A grant goes to a tenant active this recently, and is taken back when unused this long. */
     static final long GRANT_WINDOW_NANOS = 60_000_000_000L;
     /**
@@ -220,6 +245,12 @@ public final class Scheduler {
         recentTotal = 0;
         grantsAfterLastTick = Set.of();
         grantedWithLastAdmission = Set.of();
+        keyGrantsAfterLastTick = Set.of();
+        keyGrants = new HashMap<>();
+        keysBusy.clear();
+        keysUnknown.clear();
+        keysReadToTheLimit.clear();
+        keyGrantsUsed.clear();
         positions = Map.of();
         competing = 0;
         routes = List.of();
@@ -375,10 +406,20 @@ public final class Scheduler {
 
         Set<String> deferred = new HashSet<>();
         Map<String, Double> grants = keepValidGrants(ctx, now, load, deferred);
+        keepValidKeyGrants(ctx, now, load);
         int capacity = config.fixedCapacity() > 0 ? config.fixedCapacity() : load.workerCapacity();
+        keysBusy.clear();
+        keysUnknown.clear();
+        keysReadToTheLimit.clear();
+        roundFirstRank.clear();
         TickResult result = admit(ctx, now, load, capacity, unadmitted, grants);
         deferred.retainAll(maybeWork); // the round found work waiting after all: the grant goes back now
         if (!deferred.isEmpty()) revoke(ctx, new ArrayList<>(deferred), grants);
+        revokeKeyGrantsOfBusyKeys(ctx);
+        if (grantsOn()) grantToQuietKeys(ctx, now, load, capacity, grants, result);
+        Set<String> pairs = new HashSet<>();
+        keyGrants.forEach((tenant, keys) -> keys.forEach(k -> pairs.add(tenant + '\0' + k)));
+        keyGrantsAfterLastTick = pairs;
         // the grant pass walks the whole cache: with many tenants cached, at most every GRANT_PASS_EVERY_NANOS
         if (grantsOn() && (tenants.size() <= GRANT_PASS_EVERY_TENANTS || lastGrantPass == Long.MIN_VALUE
                 || now - lastGrantPass >= GRANT_PASS_EVERY_NANOS)) {
@@ -566,6 +607,7 @@ public final class Scheduler {
         Map<String, List<Long>> candidates = fetched.byTenant();
         List<AdmissionPolicy.Pick> picks = policy.choose(candidates, tenants, wanted, load.nextRank(), load.lastRank(), cost);
         commitKeySteps(picks, keySteps);
+        noteBusyKeys(fetched, picks);
         forgetEmpty(ctx, now, fetched, picks, keyRooms);
         // jobs parked this round may have hidden admissible ones behind them: come back soon (saturated)
         boolean parkedSome = parkUnroutable(ctx);
@@ -589,9 +631,14 @@ public final class Scheduler {
         Map<Long, String> tenantOf = new HashMap<>();
         KeyPlacement placement = new KeyPlacement(load, fetched);
         for (AdmissionPolicy.Pick p : picks) {
-            tenants.get(p.tenantId()).bucket().take(1);
+            TenantState t = tenants.get(p.tenantId());
+            t.bucket().take(1);
             ids.add(p.jobId());
-            ranks.add(placement.rank(p, fetched.job(p.jobId()).fairnessKey()));
+            String fairnessKey = fetched.job(p.jobId()).fairnessKey();
+            double rank = placement.rank(p, fairnessKey);
+            ranks.add(rank);
+            roundFirstRank.merge(p.tenantId(), rank, Math::min);
+            if (fairnessKey != null) t.keyAdmitted(fairnessKey, now);
             tenantOf.put(p.jobId(), p.tenantId());
         }
         List<Long> admitted = store.admit(ctx, ids, ranks);
@@ -618,7 +665,7 @@ public final class Scheduler {
                 if (!woken.contains(tenantId) || !t.usesFairnessKeys) continue;
                 keyNewcomersOnly.add(tenantId);
             }
-            int room = room(t, load) - (grants.containsKey(tenantId) ? 1 : 0);
+            int room = room(t, load) - (grants.containsKey(tenantId) ? 1 : 0) - keyGrantsOf(tenantId);
             int tokens = t.bucket().available();
             if (room > 0 && tokens == 0) nextToken[0] = Math.min(nextToken[0], t.bucket().nanosUntilNextToken());
             int lim = Math.min(Math.min(room, tokens), newcomersOnly ? 1 : wanted);
@@ -907,6 +954,12 @@ public final class Scheduler {
             for (Admission.Candidate c : list) jobs.put(c.id(), c);
             Map<String, Integer> room = new HashMap<>(keyRooms.getOrDefault(tenant, Map.of()));
             int asked = fetch.getOrDefault(tenant, 0);
+            // a key whose lane returned as many jobs as asked may have more waiting: not quiet (key grants)
+            Map<String, Integer> perKey = new HashMap<>();
+            for (Admission.Candidate c : read) if (c.fairnessKey() != null) perKey.merge(c.fairnessKey(), 1, Integer::sum);
+            Set<String> full = new HashSet<>();
+            perKey.forEach((k, n) -> { if (n >= asked) full.add(k); });
+            keysReadToTheLimit.put(tenant, full);
             TenantState t = tenants.get(tenant);
             boolean keys = config.fair() && t != null && list.stream().anyMatch(c -> c.fairnessKey() != null);
             if (keys) t.usesFairnessKeys = true;
@@ -1168,7 +1221,7 @@ public final class Scheduler {
         List<String> ids = new ArrayList<>();
         for (TenantState t : quiet) {
             if (ids.size() >= budget) break;
-            int room = room(t, load) - admittedNow.getOrDefault(t.id(), 0);
+            int room = room(t, load) - admittedNow.getOrDefault(t.id(), 0) - keyGrantsOf(t.id());
             if (room < 1 || t.bucket().available() < 1) continue;
             ids.add(t.id());
         }
@@ -1184,6 +1237,156 @@ public final class Scheduler {
         grantedWithLastAdmission = withAdmission;
     }
 
+    /** How many key grants the tenant holds now: each holds a place of max_running. */
+    private int keyGrantsOf(String tenantId) {
+        Set<String> keys = keyGrants.get(tenantId);
+        return keys == null ? 0 : keys.size();
+    }
+
+    /**
+     * The round's candidates it did not admit, and the keys whose read returned as many jobs as asked, name the
+     * fairness keys with jobs still waiting: none of those is quiet. A key whose every candidate the round admitted
+     * is quiet now (unless its tenant's lanes were cut), so the grant for its next job comes in the same tick as
+     * the admission of its last.
+     */
+    private void noteBusyKeys(Candidates fetched, List<AdmissionPolicy.Pick> picks) {
+        keysUnknown.addAll(fetched.cutAtLaneCap());
+        Set<Long> picked = new HashSet<>(picks.size());
+        for (AdmissionPolicy.Pick p : picks) picked.add(p.jobId());
+        fetched.byTenant().forEach((tenantId, ids) -> {
+            Set<String> keys = keysBusy.computeIfAbsent(tenantId, x -> new HashSet<>());
+            keys.addAll(keysReadToTheLimit.getOrDefault(tenantId, Set.of()));
+            for (Long id : ids) {
+                String k = fetched.job(id).fairnessKey();
+                if (k != null && !picked.contains(id)) keys.add(k);
+            }
+        });
+    }
+
+    /**
+     * The key grants LOAD found, minus those taken back now: a paused tenant's, an uncached tenant's, and one unused
+     * for {@link #KEY_GRANT_WINDOW_NANOS}. One that disappeared since the last round was used: its token is spent,
+     * its key was admitted. One this scheduler did not make (a new leader) reserves a token.
+     */
+    private void keepValidKeyGrants(DSLContext ctx, long now, Admission.QueueLoad load) {
+        keyGrantsUsed.clear();
+        Set<String> found = new HashSet<>();
+        Map<String, Set<String>> current = new HashMap<>();
+        load.keyGrantAgeSeconds().forEach((tenant, keys) -> keys.keySet().forEach(k -> {
+            found.add(tenant + '\0' + k);
+            current.computeIfAbsent(tenant, x -> new HashSet<>()).add(k);
+        }));
+        for (String used : keyGrantsAfterLastTick) {
+            if (found.contains(used)) continue;
+            int cut = used.indexOf('\0');
+            TenantState t = tenants.get(used.substring(0, cut));
+            if (t == null) continue;
+            t.bucket().settleReservation(true);
+            t.lastActiveNanos = now;
+            t.keyAdmitted(used.substring(cut + 1), now);
+            keyGrantsUsed.computeIfAbsent(t.id(), x -> new HashSet<>()).add(used.substring(cut + 1));
+        }
+        for (String pair : found) {
+            TenantState t = tenants.get(pair.substring(0, pair.indexOf('\0')));
+            if (t != null && !keyGrantsAfterLastTick.contains(pair)) t.bucket().reserve();
+        }
+        keyGrants = current;
+        List<Admission.KeyGrant> revoke = new ArrayList<>();
+        load.keyGrantAgeSeconds().forEach((tenant, keys) -> keys.forEach((k, ageSeconds) -> {
+            TenantState t = tenants.get(tenant);
+            if (!grantsOn() || t == null || t.limits().paused() || ageSeconds * 1e9 > KEY_GRANT_WINDOW_NANOS) {
+                revoke.add(new Admission.KeyGrant(tenant, k, 0));
+            }
+        }));
+        revokeKeyGrants(ctx, revoke);
+    }
+
+    /**
+     * A key with jobs the round read and did not admit has jobs waiting: its grant goes back (the enqueue would not use it while the
+     * key has a job waiting, and the place it holds goes back to ordinary admission, where aging order decides).
+     */
+    private void revokeKeyGrantsOfBusyKeys(DSLContext ctx) {
+        if (keyGrants.isEmpty()) return;
+        List<Admission.KeyGrant> revoke = new ArrayList<>();
+        keysBusy.forEach((tenant, keys) -> {
+            Set<String> held = keyGrants.get(tenant);
+            if (held == null) return;
+            for (String k : keys) if (held.contains(k)) revoke.add(new Admission.KeyGrant(tenant, k, 0));
+        });
+        revokeKeyGrants(ctx, revoke);
+    }
+
+    private void revokeKeyGrants(DSLContext ctx, List<Admission.KeyGrant> grants) {
+        for (Admission.KeyGrant g : store.admission().revokeKeyGrants(ctx, grants)) {
+            Set<String> held = keyGrants.get(g.tenantId());
+            if (held != null && held.remove(g.fairnessKey()) && held.isEmpty()) keyGrants.remove(g.tenantId());
+            TenantState t = tenants.get(g.tenantId());
+            if (t != null) t.bucket().settleReservation(false);
+            if (t != null && costs != null) costs.grantRevoked(t);
+        }
+    }
+
+    /**
+     * Key grants (V13__key_grants.sql): a tenant with jobs waiting holds no admission grant, so a fairness key of it
+     * that trickles waited for a scheduler round at every job while another key flooded (subkeys: created to
+     * admitted p50 6-12 ms, p99 23-131 ms, against 0 alone, where the tenant's grant admitted each job in its
+     * enqueue). So each key of a tenant the round read that had a job admitted in the last
+     * {@link #KEY_GRANT_WINDOW_NANOS} and none waiting now gets one admission in advance, like a quiet tenant: a
+     * token reserved, a place of max_running held, the tenant charged by the policy. Its job is ranked where the
+     * round would rank the key's next job (the tenant's first buffered job, or its pass), not at the front: the
+     * tenant is busy, and its grant must not pass other tenants' jobs ranked ahead of its own. At most
+     * {@link #MAX_KEY_GRANTS_PER_TENANT} a tenant, within the same {@link SchedulerConfig#maxGrants()} budget.
+     */
+    private void grantToQuietKeys(DSLContext ctx, long now, Admission.QueueLoad load, int capacity,
+                                  Map<String, Double> grants, TickResult admitted) {
+        if (keysBusy.isEmpty() && keyGrantsUsed.isEmpty()) return;
+        int held = 0;
+        for (Set<String> keys : keyGrants.values()) held += keys.size();
+        int budget = Math.max(Math.max(config.minBuffer(), capacity), config.maxGrants()) - grants.size() - held;
+        if (budget <= 0) return;
+        Map<String, Integer> admittedNow = new HashMap<>();
+        for (String t : admitted.admittedTenants()) admittedNow.merge(t, 1, Integer::sum);
+        List<Admission.KeyGrant> wanted = new ArrayList<>();
+        Set<String> considered = new HashSet<>(keysBusy.keySet());
+        considered.addAll(keyGrantsUsed.keySet());
+        for (String tenantId : considered) {
+            TenantState t = tenants.get(tenantId);
+            if (t == null || t.limits().paused() || !t.usesFairnessKeys) continue;
+            // Which keys are quiet: those of the tenant's recent keys the round's read found no job of; when the
+            // round did not read the tenant, or cut its lanes, only the keys whose grant was just used (the
+            // enqueue that used it found none of the key's jobs waiting). A grant made a key that has jobs
+            // waiting after all is not used (INSERT_JOBS checks), and goes back when a round reads the key's jobs.
+            Set<String> busy = keysBusy.get(tenantId);
+            Set<String> quietOnly = busy == null || keysUnknown.contains(tenantId)
+                    ? keyGrantsUsed.getOrDefault(tenantId, Set.of()) : null;
+            Set<String> has = keyGrants.getOrDefault(t.id(), Set.of());
+            int room = room(t, load) - admittedNow.getOrDefault(t.id(), 0) - (grants.containsKey(t.id()) ? 1 : 0)
+                    - has.size();
+            int tokens = t.bucket().available();
+            int may = Math.min(Math.min(room, tokens), MAX_KEY_GRANTS_PER_TENANT - has.size());
+            if (may <= 0) continue;
+            double rank = Math.max(t.pass(), policy.virtualTime(load.nextRank()));
+            Admission.RankSpan span = load.readySpan(t.id());
+            if (span != null) rank = Math.min(rank, span.first());
+            Double admittedAt = roundFirstRank.get(t.id());
+            if (admittedAt != null && admittedAt > Double.NEGATIVE_INFINITY) rank = Math.min(rank, admittedAt);
+            for (Map.Entry<String, Long> k : t.recentKeys.entrySet()) {
+                if (may <= 0 || wanted.size() >= budget) break;
+                if (now - k.getValue() > KEY_GRANT_WINDOW_NANOS || has.contains(k.getKey())
+                        || (quietOnly != null ? !quietOnly.contains(k.getKey()) : busy.contains(k.getKey()))) continue;
+                wanted.add(new Admission.KeyGrant(t.id(), k.getKey(), rank));
+                may--;
+            }
+        }
+        for (Admission.KeyGrant g : store.admission().grantKeys(ctx, wanted)) {
+            TenantState t = tenants.get(g.tenantId());
+            t.bucket().reserve();
+            policy.chargeGrant(t, load.nextRank());
+            if (costs != null) costs.chargedGrant(t, t.unitCost);
+            keyGrants.computeIfAbsent(g.tenantId(), x -> new HashSet<>()).add(g.fairnessKey());
+        }
+    }
+
     /**
      * Forgets tenants that are idle and whose state a fresh one would equal: nothing waiting, ready, running
      * or granted, not active in the grant window, and a full bucket (a new bucket starts full, so the rate
@@ -1196,6 +1399,7 @@ public final class Scheduler {
         double virtualTime = policy.virtualTime(load.nextRank());
         tenants.values().removeIf(t -> !maybeWork.contains(t.id()) && load.ready(t.id()) == 0
                 && load.running(t.id()) == 0 && !grants.containsKey(t.id()) && !heldByKeys.containsKey(t.id())
+                && !keyGrants.containsKey(t.id())
                 && (t.lastActiveNanos == Long.MIN_VALUE || now - t.lastActiveNanos >= GRANT_WINDOW_NANOS)
                 && t.bucket().isFull() && t.pass() <= virtualTime + t.lastCharge / t.weight());
     }

@@ -35,6 +35,22 @@ public final class TenantState {
     double keyVirtualTime;
     /** Its candidates had fairness keys (a full buffer may take a newly active key's first job). */
     boolean usesFairnessKeys;
+    /**
+     * Its fairness keys with a job admitted lately, with when (the scheduler's clock): the keys that may get a key
+     * grant once quiet. At most {@link Scheduler#RECENT_KEYS} of them, the most recent.
+     */
+    final java.util.Map<String, Long> recentKeys = new java.util.HashMap<>();
+
+    void keyAdmitted(String key, long nanos) {
+        recentKeys.put(key, nanos);
+        if (recentKeys.size() > Scheduler.RECENT_KEYS) {
+            String oldest = null;
+            for (java.util.Map.Entry<String, Long> e : recentKeys.entrySet()) {
+                if (oldest == null || e.getValue() < recentKeys.get(oldest)) oldest = e.getKey();
+            }
+            recentKeys.remove(oldest);
+        }
+    }
     /** With shares by worker time: estimates and charges not yet settled, per job type (WorkerTimeCosts). */
     final java.util.Map<String, WorkerTimeCosts.TypeCost> costs = new java.util.HashMap<>();
     /** With shares by worker time: grants charged and not yet settled (a grant's job type is not known). */

@@ -166,6 +166,10 @@ public final class Admission {
             UNION ALL
             SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL, NULL, NULL, NULL, NULL, NULL
             FROM admission_grants
+            UNION ALL
+            SELECT 'key_grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL, NULL,
+                   fairness_key, NULL, NULL, NULL
+            FROM key_grants
             """);
 
     /**
@@ -238,6 +242,29 @@ public final class Admission {
             WHERE EXISTS (SELECT 1 FROM tenants WHERE id = t) -- a tenant deleted meanwhile gets none
             ON CONFLICT (tenant_id) DO NOTHING
             RETURNING tenant_id
+            """);
+
+    /**
+     * Grants fairness keys of busy tenants one admission in advance each, at the given ranks (V13__key_grants.sql,
+     * Enqueue.INSERT_JOBS). As for GRANT, the scheduler grants only pairs the last LOAD showed without one.
+     */
+    static final NamedSql GRANT_KEYS = NamedSql.of("""
+            INSERT INTO key_grants (tenant_id, fairness_key, ready_rank, granted_at)
+            SELECT g.t, g.k, g.r, :now
+            FROM unnest(:tenant_ids::text[], :keys::text[], :ranks::double precision[]) AS g(t, k, r)
+            WHERE EXISTS (SELECT 1 FROM tenants WHERE id = g.t)
+            ON CONFLICT (tenant_id, fairness_key) DO NOTHING
+            RETURNING tenant_id, fairness_key
+            """);
+
+    /** Takes key grants back, SKIP LOCKED as REVOKE_GRANTS. */
+    static final NamedSql REVOKE_KEY_GRANTS = NamedSql.of("""
+            DELETE FROM key_grants
+            WHERE (tenant_id, fairness_key) IN (
+                SELECT k.tenant_id, k.fairness_key FROM key_grants k
+                WHERE (k.tenant_id, k.fairness_key) IN (SELECT * FROM unnest(:tenant_ids::text[], :keys::text[]))
+                FOR UPDATE SKIP LOCKED)
+            RETURNING tenant_id, fairness_key
             """);
 
     /** Takes grants back. SKIP LOCKED: a grant an enqueue is taking right now is left to that enqueue. */
@@ -387,11 +414,12 @@ public final class Admission {
     public record QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant,
                             int workerCapacity, Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds,
                             List<ReadyGroup> readyGroups, Map<String, Map<String, Integer>> activeByKey,
-                            Map<String, Map<String, ReadyKey>> readyKeys, Map<String, RankSpan> readySpans) {
+                            Map<String, Map<String, ReadyKey>> readyKeys, Map<String, RankSpan> readySpans,
+                            Map<String, Map<String, Double>> keyGrantAgeSeconds) {
         public QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant, int workerCapacity,
                          Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds) {
             this(readyByTenant, runningByTenant, workerCapacity, nextRank, lastRank, grantAgeSeconds, List.of(), Map.of(),
-                    Map.of(), Map.of());
+                    Map.of(), Map.of(), Map.of());
         }
 
         /** The lowest and highest finite rank of the tenant's jobs in the ready buffer; null when it has none. */
@@ -445,6 +473,7 @@ public final class Admission {
         Map<String, Map<String, Integer>> byKey = new HashMap<>();
         Map<String, Map<String, ReadyKey>> readyKeys = new HashMap<>();
         Map<String, RankSpan> spans = new HashMap<>();
+        Map<String, Map<String, Double>> keyGrants = new HashMap<>();
         int capacity = 0;
         Double nextRank = null, lastRank = null;
         // Plain JDBC, as for the candidates: with 10,000 tenants draining, the ready buffer (100 ms of admissions)
@@ -461,6 +490,10 @@ public final class Admission {
                     boolean isNull = rs.wasNull();
                     String key = rs.getString(6);
                     String fairnessKey = rs.getString(7);
+                    if (what.equals("key_grant")) {
+                        keyGrants.computeIfAbsent(tenant, t -> new HashMap<>()).put(fairnessKey, n);
+                        continue;
+                    }
                     if (fairnessKey != null) {
                         readyKeys.computeIfAbsent(tenant, t -> new HashMap<>()).merge(fairnessKey,
                                 new ReadyKey((int) n, rs.getDouble(8)), ReadyKey::plus);
@@ -491,7 +524,8 @@ public final class Admission {
         lastRank = (Double) scalars[2];
         List<ReadyGroup> readyGroups = new ArrayList<>(groups.size());
         groups.forEach((g, count) -> readyGroups.add(new ReadyGroup(g.tenantId(), g.queue(), g.type(), count)));
-        return new QueueLoad(ready, running, capacity, nextRank, lastRank, grants, readyGroups, byKey, readyKeys, spans);
+        return new QueueLoad(ready, running, capacity, nextRank, lastRank, grants, readyGroups, byKey, readyKeys, spans,
+                keyGrants);
     }
 
     /** The tenants with admissible pending jobs (see {@link #TENANTS_WITH_WORK}). */
@@ -693,6 +727,34 @@ public final class Admission {
     public List<String> grant(DSLContext ctx, List<String> tenants) {
         if (tenants.isEmpty()) return List.of();
         return GRANT.bind().clock(clock).set("tenant_ids", tenants.toArray(String[]::new)).fetch(ctx).getValues(0, String.class);
+    }
+
+    /** A fairness key's grant: which tenant and key, and (when granting) the rank its job is inserted at. */
+    public record KeyGrant(String tenantId, String fairnessKey, double rank) {}
+
+    /** Returns the (tenant, key) pairs granted (a tenant deleted meanwhile gets none), ranks left 0. */
+    public List<KeyGrant> grantKeys(DSLContext ctx, List<KeyGrant> grants) {
+        if (grants.isEmpty()) return List.of();
+        List<KeyGrant> out = new ArrayList<>();
+        for (org.jooq.Record r : GRANT_KEYS.bind().clock(clock)
+                .set("tenant_ids", grants.stream().map(KeyGrant::tenantId).toArray(String[]::new))
+                .set("keys", grants.stream().map(KeyGrant::fairnessKey).toArray(String[]::new))
+                .set("ranks", grants.stream().map(KeyGrant::rank).toArray(Double[]::new)).fetch(ctx)) {
+            out.add(new KeyGrant(r.get(0, String.class), r.get(1, String.class), 0));
+        }
+        return out;
+    }
+
+    /** Returns the key grants taken back (not one an enqueue is taking at this moment), ranks left 0. */
+    public List<KeyGrant> revokeKeyGrants(DSLContext ctx, List<KeyGrant> grants) {
+        if (grants.isEmpty()) return List.of();
+        List<KeyGrant> out = new ArrayList<>();
+        for (org.jooq.Record r : REVOKE_KEY_GRANTS.bind()
+                .set("tenant_ids", grants.stream().map(KeyGrant::tenantId).toArray(String[]::new))
+                .set("keys", grants.stream().map(KeyGrant::fairnessKey).toArray(String[]::new)).fetch(ctx)) {
+            out.add(new KeyGrant(r.get(0, String.class), r.get(1, String.class), 0));
+        }
+        return out;
     }
 
     /** Returns the tenants whose grant was taken back (not one an enqueue is taking at this moment). */

@@ -46,6 +46,11 @@ public final class Enqueue {
      * round trip. The grant is locked first (SKIP LOCKED: one that another open transaction is taking is
      * simply not there, so no enqueue ever waits on another's) and deleted only for a row that was actually
      * inserted ready, so a job_key replay or a conflict leaves it for the next job.
+     *
+     * <p>A fairness key holding a key grant (V13__key_grants.sql: a quiet key of a busy tenant) has its first due
+     * job without an ordering or concurrency key inserted ready the same way, at the rank the grant carries, when
+     * the key has no job waiting (one probe of jobs_admit_key_idx: a job that came without a grant is not passed
+     * by a later one that took it). A row takes at most one grant, the key's first.
      */
     static final NamedSql INSERT_JOBS = NamedSql.of("""
             WITH input AS MATERIALIZED (
@@ -65,10 +70,25 @@ public final class Enqueue {
                 SELECT a.tenant_id FROM admission_grants a
                 WHERE a.tenant_id IN (SELECT tenant_id FROM input WHERE grantable)
                 FOR UPDATE SKIP LOCKED
+            ), key_granted AS (
+                SELECT k.tenant_id, k.fairness_key, k.ready_rank FROM key_grants k
+                WHERE (k.tenant_id, k.fairness_key) IN (SELECT tenant_id, fairness_key FROM input
+                                                        WHERE grantable AND fairness_key IS NOT NULL)
+                FOR UPDATE SKIP LOCKED
+            ), key_grant_use AS (
+                SELECT DISTINCT ON (i.tenant_id, i.fairness_key) i.ord, g.tenant_id, g.fairness_key, g.ready_rank
+                FROM input i JOIN key_granted g ON g.tenant_id = i.tenant_id AND g.fairness_key = i.fairness_key
+                WHERE i.grantable
+                  AND NOT EXISTS (SELECT 1 FROM jobs j
+                                  WHERE j.tenant_id = i.tenant_id AND coalesce(j.fairness_key, '') = i.fairness_key
+                                    AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
+                                    AND j.no_worker_since IS NULL
+                                    AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL))
+                ORDER BY i.tenant_id, i.fairness_key, i.ord
             ), grant_use AS (
                 SELECT DISTINCT ON (i.tenant_id) i.ord
                 FROM input i JOIN granted g ON g.tenant_id = i.tenant_id
-                WHERE i.grantable
+                WHERE i.grantable AND i.ord NOT IN (SELECT ord FROM key_grant_use)
                 ORDER BY i.tenant_id, i.ord
             ), inserted AS (
                 INSERT INTO jobs (id, tenant_id, queue, type, payload, priority, run_at, job_key, ordering_key,
@@ -80,21 +100,29 @@ public final class Enqueue {
                        i.may_head AND i.ordering_key IS NOT NULL
                            AND row_number() OVER (PARTITION BY i.tenant_id, i.ordering_key ORDER BY i.ord) = 1,
                        i.max_attempts, i.request_hash, i.timeout_ms, i.payload_version, i.concurrency_key, i.fairness_key,
-                       CASE WHEN u.ord IS NULL THEN 'pending' ELSE 'ready' END::job_status,
-                       CASE WHEN u.ord IS NOT NULL THEN '-Infinity'::double precision END,
-                       CASE WHEN u.ord IS NOT NULL THEN :now END,
+                       CASE WHEN u.ord IS NULL AND k.ord IS NULL THEN 'pending' ELSE 'ready' END::job_status,
+                       CASE WHEN k.ord IS NOT NULL THEN k.ready_rank WHEN u.ord IS NOT NULL THEN '-Infinity'::double precision END,
+                       CASE WHEN u.ord IS NOT NULL OR k.ord IS NOT NULL THEN :now END,
                        :now
-                FROM input i LEFT JOIN grant_use u ON u.ord = i.ord
+                FROM input i LEFT JOIN grant_use u ON u.ord = i.ord LEFT JOIN key_grant_use k ON k.ord = i.ord
                 ORDER BY i.ord
                 ON CONFLICT DO NOTHING
                 RETURNING *
             ), used AS (
                 DELETE FROM admission_grants g
-                WHERE g.tenant_id IN (SELECT tenant_id FROM inserted WHERE status = 'ready')
+                WHERE g.tenant_id IN (SELECT n.tenant_id FROM grant_use u JOIN input n ON n.ord = u.ord
+                                      JOIN inserted i ON i.id = n.id)
+                RETURNING g.tenant_id
+            ), key_used AS (
+                DELETE FROM key_grants g
+                USING (SELECT k.tenant_id, k.fairness_key FROM key_grant_use k JOIN input n ON n.ord = k.ord
+                       JOIN inserted i ON i.id = n.id) x
+                WHERE g.tenant_id = x.tenant_id AND g.fairness_key = x.fairness_key
                 RETURNING g.tenant_id
             )
             SELECT input.ord AS input_ord, input.id AS input_id, inserted.*,
-                   (SELECT count(pg_notify('fairq_ready', '')) FROM used) AS woken
+                   (SELECT count(pg_notify('fairq_ready', '')) FROM (SELECT 1 FROM used UNION ALL SELECT 1 FROM key_used) x)
+                       AS woken
             FROM input LEFT JOIN inserted ON inserted.id = input.id
             ORDER BY input.ord
             """);

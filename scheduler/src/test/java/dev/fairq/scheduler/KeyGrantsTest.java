@@ -1,0 +1,159 @@
+package dev.fairq.scheduler;
+
+import dev.fairq.schema.JobRequest;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Key grants (V13__key_grants.sql): a quiet fairness key of a busy tenant has its next job inserted ready in its
+ * enqueue, at the rank the scheduler would have given it, while the grant is accounted as an admission (token,
+ * max_running, the tenant's virtual time). On a settable clock against the real database.
+ */
+class KeyGrantsTest extends SimulatedSchedulerTest {
+    private static List<JobRequest> keyed(String tenant, String key, int n) {
+        return SimulatedScheduler.jobs(tenant, n, b -> b.fairnessKey(key));
+    }
+
+    /** Tenant t floods with key x; y's one job is admitted with the first round (a buffer of 10). */
+    private SimulatedScheduler floodWithOneOfY() {
+        db.createTenant("t");
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(10, 0)
+                .fairShare(SchedulerConfig.FairShare.JOBS).build());
+        s.enqueue(keyed("t", "x", 1_000));
+        s.enqueue(keyed("t", "y", 1));
+        s.tick();
+        assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"), "y's job is in");
+        return s;
+    }
+
+    private static long keyGrants(SimulatedScheduler s) {
+        return s.count("SELECT count(*) FROM key_grants");
+    }
+
+    @Test
+    void aQuietKeyOfABusyTenantHasItsNextJobInsertedReadyAmongItsTenantsBufferedJobs() {
+        SimulatedScheduler s = floodWithOneOfY();
+        assertEquals(List.of("y"), s.dsl.fetchValues("SELECT fairness_key FROM key_grants WHERE tenant_id = 't'"),
+                "y had its last job admitted: granted in the same tick");
+        assertEquals(0, s.count("SELECT count(*) FROM admission_grants"), "a tenant with jobs waiting holds no tenant grant");
+
+        s.dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE fairness_key = 'y'");
+        s.enqueue(keyed("t", "y", 2));
+        assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"),
+                "y's next job took the grant in its enqueue, without a round");
+        assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'pending'"),
+                "one grant admits one job");
+        assertEquals(0, keyGrants(s));
+        double rank = ((Number) s.dsl.fetchValue("SELECT ready_rank FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"))
+                .doubleValue();
+        double first = ((Number) s.dsl.fetchValue("SELECT min(ready_rank) FROM jobs WHERE fairness_key = 'x' AND status = 'ready'"))
+                .doubleValue();
+        assertTrue(rank > Double.NEGATIVE_INFINITY && rank <= first + 1e-9,
+                "ranked at the tenant's first buffered job (" + first + "), not at the front of everyone: " + rank);
+    }
+
+    /** A job of the key that came without the grant (scheduled later) keeps its place: the grant is not used. */
+    @Test
+    void aKeyGrantIsNotUsedWhileAJobOfTheKeyIsWaiting() {
+        SimulatedScheduler s = floodWithOneOfY();
+        assertEquals(1, keyGrants(s));
+        s.enqueue(List.of(JobRequest.builder("t", "noop").fairnessKey("y").delay(Duration.ofHours(1)).build()));
+        s.enqueue(keyed("t", "y", 1));
+        assertEquals(0, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready' AND ready_rank IS NOT NULL "
+                + "AND id = (SELECT max(id) FROM jobs)"), "a job of y is waiting: the grant is not taken");
+        assertEquals(1, keyGrants(s), "and it is still there");
+    }
+
+    /**
+     * Grants of both kinds hold a place under max_running and a token: with a cap of 12 over a buffer of 10 (room
+     * left for grants) and the workers starting everything ready, the tenant's ready and running jobs plus its
+     * grants never exceed 12, while y trickles and x floods.
+     */
+    @Test
+    void keyGrantsCountAgainstMaxRunningAndTokens() {
+        db.createTenant("t", 1, 1_000_000, 1_000_000, 12);
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(10, 0)
+                .fairShare(SchedulerConfig.FairShare.JOBS).build());
+        s.enqueue(keyed("t", "x", 200));
+        int grantsSeen = 0;
+        for (int round = 0; round < 40; round++) {
+            s.enqueue(keyed("t", "y", 1));
+            s.tick();
+            long held = s.count("SELECT count(*) FROM jobs WHERE tenant_id = 't' AND status IN ('ready', 'running')")
+                    + keyGrants(s) + s.count("SELECT count(*) FROM admission_grants");
+            assertTrue(held <= 12, "round " + round + ": " + held + " places held under max_running 12");
+            grantsSeen += (int) keyGrants(s);
+            // the workers finish what runs and start what is ready: every other round, so the cap binds
+            if (round % 2 == 1) {
+                s.dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now(), locked_by = NULL, locked_until = NULL "
+                        + "WHERE status = 'running'");
+                s.dsl.execute("UPDATE jobs SET status = 'running', started_at = now(), attempts = 1, locked_by = 'w', "
+                        + "locked_until = now() + interval '5 minutes' WHERE status = 'ready'");
+            }
+        }
+        assertTrue(grantsSeen > 0, "y got key grants along the way (the check is not vacuous)");
+
+        db.dsl().execute("INSERT INTO tenants (id, weight, rate_per_second, burst, max_running, max_queued) "
+                + "VALUES ('slow', 1, 0.001, 1, 100, 1000)"); // one token, then practically none
+        s.enqueue(keyed("slow", "x", 5));
+        s.enqueue(keyed("slow", "y", 1));
+        s.tick();
+        assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE tenant_id = 'slow' AND status = 'ready'"), "its one token");
+        s.tick();
+        assertEquals(0, s.count("SELECT count(*) FROM key_grants WHERE tenant_id = 'slow'"), "no token left for a key grant");
+    }
+
+    /** A paused tenant's key grants go back, and so does one unused for the key grant window; tokens return. */
+    @Test
+    void keyGrantsAreTakenBackWhenPausedOrUnusedAndTheirTokensReturn() {
+        SimulatedScheduler s = floodWithOneOfY();
+        assertEquals(1, keyGrants(s));
+        s.clock.advance(Duration.ofNanos(Scheduler.KEY_GRANT_WINDOW_NANOS + 1_000_000));
+        s.dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE status = 'ready'");
+        s.dsl.execute("DELETE FROM jobs WHERE status = 'pending'"); // x's flood is gone: nothing admits, y stays quiet
+        s.tick();
+        assertEquals(0, keyGrants(s), "unused for longer than the window: taken back");
+        // the bucket refilled to its burst over the window: all of it is available but what a grant now reserves
+        // (t, quiet now, holds a tenant grant)
+        assertEquals(1_000_000 - s.count("SELECT count(*) FROM admission_grants"),
+                s.scheduler.tenants().get("t").bucket().available(), "the key grant's token came back");
+
+        SimulatedScheduler p = floodWithPaused();
+        assertEquals(0, p.count("SELECT count(*) FROM key_grants WHERE tenant_id = 'p'"), "a paused tenant holds no key grant");
+    }
+
+    private SimulatedScheduler floodWithPaused() {
+        db.createTenant("p");
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(10, 0)
+                .fairShare(SchedulerConfig.FairShare.JOBS).build());
+        s.enqueue(keyed("p", "x", 100));
+        s.enqueue(keyed("p", "y", 1));
+        s.tick();
+        assertEquals(1, s.count("SELECT count(*) FROM key_grants WHERE tenant_id = 'p'"));
+        s.dsl.execute("UPDATE tenants SET paused = true WHERE id = 'p'");
+        s.clock.advance(RELOAD);
+        s.tick();
+        return s;
+    }
+
+    /** A new leader adopts the key grants it finds: each reserves a token, as the grant's maker had. */
+    @Test
+    void aNewLeaderAdoptsTheKeyGrantsItFinds() {
+        SimulatedScheduler s = floodWithOneOfY();
+        assertEquals(1, keyGrants(s));
+        SimulatedScheduler next = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(10, 0)
+                .fairShare(SchedulerConfig.FairShare.JOBS).build());
+        assertEquals(0, next.tick().admitted(), "the buffer is full, and this leader heard no wake-up");
+        assertEquals(1, keyGrants(next), "kept");
+        assertEquals(1_000_000 - 1, next.scheduler.tenants().get("t").bucket().available(), "the adopted grant reserved a token");
+        s.dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE fairness_key = 'y'");
+        next.enqueue(keyed("t", "y", 1));
+        assertEquals(1, next.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"),
+                "and an enqueue uses it");
+    }
+}
