@@ -1,14 +1,15 @@
 -- An admission the active scheduler made in advance for a quiet fairness key of a busy tenant (issue 14): the
--- key had a job admitted in the last few seconds and has none waiting now. The key's next due job without an
--- ordering or concurrency key is inserted ready and takes the row (Enqueue.INSERT_JOBS), so a trickling key of a
--- tenant that floods with another key starts without waiting for a scheduler round (a tenant with jobs waiting
--- holds no admission_grants row: V4's grants are for quiet tenants). Every limit holds as for V4's grants: the
--- scheduler takes the tenant's token, counts the grant against max_running and charges it to the tenant's virtual
--- time when it grants. ready_rank is where the scheduler would have ranked the key's next job then (among the
--- tenant's buffered jobs, see Scheduler.KeyPlacement), not the front of the claim order: the tenant is busy, and
--- its job must not pass other tenants' jobs ranked ahead of its own. An enqueue uses the row only when the key
--- has no job waiting (its aging order stays exact). The scheduler revokes it when the tenant is paused or when it
--- stays unused for a few seconds.
+-- key had two jobs admitted in the last 2 s and has none waiting now. The key's next due job without an ordering
+-- or concurrency key is inserted ready and takes the row (Enqueue.INSERT_JOBS), so a trickling key of a tenant
+-- that floods with another key starts without waiting for a scheduler round (a tenant with jobs waiting holds no
+-- admission_grants row: V4's grants are for quiet tenants). Every limit holds as for V4's grants: the scheduler
+-- takes the tenant's token, counts the grant against max_running and charges it to the tenant's and the key's
+-- virtual times when it grants. ready_rank is where the scheduler would have ranked the key's next job then (the
+-- tenant's first buffered job, or its pass, and never ahead of the key's own buffered jobs), not the front of the
+-- claim order: the tenant is busy, and its job must not pass other tenants' jobs ranked ahead of its own. The
+-- enqueue raises it to the claim point if the buffer moved past it. An enqueue uses the row only when the key has
+-- no due job waiting. The scheduler revokes it (token and charges back) when the tenant is paused or has nothing
+-- waiting, when a round reads waiting jobs of the key, or after 2 s unused.
 CREATE TABLE key_grants (
     tenant_id    text NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
     fairness_key text NOT NULL CHECK (length(fairness_key) BETWEEN 1 AND 255),

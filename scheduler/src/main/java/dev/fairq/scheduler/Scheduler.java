@@ -135,12 +135,10 @@ public final class Scheduler {
     private Map<String, Set<String>> keyGrants = new HashMap<>();
     /** Per tenant the round read: its fairness keys with a job read and not admitted (not quiet). */
     private final Map<String, Set<String>> keysBusy = new HashMap<>();
-    /** Tenants the round read whose lanes were cut at their cap: which of their keys have jobs waiting is unknown. */
-    private final Set<String> keysUnknown = new HashSet<>();
     /** Per tenant: the lowest rank this round admitted a job of it at (with LOAD's, where its buffered jobs start). */
     private final Map<String, Double> roundFirstRank = new HashMap<>();
-    /** Per tenant read this round: the fairness keys whose read returned as many jobs as asked (maybe more wait). */
-    private final Map<String, Set<String>> keysReadToTheLimit = new HashMap<>();
+    /** Per tenant + '\0' + fairness key: the highest rank this round admitted a job of the key at. */
+    private final Map<String, Double> roundLastRankOfKey = new HashMap<>();
     /** The key grants enqueues used since the last round, per tenant: those keys had no job waiting then. */
     private final Map<String, Set<String>> keyGrantsUsed = new HashMap<>();
 
@@ -248,8 +246,6 @@ public final class Scheduler {
         keyGrantsAfterLastTick = Set.of();
         keyGrants = new HashMap<>();
         keysBusy.clear();
-        keysUnknown.clear();
-        keysReadToTheLimit.clear();
         keyGrantsUsed.clear();
         positions = Map.of();
         competing = 0;
@@ -285,7 +281,10 @@ public final class Scheduler {
         noKeyedJobs.remove(tenantId);
     }
 
-    /** A notification on the fairq_jobs channel: one that names a tenant wakes it; others only end a wait. */
+    /**
+     * A notification on the fairq_jobs channel: one that names a tenant wakes it; others only end a wait ('g:' + a
+     * tenant: an enqueue used a grant, which the tick this wait ends then renews; 'drained': a worker found none).
+     */
     public synchronized void onWakeUp(String payload) {
         if (payload != null && payload.startsWith(TENANT_WAKE_UP)) wake(payload.substring(TENANT_WAKE_UP.length()));
     }
@@ -409,13 +408,12 @@ public final class Scheduler {
         keepValidKeyGrants(ctx, now, load);
         int capacity = config.fixedCapacity() > 0 ? config.fixedCapacity() : load.workerCapacity();
         keysBusy.clear();
-        keysUnknown.clear();
-        keysReadToTheLimit.clear();
         roundFirstRank.clear();
+        roundLastRankOfKey.clear();
         TickResult result = admit(ctx, now, load, capacity, unadmitted, grants);
         deferred.retainAll(maybeWork); // the round found work waiting after all: the grant goes back now
         if (!deferred.isEmpty()) revoke(ctx, new ArrayList<>(deferred), grants);
-        revokeKeyGrantsOfBusyKeys(ctx);
+        revokeKeyGrantsOfBusyKeys(ctx, load);
         if (grantsOn()) grantToQuietKeys(ctx, now, load, capacity, grants, result);
         Set<String> pairs = new HashSet<>();
         keyGrants.forEach((tenant, keys) -> keys.forEach(k -> pairs.add(tenant + '\0' + k)));
@@ -465,6 +463,7 @@ public final class Scheduler {
         addMissing(missing, load.readyByTenant().keySet());
         addMissing(missing, load.runningByTenant().keySet());
         addMissing(missing, load.grantAgeSeconds().keySet());
+        addMissing(missing, load.keyGrantAgeSeconds().keySet());
         if (missing.isEmpty()) return;
         for (TenantsRecord r : tenantStore.byIds(ctx, missing)) {
             TenantState t = new TenantState(TenantLimits.of(r), clock::nanoTime);
@@ -638,6 +637,7 @@ public final class Scheduler {
             double rank = placement.rank(p, fairnessKey);
             ranks.add(rank);
             roundFirstRank.merge(p.tenantId(), rank, Math::min);
+            if (fairnessKey != null) roundLastRankOfKey.merge(p.tenantId() + '\0' + fairnessKey, rank, Math::max);
             if (fairnessKey != null) t.keyAdmitted(fairnessKey, now);
             tenantOf.put(p.jobId(), p.tenantId());
         }
@@ -668,7 +668,10 @@ public final class Scheduler {
             int room = room(t, load) - (grants.containsKey(tenantId) ? 1 : 0) - keyGrantsOf(tenantId);
             int tokens = t.bucket().available();
             if (room > 0 && tokens == 0) nextToken[0] = Math.min(nextToken[0], t.bucket().nanosUntilNextToken());
-            int lim = Math.min(Math.min(room, tokens), newcomersOnly ? 1 : wanted);
+            // a tenant read for its keys' newcomers reads two a lane: its newcomers' prefix is still all a round takes
+            // of it, and a lane that returns one job is known to have no more (read one, a lane always looked full,
+            // and a trickling key admitted so never got a key grant for its next job: subkeys, streaks of misses)
+            int lim = Math.min(Math.min(room, tokens), newcomersOnly ? (keyNewcomersOnly.contains(tenantId) ? 2 : 1) : wanted);
             if (lim > 0) limits.put(tenantId, lim);
         }
     }
@@ -954,12 +957,6 @@ public final class Scheduler {
             for (Admission.Candidate c : list) jobs.put(c.id(), c);
             Map<String, Integer> room = new HashMap<>(keyRooms.getOrDefault(tenant, Map.of()));
             int asked = fetch.getOrDefault(tenant, 0);
-            // a key whose lane returned as many jobs as asked may have more waiting: not quiet (key grants)
-            Map<String, Integer> perKey = new HashMap<>();
-            for (Admission.Candidate c : read) if (c.fairnessKey() != null) perKey.merge(c.fairnessKey(), 1, Integer::sum);
-            Set<String> full = new HashSet<>();
-            perKey.forEach((k, n) -> { if (n >= asked) full.add(k); });
-            keysReadToTheLimit.put(tenant, full);
             TenantState t = tenants.get(tenant);
             boolean keys = config.fair() && t != null && list.stream().anyMatch(c -> c.fairnessKey() != null);
             if (keys) t.usesFairnessKeys = true;
@@ -1119,7 +1116,7 @@ public final class Scheduler {
             int nth = placed.merge(p.tenantId() + '\0' + fairnessKey, 1, Integer::sum) - 1;
             Admission.ReadyKey buffered = load.readyKey(p.tenantId(), fairnessKey);
             double at = buffered == null || buffered.lastRank() == Double.NEGATIVE_INFINITY
-                    ? span.first() + nth * between // ties with the tenant's first buffered job, which goes first (its id)
+                    ? span.first() + nth * between // ties with the tenant's first buffered job (then the ids decide)
                     : buffered.lastRank() + (nth + 1) * between;
             return Math.min(p.rank(), at);
         }
@@ -1199,7 +1196,8 @@ public final class Scheduler {
      */
     private void grantToQuietTenants(DSLContext ctx, long now, Admission.QueueLoad load, int capacity,
                                      Map<String, Double> grants, TickResult admitted) {
-        int budget = Math.max(Math.max(config.minBuffer(), capacity), config.maxGrants()) - grants.size();
+        int budget = Math.max(Math.max(config.minBuffer(), capacity), config.maxGrants()) - grants.size()
+                - keyGrantsHeld();
         if (budget <= 0) return;
         Map<String, Integer> admittedNow = new HashMap<>();
         for (String t : admitted.admittedTenants()) admittedNow.merge(t, 1, Integer::sum);
@@ -1237,6 +1235,12 @@ public final class Scheduler {
         grantedWithLastAdmission = withAdmission;
     }
 
+    private int keyGrantsHeld() {
+        int held = 0;
+        for (Set<String> keys : keyGrants.values()) held += keys.size();
+        return held;
+    }
+
     /** How many key grants the tenant holds now: each holds a place of max_running. */
     private int keyGrantsOf(String tenantId) {
         Set<String> keys = keyGrants.get(tenantId);
@@ -1244,18 +1248,15 @@ public final class Scheduler {
     }
 
     /**
-     * The round's candidates it did not admit, and the keys whose read returned as many jobs as asked, name the
-     * fairness keys with jobs still waiting: none of those is quiet. A key whose every candidate the round admitted
-     * is quiet now (unless its tenant's lanes were cut), so the grant for its next job comes in the same tick as
-     * the admission of its last.
+     * The round's candidates it did not admit name fairness keys with jobs still waiting: none of those is quiet. A
+     * key whose every candidate the round admitted may be quiet now (GRANT_KEYS checks that none of its due jobs
+     * waits), so the grant for its next job comes in the same tick as the admission of its last.
      */
     private void noteBusyKeys(Candidates fetched, List<AdmissionPolicy.Pick> picks) {
-        keysUnknown.addAll(fetched.cutAtLaneCap());
         Set<Long> picked = new HashSet<>(picks.size());
         for (AdmissionPolicy.Pick p : picks) picked.add(p.jobId());
         fetched.byTenant().forEach((tenantId, ids) -> {
             Set<String> keys = keysBusy.computeIfAbsent(tenantId, x -> new HashSet<>());
-            keys.addAll(keysReadToTheLimit.getOrDefault(tenantId, Set.of()));
             for (Long id : ids) {
                 String k = fetched.job(id).fairnessKey();
                 if (k != null && !picked.contains(id)) keys.add(k);
@@ -1294,18 +1295,20 @@ public final class Scheduler {
         List<Admission.KeyGrant> revoke = new ArrayList<>();
         load.keyGrantAgeSeconds().forEach((tenant, keys) -> keys.forEach((k, ageSeconds) -> {
             TenantState t = tenants.get(tenant);
-            if (!grantsOn() || t == null || t.limits().paused() || ageSeconds * 1e9 > KEY_GRANT_WINDOW_NANOS) {
+            // a tenant with nothing waiting is quiet: its tenant grant (V4) covers its next job, whatever its key
+            if (!grantsOn() || t == null || t.limits().paused() || ageSeconds * 1e9 > KEY_GRANT_WINDOW_NANOS
+                    || !maybeWork.contains(tenant)) {
                 revoke.add(new Admission.KeyGrant(tenant, k, 0));
             }
         }));
-        revokeKeyGrants(ctx, revoke);
+        revokeKeyGrants(ctx, revoke, load);
     }
 
     /**
      * A key with jobs the round read and did not admit has jobs waiting: its grant goes back (the enqueue would not use it while the
      * key has a job waiting, and the place it holds goes back to ordinary admission, where aging order decides).
      */
-    private void revokeKeyGrantsOfBusyKeys(DSLContext ctx) {
+    private void revokeKeyGrantsOfBusyKeys(DSLContext ctx, Admission.QueueLoad load) {
         if (keyGrants.isEmpty()) return;
         List<Admission.KeyGrant> revoke = new ArrayList<>();
         keysBusy.forEach((tenant, keys) -> {
@@ -1313,16 +1316,29 @@ public final class Scheduler {
             if (held == null) return;
             for (String k : keys) if (held.contains(k)) revoke.add(new Admission.KeyGrant(tenant, k, 0));
         });
-        revokeKeyGrants(ctx, revoke);
+        revokeKeyGrants(ctx, revoke, load);
     }
 
-    private void revokeKeyGrants(DSLContext ctx, List<Admission.KeyGrant> grants) {
+    /**
+     * Takes key grants back: the token returns, and so does the charge on the tenant's and the key's virtual times
+     * (a busy tenant is never lifted to the virtual time, so a charge kept would cost it real share at every grant
+     * taken back; the tenant's pass goes back no further than the virtual time, as any credit).
+     */
+    private void revokeKeyGrants(DSLContext ctx, List<Admission.KeyGrant> grants, Admission.QueueLoad load) {
         for (Admission.KeyGrant g : store.admission().revokeKeyGrants(ctx, grants)) {
             Set<String> held = keyGrants.get(g.tenantId());
             if (held != null && held.remove(g.fairnessKey()) && held.isEmpty()) keyGrants.remove(g.tenantId());
             TenantState t = tenants.get(g.tenantId());
-            if (t != null) t.bucket().settleReservation(false);
-            if (t != null && costs != null) costs.grantRevoked(t);
+            if (t == null) continue;
+            t.bucket().settleReservation(false);
+            if (costs != null) costs.grantRevoked(t);
+            policy.correct(t, -t.unitCost, load.nextRank());
+            Double keyPass = t.keyPass.get(g.fairnessKey());
+            if (keyPass != null) {
+                double back = keyPass - t.unitCost / t.limits().keyWeights().getOrDefault(g.fairnessKey(), 1);
+                if (back <= t.keyVirtualTime) t.keyPass.remove(g.fairnessKey());
+                else t.keyPass.put(g.fairnessKey(), back);
+            }
         }
     }
 
@@ -1340,9 +1356,8 @@ public final class Scheduler {
     private void grantToQuietKeys(DSLContext ctx, long now, Admission.QueueLoad load, int capacity,
                                   Map<String, Double> grants, TickResult admitted) {
         if (keysBusy.isEmpty() && keyGrantsUsed.isEmpty()) return;
-        int held = 0;
-        for (Set<String> keys : keyGrants.values()) held += keys.size();
-        int budget = Math.max(Math.max(config.minBuffer(), capacity), config.maxGrants()) - grants.size() - held;
+        int budget = Math.max(Math.max(config.minBuffer(), capacity), config.maxGrants()) - grants.size()
+                - keyGrantsHeld();
         if (budget <= 0) return;
         Map<String, Integer> admittedNow = new HashMap<>();
         for (String t : admitted.admittedTenants()) admittedNow.merge(t, 1, Integer::sum);
@@ -1351,14 +1366,12 @@ public final class Scheduler {
         considered.addAll(keyGrantsUsed.keySet());
         for (String tenantId : considered) {
             TenantState t = tenants.get(tenantId);
-            if (t == null || t.limits().paused() || !t.usesFairnessKeys) continue;
-            // Which keys are quiet: those of the tenant's recent keys the round's read found no job of; when the
-            // round did not read the tenant, or cut its lanes, only the keys whose grant was just used (the
-            // enqueue that used it found none of the key's jobs waiting). A grant made a key that has jobs
-            // waiting after all is not used (INSERT_JOBS checks), and goes back when a round reads the key's jobs.
+            if (t == null || t.limits().paused() || !t.usesFairnessKeys || !maybeWork.contains(tenantId)) continue;
+            // Which keys may be quiet: the tenant's recent keys of which the round left no job unadmitted; when the
+            // round did not read the tenant, only the keys whose grant was just used (the enqueue that used it found
+            // none of the key's jobs waiting). GRANT_KEYS grants none with a due job waiting.
             Set<String> busy = keysBusy.get(tenantId);
-            Set<String> quietOnly = busy == null || keysUnknown.contains(tenantId)
-                    ? keyGrantsUsed.getOrDefault(tenantId, Set.of()) : null;
+            Set<String> quietOnly = busy == null ? keyGrantsUsed.getOrDefault(tenantId, Set.of()) : null;
             Set<String> has = keyGrants.getOrDefault(t.id(), Set.of());
             int room = room(t, load) - admittedNow.getOrDefault(t.id(), 0) - (grants.containsKey(t.id()) ? 1 : 0)
                     - has.size();
@@ -1370,11 +1383,21 @@ public final class Scheduler {
             if (span != null) rank = Math.min(rank, span.first());
             Double admittedAt = roundFirstRank.get(t.id());
             if (admittedAt != null && admittedAt > Double.NEGATIVE_INFINITY) rank = Math.min(rank, admittedAt);
-            for (Map.Entry<String, Long> k : t.recentKeys.entrySet()) {
+            for (Map.Entry<String, long[]> k : t.recentKeys.entrySet()) {
                 if (may <= 0 || wanted.size() >= budget) break;
-                if (now - k.getValue() > KEY_GRANT_WINDOW_NANOS || has.contains(k.getKey())
+                // twice within the window: a tenant with one job per key (a key per order) would hold its grants
+                // unused until they were taken back
+                long[] at = k.getValue();
+                if (now - at[1] > KEY_GRANT_WINDOW_NANOS || has.contains(k.getKey())
                         || (quietOnly != null ? !quietOnly.contains(k.getKey()) : busy.contains(k.getKey()))) continue;
-                wanted.add(new Admission.KeyGrant(t.id(), k.getKey(), rank));
+                // never ahead of the key's own jobs in the buffer (its aging order)
+                double keyRank = rank;
+                Admission.ReadyKey buffered = load.readyKey(t.id(), k.getKey());
+                if (buffered != null) keyRank = Math.max(keyRank, buffered.lastRank());
+                Double placedNow = roundLastRankOfKey.get(t.id() + '\0' + k.getKey());
+                if (placedNow != null) keyRank = Math.max(keyRank, placedNow);
+                if (keyRank == Double.NEGATIVE_INFINITY) keyRank = rank;
+                wanted.add(new Admission.KeyGrant(t.id(), k.getKey(), keyRank));
                 may--;
             }
         }
@@ -1383,6 +1406,9 @@ public final class Scheduler {
             t.bucket().reserve();
             policy.chargeGrant(t, load.nextRank());
             if (costs != null) costs.chargedGrant(t, t.unitCost);
+            // and the key's virtual time, as a pick of the key would be (lifted to the key virtual time first)
+            double keyPass = Math.max(t.keyPass.getOrDefault(g.fairnessKey(), t.keyVirtualTime), t.keyVirtualTime);
+            t.keyPass.put(g.fairnessKey(), keyPass + t.unitCost / t.limits().keyWeights().getOrDefault(g.fairnessKey(), 1));
             keyGrants.computeIfAbsent(g.tenantId(), x -> new HashSet<>()).add(g.fairnessKey());
         }
     }

@@ -36,17 +36,24 @@ public final class TenantState {
     /** Its candidates had fairness keys (a full buffer may take a newly active key's first job). */
     boolean usesFairnessKeys;
     /**
-     * Its fairness keys with a job admitted lately, with when (the scheduler's clock): the keys that may get a key
-     * grant once quiet. At most {@link Scheduler#RECENT_KEYS} of them, the most recent.
+     * Its fairness keys with a job admitted lately, with when (the scheduler's clock; the last two): the keys that
+     * may get a key grant once quiet. At most {@link Scheduler#RECENT_KEYS} of them, the most recent.
      */
-    final java.util.Map<String, Long> recentKeys = new java.util.HashMap<>();
+    final java.util.Map<String, long[]> recentKeys = new java.util.HashMap<>();
 
+    /** A job of the key was admitted (or took its key grant): {last, the one before} admission times. */
     void keyAdmitted(String key, long nanos) {
-        recentKeys.put(key, nanos);
+        long[] at = recentKeys.get(key);
+        if (at == null) {
+            recentKeys.put(key, new long[]{nanos, Long.MIN_VALUE / 2});
+        } else if (at[0] != nanos) {
+            at[1] = at[0];
+            at[0] = nanos;
+        }
         if (recentKeys.size() > Scheduler.RECENT_KEYS) {
             String oldest = null;
-            for (java.util.Map.Entry<String, Long> e : recentKeys.entrySet()) {
-                if (oldest == null || e.getValue() < recentKeys.get(oldest)) oldest = e.getKey();
+            for (java.util.Map.Entry<String, long[]> e : recentKeys.entrySet()) {
+                if (oldest == null || e.getValue()[0] < recentKeys.get(oldest)[0]) oldest = e.getKey();
             }
             recentKeys.remove(oldest);
         }

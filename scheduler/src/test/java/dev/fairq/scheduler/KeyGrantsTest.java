@@ -19,7 +19,10 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         return SimulatedScheduler.jobs(tenant, n, b -> b.fairnessKey(key));
     }
 
-    /** Tenant t floods with key x; y's one job is admitted with the first round (a buffer of 10). */
+    /**
+     * Tenant t floods with key x; y's first job is admitted with the first round (a buffer of 10), its second, which
+     * comes once the first ran, by the next round, which takes it although the buffer is full (y's newcomer).
+     */
     private SimulatedScheduler floodWithOneOfY() {
         db.createTenant("t");
         SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(10, 0)
@@ -28,6 +31,12 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         s.enqueue(keyed("t", "y", 1));
         s.tick();
         assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"), "y's job is in");
+        assertEquals(0, keyGrants(s), "one admission of y is not yet a trickle: no key grant");
+        s.dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE fairness_key = 'y'");
+        s.clock.advance(Duration.ofMillis(30));
+        s.enqueue(keyed("t", "y", 1));
+        s.tick();
+        assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"), "y's second job is in");
         return s;
     }
 
@@ -39,7 +48,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
     void aQuietKeyOfABusyTenantHasItsNextJobInsertedReadyAmongItsTenantsBufferedJobs() {
         SimulatedScheduler s = floodWithOneOfY();
         assertEquals(List.of("y"), s.dsl.fetchValues("SELECT fairness_key FROM key_grants WHERE tenant_id = 't'"),
-                "y had its last job admitted: granted in the same tick");
+                "y had its second job admitted, its last waiting: granted in the same tick");
         assertEquals(0, s.count("SELECT count(*) FROM admission_grants"), "a tenant with jobs waiting holds no tenant grant");
 
         s.dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE fairness_key = 'y'");
@@ -62,11 +71,22 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
     void aKeyGrantIsNotUsedWhileAJobOfTheKeyIsWaiting() {
         SimulatedScheduler s = floodWithOneOfY();
         assertEquals(1, keyGrants(s));
-        s.enqueue(List.of(JobRequest.builder("t", "noop").fairnessKey("y").delay(Duration.ofHours(1)).build()));
+        // a due job of y that cannot take a grant (a concurrency key: only the scheduler admits those), then one that could
+        s.enqueue(SimulatedScheduler.jobs("t", 1, b -> b.fairnessKey("y").concurrencyKey("c")));
         s.enqueue(keyed("t", "y", 1));
-        assertEquals(0, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready' AND ready_rank IS NOT NULL "
-                + "AND id = (SELECT max(id) FROM jobs)"), "a job of y is waiting: the grant is not taken");
+        assertEquals(2, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'pending'"),
+                "a job of y is waiting: the grant is not taken, the later job does not pass it");
         assertEquals(1, keyGrants(s), "and it is still there");
+        // a job of y scheduled for later holds nothing back: the next due one takes the grant once the others ran
+        s.tick();
+        s.dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE status = 'ready'");
+        s.enqueue(List.of(JobRequest.builder("t", "noop").fairnessKey("y").delay(Duration.ofHours(1)).build()));
+        s.tick();
+        assertEquals(1, keyGrants(s), "y's waiting jobs were admitted: y is quiet, its grant stays (or is made again)");
+        s.enqueue(keyed("t", "y", 1));
+        assertEquals(0, keyGrants(s), "a job of y due only later does not keep the grant from being used");
+        assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'pending'"),
+                "only the later one waits");
     }
 
     /**
@@ -82,7 +102,10 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         s.enqueue(keyed("t", "x", 200));
         int grantsSeen = 0;
         for (int round = 0; round < 40; round++) {
-            s.enqueue(keyed("t", "y", 1));
+            if (s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'pending'") == 0) {
+                s.enqueue(keyed("t", "y", 1)); // y trickles: a job whenever its last one is in
+            }
+            s.clock.advance(Duration.ofMillis(10));
             s.tick();
             long held = s.count("SELECT count(*) FROM jobs WHERE tenant_id = 't' AND status IN ('ready', 'running')")
                     + keyGrants(s) + s.count("SELECT count(*) FROM admission_grants");
@@ -134,6 +157,10 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         s.enqueue(keyed("p", "x", 100));
         s.enqueue(keyed("p", "y", 1));
         s.tick();
+        s.dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE fairness_key = 'y'");
+        s.clock.advance(Duration.ofMillis(30));
+        s.enqueue(keyed("p", "y", 1));
+        s.tick();
         assertEquals(1, s.count("SELECT count(*) FROM key_grants WHERE tenant_id = 'p'"));
         s.dsl.execute("UPDATE tenants SET paused = true WHERE id = 'p'");
         s.clock.advance(RELOAD);
@@ -155,5 +182,38 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         next.enqueue(keyed("t", "y", 1));
         assertEquals(1, next.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"),
                 "and an enqueue uses it");
+    }
+
+    /**
+     * A grant used after the buffer moved past its rank is ranked at the claim point: below it, the job would pull the
+     * virtual time back and every tenant lifted to it would win its picks until its pass caught up. With nothing
+     * buffered it goes to the front (-Infinity, which LOAD leaves out of the virtual time).
+     */
+    @Test
+    void aGrantUsedAfterTheBufferMovedOnIsRankedAtTheClaimPoint() {
+        SimulatedScheduler s = floodWithOneOfY();
+        double granted = ((Number) s.dsl.fetchValue("SELECT ready_rank FROM key_grants")).doubleValue();
+        for (int i = 0; i < 3; i++) { // the workers run the buffer, the scheduler refills it with x's jobs
+            s.completeReady();
+            s.tick();
+        }
+        assertEquals(1, keyGrants(s), "the grant is still there, unused");
+        double claim = ((Number) s.dsl.fetchValue("SELECT min(ready_rank) FROM jobs WHERE status = 'ready'")).doubleValue();
+        assertTrue(claim > granted, "the claim point " + claim + " moved past the grant's rank " + granted);
+        s.enqueue(keyed("t", "y", 1));
+        double used = ((Number) s.dsl.fetchValue("SELECT ready_rank FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"))
+                .doubleValue();
+        assertEquals(claim, used, 1e-9, "ranked at the claim point, not at the grant's stale rank");
+    }
+
+    @Test
+    void aGrantUsedWithNothingBufferedGoesToTheFront() {
+        SimulatedScheduler s = floodWithOneOfY();
+        assertEquals(1, keyGrants(s));
+        s.completeReady();
+        s.dsl.execute("DELETE FROM jobs WHERE status = 'pending'");
+        s.enqueue(keyed("t", "y", 1));
+        assertEquals(Double.NEGATIVE_INFINITY, s.dsl.fetchValue(
+                "SELECT ready_rank FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"), "nothing buffered: the front");
     }
 }

@@ -137,8 +137,8 @@ public final class Admission {
      * queue and type too (the same rows, grouped finer), so that jobs no live worker can run are found in the
      * buffer (routing: a job inserted ready by a grant, or the buffer of a worker that died). Ready and running
      * jobs are counted per concurrency key as well (grouped finer again): the scheduler is the only one that
-     * makes a keyed job ready (a keyed job never takes an admission grant), so these counts, read at the start
-     * of every tick by the leader that then admits on the same fenced connection, can only fall before its
+     * makes a job with a concurrency key ready (such a job never takes a grant of either kind), so these counts,
+     * read at the start of every tick by the leader that then admits on the same fenced connection, can only fall before its
      * admission commits. That makes the key limits exact, across failovers too: nothing about them lives only
      * in memory.
      *
@@ -246,13 +246,20 @@ public final class Admission {
 
     /**
      * Grants fairness keys of busy tenants one admission in advance each, at the given ranks (V13__key_grants.sql,
-     * Enqueue.INSERT_JOBS). As for GRANT, the scheduler grants only pairs the last LOAD showed without one.
+     * Enqueue.INSERT_JOBS), each only if none of the key's due jobs waits (one probe of jobs_admit_key_idx, as the
+     * enqueue that would use it checks): the round's read cannot tell a key whose one job it admitted from one
+     * with more behind it when it asked for one. As for GRANT, the scheduler grants only pairs the last LOAD
+     * showed without one.
      */
     static final NamedSql GRANT_KEYS = NamedSql.of("""
             INSERT INTO key_grants (tenant_id, fairness_key, ready_rank, granted_at)
             SELECT g.t, g.k, g.r, :now
             FROM unnest(:tenant_ids::text[], :keys::text[], :ranks::double precision[]) AS g(t, k, r)
-            WHERE EXISTS (SELECT 1 FROM tenants WHERE id = g.t)
+            WHERE EXISTS (SELECT 1 FROM tenants WHERE id = g.t) -- a tenant deleted meanwhile gets none
+              AND NOT EXISTS (SELECT 1 FROM jobs j
+                              WHERE j.tenant_id = g.t AND coalesce(j.fairness_key, '') = g.k AND j.status = 'pending'
+                                AND (j.ordering_key IS NULL OR j.key_head) AND j.no_worker_since IS NULL
+                                AND j.run_at <= :now AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL))
             ON CONFLICT (tenant_id, fairness_key) DO NOTHING
             RETURNING tenant_id, fairness_key
             """);
@@ -732,7 +739,7 @@ public final class Admission {
     /** A fairness key's grant: which tenant and key, and (when granting) the rank its job is inserted at. */
     public record KeyGrant(String tenantId, String fairnessKey, double rank) {}
 
-    /** Returns the (tenant, key) pairs granted (a tenant deleted meanwhile gets none), ranks left 0. */
+    /** Returns the (tenant, key) pairs granted (not a deleted tenant's, nor a key with a due job waiting), ranks 0. */
     public List<KeyGrant> grantKeys(DSLContext ctx, List<KeyGrant> grants) {
         if (grants.isEmpty()) return List.of();
         List<KeyGrant> out = new ArrayList<>();
