@@ -1016,15 +1016,16 @@ public final class Scheduler {
                     boolean[] newcomer) {}
         PriorityQueue<Lane> queue = new PriorityQueue<>(Comparator.comparingDouble((Lane l) -> l.pass()[0])
                 .thenComparing(Lane::key));
-        Set<String> buffered = load.readyFairnessKeys(t.id());
         byKey.forEach((key, jobs) -> {
             Double ahead = t.keyPass.get(key);
             boolean lifted = ahead == null || ahead <= t.keyVirtualTime;
             double pass = lifted ? t.keyVirtualTime : ahead;
-            // A key with no job in the ready buffer counts as new too, its pass kept (a full buffer still takes its
-            // first job; KeyPlacement ranks it at the tenant's first buffered job): a key trickling a job every 30 ms
-            // stayed ahead of the key virtual time of admissions (subkeys: y's p99 170 ms under the flood, 25 ms alone).
-            boolean newcomer = !key.isEmpty() && (lifted || !buffered.contains(key));
+            // A key with at most one job in the ready buffer counts as new too, its pass kept (a full buffer still
+            // takes its next job; KeyPlacement ranks it among the tenant's buffered jobs): a key trickling a job every
+            // 30 ms stayed ahead of the key virtual time of admissions (subkeys: y's p99 170 ms under the flood, 25 ms
+            // alone), and with its last job still buffered, its next ones waited for a round with room, 50-70 ms.
+            Admission.ReadyKey inBuffer = load.readyKey(t.id(), key);
+            boolean newcomer = !key.isEmpty() && (lifted || inBuffer == null || inBuffer.count() <= 1);
             queue.add(new Lane(key, t.limits().keyWeights().getOrDefault(key, 1), new double[]{pass}, jobs,
                     new boolean[]{newcomer}));
         });
@@ -1383,8 +1384,10 @@ public final class Scheduler {
             if (span != null) rank = Math.min(rank, span.first());
             Double admittedAt = roundFirstRank.get(t.id());
             if (admittedAt != null && admittedAt > Double.NEGATIVE_INFINITY) rank = Math.min(rank, admittedAt);
+            // every eligible recent key goes to GRANT_KEYS, which grants at most `may` of those with no due job
+            // waiting: a flooding key, recent too, would otherwise take the places of the quiet ones it is tried before
             for (Map.Entry<String, long[]> k : t.recentKeys.entrySet()) {
-                if (may <= 0 || wanted.size() >= budget) break;
+                if (wanted.size() >= budget) break;
                 // twice within the window: a tenant with one job per key (a key per order) would hold its grants
                 // unused until they were taken back
                 long[] at = k.getValue();
@@ -1397,8 +1400,7 @@ public final class Scheduler {
                 Double placedNow = roundLastRankOfKey.get(t.id() + '\0' + k.getKey());
                 if (placedNow != null) keyRank = Math.max(keyRank, placedNow);
                 if (keyRank == Double.NEGATIVE_INFINITY) keyRank = rank;
-                wanted.add(new Admission.KeyGrant(t.id(), k.getKey(), keyRank));
-                may--;
+                wanted.add(new Admission.KeyGrant(t.id(), k.getKey(), keyRank, may));
             }
         }
         for (Admission.KeyGrant g : store.admission().grantKeys(ctx, wanted)) {

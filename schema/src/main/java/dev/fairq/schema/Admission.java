@@ -245,21 +245,25 @@ public final class Admission {
             """);
 
     /**
-     * Grants fairness keys of busy tenants one admission in advance each, at the given ranks (V13__key_grants.sql,
-     * Enqueue.INSERT_JOBS), each only if none of the key's due jobs waits (one probe of jobs_admit_key_idx, as the
+     * Grants fairness keys of busy tenants one admission in advance each, at the given ranks, at most :most a tenant
+     * in the order given (V13__key_grants.sql, Enqueue.INSERT_JOBS), each only if none of the key's due jobs waits (one probe of jobs_admit_key_idx, as the
      * enqueue that would use it checks): the round's read cannot tell a key whose one job it admitted from one
      * with more behind it when it asked for one. As for GRANT, the scheduler grants only pairs the last LOAD
      * showed without one.
      */
     static final NamedSql GRANT_KEYS = NamedSql.of("""
             INSERT INTO key_grants (tenant_id, fairness_key, ready_rank, granted_at)
-            SELECT g.t, g.k, g.r, :now
-            FROM unnest(:tenant_ids::text[], :keys::text[], :ranks::double precision[]) AS g(t, k, r)
-            WHERE EXISTS (SELECT 1 FROM tenants WHERE id = g.t) -- a tenant deleted meanwhile gets none
-              AND NOT EXISTS (SELECT 1 FROM jobs j
-                              WHERE j.tenant_id = g.t AND coalesce(j.fairness_key, '') = g.k AND j.status = 'pending'
-                                AND (j.ordering_key IS NULL OR j.key_head) AND j.no_worker_since IS NULL
-                                AND j.run_at <= :now AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL))
+            SELECT q.t, q.k, q.r, :now
+            FROM (SELECT g.t, g.k, g.r, g.m, row_number() OVER (PARTITION BY g.t ORDER BY g.o) AS n
+                  FROM unnest(:tenant_ids::text[], :keys::text[], :ranks::double precision[], :most::integer[])
+                       WITH ORDINALITY AS g(t, k, r, m, o)
+                  WHERE EXISTS (SELECT 1 FROM tenants WHERE id = g.t) -- a tenant deleted meanwhile gets none
+                    AND NOT EXISTS (SELECT 1 FROM jobs j
+                                    WHERE j.tenant_id = g.t AND coalesce(j.fairness_key, '') = g.k
+                                      AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
+                                      AND j.no_worker_since IS NULL AND j.run_at <= :now
+                                      AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL))) q
+            WHERE q.n <= q.m -- at most the tenant's room among its keys that passed
             ON CONFLICT (tenant_id, fairness_key) DO NOTHING
             RETURNING tenant_id, fairness_key
             """);
@@ -736,8 +740,15 @@ public final class Admission {
         return GRANT.bind().clock(clock).set("tenant_ids", tenants.toArray(String[]::new)).fetch(ctx).getValues(0, String.class);
     }
 
-    /** A fairness key's grant: which tenant and key, and (when granting) the rank its job is inserted at. */
-    public record KeyGrant(String tenantId, String fairnessKey, double rank) {}
+    /**
+     * A fairness key's grant: which tenant and key, and (when granting) the rank its job is inserted at and the most
+     * grants its tenant may take in this statement (the same for each of the tenant's rows).
+     */
+    public record KeyGrant(String tenantId, String fairnessKey, double rank, int most) {
+        public KeyGrant(String tenantId, String fairnessKey, double rank) {
+            this(tenantId, fairnessKey, rank, 1);
+        }
+    }
 
     /** Returns the (tenant, key) pairs granted (not a deleted tenant's, nor a key with a due job waiting), ranks 0. */
     public List<KeyGrant> grantKeys(DSLContext ctx, List<KeyGrant> grants) {
@@ -746,7 +757,8 @@ public final class Admission {
         for (org.jooq.Record r : GRANT_KEYS.bind().clock(clock)
                 .set("tenant_ids", grants.stream().map(KeyGrant::tenantId).toArray(String[]::new))
                 .set("keys", grants.stream().map(KeyGrant::fairnessKey).toArray(String[]::new))
-                .set("ranks", grants.stream().map(KeyGrant::rank).toArray(Double[]::new)).fetch(ctx)) {
+                .set("ranks", grants.stream().map(KeyGrant::rank).toArray(Double[]::new))
+                .set("most", grants.stream().map(KeyGrant::most).toArray(Integer[]::new)).fetch(ctx)) {
             out.add(new KeyGrant(r.get(0, String.class), r.get(1, String.class), 0));
         }
         return out;
