@@ -131,7 +131,7 @@ public final class Scheduler {
 
     /** The key grants after the last round (tenant + '\0' + key): one missing now was used by an enqueue. */
     private Set<String> keyGrantsAfterLastTick = Set.of();
-    /** This tick's key grants per tenant: LOAD's, minus those taken back. */
+    /** This tick's key grants per tenant (key + '\0' + slot, Admission.KeyGrant.id): LOAD's, minus those taken back. */
     private Map<String, Set<String>> keyGrants = new HashMap<>();
     /** Per tenant the round read: its fairness keys with a job read and not admitted (not quiet). */
     private final Map<String, Set<String>> keysBusy = new HashMap<>();
@@ -146,11 +146,15 @@ public final class Scheduler {
     static final int RECENT_KEYS = 8;
     /** Most key grants a tenant holds at once: each holds a place of max_running and a token. */
     static final int MAX_KEY_GRANTS_PER_TENANT = 4;
+    /** Key grants a key holds at once (V13__key_grants.sql: the spare covers the renewal's race with the next job). */
+    static final int KEY_GRANT_SLOTS = 2;
     /**
      * A key grant goes to a key with a job admitted this recently, and is taken back when unused this long: a key
      * that trickles every 30 ms (subkeys) is always within it; one that went quiet gives its place back soon.
      */
     static final long KEY_GRANT_WINDOW_NANOS = 2_000_000_000L;
+    /** How long a key admitted only once lately keeps an unused key grant: its next job within 200 ms uses it. */
+    static final long KEY_GRANT_FIRST_NANOS = 200_000_000L;
 
     /** A grant goes to a tenant active this recently, and is taken back when unused this long. */
     static final long GRANT_WINDOW_NANOS = 60_000_000_000L;
@@ -1075,9 +1079,9 @@ public final class Scheduler {
      * 250 of x's jobs, y's previous job, admitted in the same round, cut in and started 10 ms after its creation).
      * So a keyed job goes where weighted fair queueing among the tenant's keys puts it in the tenant's part of the
      * buffer: a key of weight w among active keys of total weight W has one job in W/w of the tenant's, so its
-     * next job follows its last buffered one by W/w - 1 of the buffer's rank gaps (the mean gap between the
-     * tenant's buffered jobs), and a key with none buffered starts at the tenant's first buffered job, its further
-     * jobs of the round spaced the same way. Never later than the tenant's pass, which still advances by every
+     * next job follows its last buffered one by W/w - 1 of the tenant's rank gaps (a pick's cost over the tenant's
+     * weight), and a key with none buffered starts at the tenant's first buffered job, its further jobs of the
+     * round spaced the same way. Never later than the tenant's pass, which still advances by every
      * pick: the tenant's share is unchanged, its jobs only change places within the span of ranks it holds.
      * A tenant with one key active, or with nothing buffered, keeps the pass's rank.
      */
@@ -1111,9 +1115,12 @@ public final class Scheduler {
             Double total = totalWeight.get(p.tenantId());
             Admission.RankSpan span = load.readySpan(p.tenantId());
             if (total == null || fairnessKey == null || span == null) return p.rank();
-            double weight = tenants.get(p.tenantId()).limits().keyWeights().getOrDefault(fairnessKey, 1);
-            double between = Math.max(0, total / weight - 1) * (span.count() > 1
-                    ? (span.last() - span.first()) / (span.count() - 1) : 0);
+            TenantState t = tenants.get(p.tenantId());
+            double weight = t.limits().keyWeights().getOrDefault(fairnessKey, 1);
+            // the tenant's own gap: its consecutive jobs are its pick's cost over its weight apart in virtual time.
+            // Not the buffer's mean gap: once two buffered jobs tied (a grant's job at the claim point), that gap was
+            // 0, every next job of the flooding key tied there too, and y's job waited 2.1 s behind 2,239 of them.
+            double between = Math.max(0, total / weight - 1) * p.cost() / t.weight();
             int nth = placed.merge(p.tenantId() + '\0' + fairnessKey, 1, Integer::sum) - 1;
             Admission.ReadyKey buffered = load.readyKey(p.tenantId(), fairnessKey);
             double at = buffered == null || buffered.lastRank() == Double.NEGATIVE_INFINITY
@@ -1283,10 +1290,11 @@ public final class Scheduler {
             int cut = used.indexOf('\0');
             TenantState t = tenants.get(used.substring(0, cut));
             if (t == null) continue;
+            String key = Admission.KeyGrant.keyOf(used.substring(cut + 1));
             t.bucket().settleReservation(true);
             t.lastActiveNanos = now;
-            t.keyAdmitted(used.substring(cut + 1), now);
-            keyGrantsUsed.computeIfAbsent(t.id(), x -> new HashSet<>()).add(used.substring(cut + 1));
+            t.keyAdmitted(key, now);
+            keyGrantsUsed.computeIfAbsent(t.id(), x -> new HashSet<>()).add(key);
         }
         for (String pair : found) {
             TenantState t = tenants.get(pair.substring(0, pair.indexOf('\0')));
@@ -1296,10 +1304,16 @@ public final class Scheduler {
         List<Admission.KeyGrant> revoke = new ArrayList<>();
         load.keyGrantAgeSeconds().forEach((tenant, keys) -> keys.forEach((k, ageSeconds) -> {
             TenantState t = tenants.get(tenant);
-            // a tenant with nothing waiting is quiet: its tenant grant (V4) covers its next job, whatever its key
-            if (!grantsOn() || t == null || t.limits().paused() || ageSeconds * 1e9 > KEY_GRANT_WINDOW_NANOS
+            // a tenant with nothing waiting is quiet: its tenant grant (V4) covers its next job, whatever its key.
+            // A key admitted only once lately keeps an unused grant KEY_GRANT_FIRST_NANOS: a tenant with a key per
+            // order (one job each) would otherwise hold 4 places and 4 tokens unused most of the time.
+            // (a grant an earlier leader made, of a key this one has not seen, is kept the whole window)
+            String key = Admission.KeyGrant.keyOf(k);
+            long[] at = t == null ? null : t.recentKeys.get(key);
+            long keep = at == null || now - at[1] <= KEY_GRANT_WINDOW_NANOS ? KEY_GRANT_WINDOW_NANOS : KEY_GRANT_FIRST_NANOS;
+            if (!grantsOn() || t == null || t.limits().paused() || ageSeconds * 1e9 > keep
                     || !maybeWork.contains(tenant)) {
-                revoke.add(new Admission.KeyGrant(tenant, k, 0));
+                revoke.add(new Admission.KeyGrant(tenant, key, Admission.KeyGrant.slotOf(k)));
             }
         }));
         revokeKeyGrants(ctx, revoke, load);
@@ -1315,7 +1329,10 @@ public final class Scheduler {
         keysBusy.forEach((tenant, keys) -> {
             Set<String> held = keyGrants.get(tenant);
             if (held == null) return;
-            for (String k : keys) if (held.contains(k)) revoke.add(new Admission.KeyGrant(tenant, k, 0));
+            for (String id : held) {
+                String key = Admission.KeyGrant.keyOf(id);
+                if (keys.contains(key)) revoke.add(new Admission.KeyGrant(tenant, key, Admission.KeyGrant.slotOf(id)));
+            }
         });
         revokeKeyGrants(ctx, revoke, load);
     }
@@ -1328,7 +1345,7 @@ public final class Scheduler {
     private void revokeKeyGrants(DSLContext ctx, List<Admission.KeyGrant> grants, Admission.QueueLoad load) {
         for (Admission.KeyGrant g : store.admission().revokeKeyGrants(ctx, grants)) {
             Set<String> held = keyGrants.get(g.tenantId());
-            if (held != null && held.remove(g.fairnessKey()) && held.isEmpty()) keyGrants.remove(g.tenantId());
+            if (held != null && held.remove(g.id()) && held.isEmpty()) keyGrants.remove(g.tenantId());
             TenantState t = tenants.get(g.tenantId());
             if (t == null) continue;
             t.bucket().settleReservation(false);
@@ -1374,6 +1391,10 @@ public final class Scheduler {
             Set<String> busy = keysBusy.get(tenantId);
             Set<String> quietOnly = busy == null ? keyGrantsUsed.getOrDefault(tenantId, Set.of()) : null;
             Set<String> has = keyGrants.getOrDefault(t.id(), Set.of());
+            Map<String, Set<Integer>> slotsHeld = new HashMap<>();
+            for (String id : has) {
+                slotsHeld.computeIfAbsent(Admission.KeyGrant.keyOf(id), x -> new HashSet<>()).add(Admission.KeyGrant.slotOf(id));
+            }
             int room = room(t, load) - admittedNow.getOrDefault(t.id(), 0) - (grants.containsKey(t.id()) ? 1 : 0)
                     - has.size();
             int tokens = t.bucket().available();
@@ -1388,10 +1409,9 @@ public final class Scheduler {
             // waiting: a flooding key, recent too, would otherwise take the places of the quiet ones it is tried before
             for (Map.Entry<String, long[]> k : t.recentKeys.entrySet()) {
                 if (wanted.size() >= budget) break;
-                // twice within the window: a tenant with one job per key (a key per order) would hold its grants
-                // unused until they were taken back
                 long[] at = k.getValue();
-                if (now - at[1] > KEY_GRANT_WINDOW_NANOS || has.contains(k.getKey())
+                Set<Integer> held = slotsHeld.getOrDefault(k.getKey(), Set.of());
+                if (now - at[0] > KEY_GRANT_WINDOW_NANOS || held.size() >= KEY_GRANT_SLOTS
                         || (quietOnly != null ? !quietOnly.contains(k.getKey()) : busy.contains(k.getKey()))) continue;
                 // never ahead of the key's own jobs in the buffer (its aging order)
                 double keyRank = rank;
@@ -1400,7 +1420,9 @@ public final class Scheduler {
                 Double placedNow = roundLastRankOfKey.get(t.id() + '\0' + k.getKey());
                 if (placedNow != null) keyRank = Math.max(keyRank, placedNow);
                 if (keyRank == Double.NEGATIVE_INFINITY) keyRank = rank;
-                wanted.add(new Admission.KeyGrant(t.id(), k.getKey(), keyRank, may));
+                for (int slot = 0; slot < KEY_GRANT_SLOTS; slot++) {
+                    if (!held.contains(slot)) wanted.add(new Admission.KeyGrant(t.id(), k.getKey(), slot, keyRank, may));
+                }
             }
         }
         for (Admission.KeyGrant g : store.admission().grantKeys(ctx, wanted)) {
@@ -1411,7 +1433,7 @@ public final class Scheduler {
             // and the key's virtual time, as a pick of the key would be (lifted to the key virtual time first)
             double keyPass = Math.max(t.keyPass.getOrDefault(g.fairnessKey(), t.keyVirtualTime), t.keyVirtualTime);
             t.keyPass.put(g.fairnessKey(), keyPass + t.unitCost / t.limits().keyWeights().getOrDefault(g.fairnessKey(), 1));
-            keyGrants.computeIfAbsent(g.tenantId(), x -> new HashSet<>()).add(g.fairnessKey());
+            keyGrants.computeIfAbsent(g.tenantId(), x -> new HashSet<>()).add(g.id());
         }
     }
 

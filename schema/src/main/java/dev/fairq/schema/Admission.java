@@ -167,7 +167,7 @@ public final class Admission {
             SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL, NULL, NULL, NULL, NULL, NULL
             FROM admission_grants
             UNION ALL
-            SELECT 'key_grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL, NULL,
+            SELECT 'key_grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, slot::text, NULL, NULL,
                    fairness_key, NULL, NULL, NULL
             FROM key_grants
             """);
@@ -252,11 +252,11 @@ public final class Admission {
      * showed without one.
      */
     static final NamedSql GRANT_KEYS = NamedSql.of("""
-            INSERT INTO key_grants (tenant_id, fairness_key, ready_rank, granted_at)
-            SELECT q.t, q.k, q.r, :now
-            FROM (SELECT g.t, g.k, g.r, g.m, row_number() OVER (PARTITION BY g.t ORDER BY g.o) AS n
-                  FROM unnest(:tenant_ids::text[], :keys::text[], :ranks::double precision[], :most::integer[])
-                       WITH ORDINALITY AS g(t, k, r, m, o)
+            INSERT INTO key_grants (tenant_id, fairness_key, slot, ready_rank, granted_at)
+            SELECT q.t, q.k, q.s, q.r, :now
+            FROM (SELECT g.t, g.k, g.s, g.r, g.m, row_number() OVER (PARTITION BY g.t ORDER BY g.o) AS n
+                  FROM unnest(:tenant_ids::text[], :keys::text[], :slots::integer[], :ranks::double precision[],
+                              :most::integer[]) WITH ORDINALITY AS g(t, k, s, r, m, o)
                   WHERE EXISTS (SELECT 1 FROM tenants WHERE id = g.t) -- a tenant deleted meanwhile gets none
                     AND NOT EXISTS (SELECT 1 FROM jobs j
                                     WHERE j.tenant_id = g.t AND coalesce(j.fairness_key, '') = g.k
@@ -264,18 +264,19 @@ public final class Admission {
                                       AND j.no_worker_since IS NULL AND j.run_at <= :now
                                       AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL))) q
             WHERE q.n <= q.m -- at most the tenant's room among its keys that passed
-            ON CONFLICT (tenant_id, fairness_key) DO NOTHING
-            RETURNING tenant_id, fairness_key
+            ON CONFLICT (tenant_id, fairness_key, slot) DO NOTHING
+            RETURNING tenant_id, fairness_key, slot
             """);
 
     /** Takes key grants back, SKIP LOCKED as REVOKE_GRANTS. */
     static final NamedSql REVOKE_KEY_GRANTS = NamedSql.of("""
             DELETE FROM key_grants
-            WHERE (tenant_id, fairness_key) IN (
-                SELECT k.tenant_id, k.fairness_key FROM key_grants k
-                WHERE (k.tenant_id, k.fairness_key) IN (SELECT * FROM unnest(:tenant_ids::text[], :keys::text[]))
+            WHERE (tenant_id, fairness_key, slot) IN (
+                SELECT k.tenant_id, k.fairness_key, k.slot FROM key_grants k
+                WHERE (k.tenant_id, k.fairness_key, k.slot) IN (
+                    SELECT * FROM unnest(:tenant_ids::text[], :keys::text[], :slots::integer[]))
                 FOR UPDATE SKIP LOCKED)
-            RETURNING tenant_id, fairness_key
+            RETURNING tenant_id, fairness_key, slot
             """);
 
     /** Takes grants back. SKIP LOCKED: a grant an enqueue is taking right now is left to that enqueue. */
@@ -502,7 +503,8 @@ public final class Admission {
                     String key = rs.getString(6);
                     String fairnessKey = rs.getString(7);
                     if (what.equals("key_grant")) {
-                        keyGrants.computeIfAbsent(tenant, t -> new HashMap<>()).put(fairnessKey, n);
+                        keyGrants.computeIfAbsent(tenant, t -> new HashMap<>())
+                                .put(KeyGrant.id(fairnessKey, Integer.parseInt(rs.getString(4))), n);
                         continue;
                     }
                     if (fairnessKey != null) {
@@ -744,9 +746,26 @@ public final class Admission {
      * A fairness key's grant: which tenant and key, and (when granting) the rank its job is inserted at and the most
      * grants its tenant may take in this statement (the same for each of the tenant's rows).
      */
-    public record KeyGrant(String tenantId, String fairnessKey, double rank, int most) {
-        public KeyGrant(String tenantId, String fairnessKey, double rank) {
-            this(tenantId, fairnessKey, rank, 1);
+    public record KeyGrant(String tenantId, String fairnessKey, int slot, double rank, int most) {
+        public KeyGrant(String tenantId, String fairnessKey, int slot) {
+            this(tenantId, fairnessKey, slot, 0, 1);
+        }
+
+        /** How a grant is named within its tenant: the key and the slot. */
+        public static String id(String fairnessKey, int slot) {
+            return fairnessKey + '\0' + slot;
+        }
+
+        public static String keyOf(String id) {
+            return id.substring(0, id.lastIndexOf('\0'));
+        }
+
+        public static int slotOf(String id) {
+            return Integer.parseInt(id.substring(id.lastIndexOf('\0') + 1));
+        }
+
+        public String id() {
+            return id(fairnessKey, slot);
         }
     }
 
@@ -757,9 +776,10 @@ public final class Admission {
         for (org.jooq.Record r : GRANT_KEYS.bind().clock(clock)
                 .set("tenant_ids", grants.stream().map(KeyGrant::tenantId).toArray(String[]::new))
                 .set("keys", grants.stream().map(KeyGrant::fairnessKey).toArray(String[]::new))
+                .set("slots", grants.stream().map(KeyGrant::slot).toArray(Integer[]::new))
                 .set("ranks", grants.stream().map(KeyGrant::rank).toArray(Double[]::new))
                 .set("most", grants.stream().map(KeyGrant::most).toArray(Integer[]::new)).fetch(ctx)) {
-            out.add(new KeyGrant(r.get(0, String.class), r.get(1, String.class), 0));
+            out.add(new KeyGrant(r.get(0, String.class), r.get(1, String.class), r.get(2, Integer.class)));
         }
         return out;
     }
@@ -770,8 +790,9 @@ public final class Admission {
         List<KeyGrant> out = new ArrayList<>();
         for (org.jooq.Record r : REVOKE_KEY_GRANTS.bind()
                 .set("tenant_ids", grants.stream().map(KeyGrant::tenantId).toArray(String[]::new))
-                .set("keys", grants.stream().map(KeyGrant::fairnessKey).toArray(String[]::new)).fetch(ctx)) {
-            out.add(new KeyGrant(r.get(0, String.class), r.get(1, String.class), 0));
+                .set("keys", grants.stream().map(KeyGrant::fairnessKey).toArray(String[]::new))
+                .set("slots", grants.stream().map(KeyGrant::slot).toArray(Integer[]::new)).fetch(ctx)) {
+            out.add(new KeyGrant(r.get(0, String.class), r.get(1, String.class), r.get(2, Integer.class)));
         }
         return out;
     }

@@ -79,7 +79,7 @@ public final class Enqueue {
                 WHERE a.tenant_id IN (SELECT tenant_id FROM input WHERE grantable)
                 FOR UPDATE SKIP LOCKED
             ), key_granted AS (
-                SELECT k.tenant_id, k.fairness_key, k.ready_rank FROM key_grants k
+                SELECT k.tenant_id, k.fairness_key, k.slot, k.ready_rank FROM key_grants k
                 WHERE (k.tenant_id, k.fairness_key) IN (SELECT tenant_id, fairness_key FROM input
                                                         WHERE grantable AND fairness_key IS NOT NULL)
                 FOR UPDATE SKIP LOCKED
@@ -88,7 +88,7 @@ public final class Enqueue {
                         ORDER BY ready_rank LIMIT 1) AS rank
                 WHERE EXISTS (SELECT 1 FROM key_granted)
             ), key_grant_use AS (
-                SELECT DISTINCT ON (i.tenant_id, i.fairness_key) i.ord, g.tenant_id, g.fairness_key,
+                SELECT DISTINCT ON (i.tenant_id, i.fairness_key) i.ord, g.tenant_id, g.fairness_key, g.slot,
                        CASE WHEN c.rank IS NULL THEN '-Infinity'::double precision ELSE greatest(g.ready_rank, c.rank) END
                            AS ready_rank
                 FROM input i JOIN key_granted g ON g.tenant_id = i.tenant_id AND g.fairness_key = i.fairness_key
@@ -103,7 +103,7 @@ public final class Enqueue {
                                   WHERE e.tenant_id = i.tenant_id AND e.fairness_key = i.fairness_key AND e.ord < i.ord
                                     AND NOT e.grantable AND coalesce(e.run_at::timestamptz <= :now, true)
                                     AND coalesce(e.delay_ms, 0) <= 0)
-                ORDER BY i.tenant_id, i.fairness_key, i.ord
+                ORDER BY i.tenant_id, i.fairness_key, i.ord, g.slot
             ), grant_use AS (
                 SELECT DISTINCT ON (i.tenant_id) i.ord
                 FROM input i JOIN granted g ON g.tenant_id = i.tenant_id
@@ -134,9 +134,9 @@ public final class Enqueue {
                 RETURNING g.tenant_id
             ), key_used AS (
                 DELETE FROM key_grants g
-                USING (SELECT k.tenant_id, k.fairness_key FROM key_grant_use k JOIN input n ON n.ord = k.ord
+                USING (SELECT k.tenant_id, k.fairness_key, k.slot FROM key_grant_use k JOIN input n ON n.ord = k.ord
                        JOIN inserted i ON i.id = n.id) x
-                WHERE g.tenant_id = x.tenant_id AND g.fairness_key = x.fairness_key
+                WHERE g.tenant_id = x.tenant_id AND g.fairness_key = x.fairness_key AND g.slot = x.slot
                 RETURNING g.tenant_id
             )
             SELECT input.ord AS input_ord, input.id AS input_id, inserted.*,
