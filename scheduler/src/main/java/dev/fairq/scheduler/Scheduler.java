@@ -287,7 +287,7 @@ public final class Scheduler {
 
     /**
      * A notification on the fairq_jobs channel: one that names a tenant wakes it; others only end a wait ('g:' + a
-     * tenant: an enqueue used a grant, which the tick this wait ends then renews; 'drained': a worker found none).
+     * tenant: an enqueue used a key grant, which the tick this wait ends then renews; 'drained': a worker found none).
      */
     public synchronized void onWakeUp(String payload) {
         if (payload != null && payload.startsWith(TENANT_WAKE_UP)) wake(payload.substring(TENANT_WAKE_UP.length()));
