@@ -19,14 +19,19 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         return SimulatedScheduler.jobs(tenant, n, b -> b.fairnessKey(key));
     }
 
+    /** A buffer of 10, shares by job count (so every pick costs 1). */
+    private SimulatedScheduler scheduler() {
+        return new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(10, 0)
+                .fairShare(SchedulerConfig.FairShare.JOBS).build());
+    }
+
     /**
      * Tenant t floods with key x; y's first job is admitted with the first round (a buffer of 10), its second, which
      * comes once the first ran, by the next round, which takes it although the buffer is full (y's newcomer).
      */
     private SimulatedScheduler floodWithOneOfY() {
         db.createTenant("t");
-        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(10, 0)
-                .fairShare(SchedulerConfig.FairShare.JOBS).build());
+        SimulatedScheduler s = scheduler();
         s.enqueue(keyed("t", "x", 1_000));
         s.enqueue(keyed("t", "y", 1));
         s.tick();
@@ -99,8 +104,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
     @Test
     void keyGrantsCountAgainstMaxRunningAndTokens() {
         db.createTenant("t", 1, 1_000_000, 1_000_000, 12);
-        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(10, 0)
-                .fairShare(SchedulerConfig.FairShare.JOBS).build());
+        SimulatedScheduler s = scheduler();
         s.enqueue(keyed("t", "x", 200));
         int grantsSeen = 0;
         for (int round = 0; round < 40; round++) {
@@ -154,8 +158,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
 
     private SimulatedScheduler floodWithPaused() {
         db.createTenant("p");
-        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(10, 0)
-                .fairShare(SchedulerConfig.FairShare.JOBS).build());
+        SimulatedScheduler s = scheduler();
         s.enqueue(keyed("p", "x", 100));
         s.enqueue(keyed("p", "y", 1));
         s.tick();
@@ -175,8 +178,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
     void aNewLeaderAdoptsTheKeyGrantsItFinds() {
         SimulatedScheduler s = floodWithOneOfY();
         assertEquals(2, keyGrants(s));
-        SimulatedScheduler next = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(10, 0)
-                .fairShare(SchedulerConfig.FairShare.JOBS).build());
+        SimulatedScheduler next = scheduler();
         assertEquals(0, next.tick().admitted(), "the buffer is full, and this leader heard no wake-up");
         assertEquals(2, keyGrants(next), "kept");
         assertEquals(1_000_000 - 2, next.scheduler.tenants().get("t").bucket().available(), "each adopted grant reserved a token");
@@ -226,8 +228,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
     @Test
     void aKeySeenOnceKeepsAnUnusedGrantBriefly() {
         db.createTenant("o");
-        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(10, 0)
-                .fairShare(SchedulerConfig.FairShare.JOBS).build());
+        SimulatedScheduler s = scheduler();
         s.enqueue(keyed("o", "x", 1_000));
         s.enqueue(keyed("o", "once", 1));
         s.tick();

@@ -31,6 +31,23 @@ public final class Enqueue {
     /** Rounds of insert-then-sort-out before giving up: each round settles every row a concurrent enqueue did not race. */
     private static final int MAX_ROUNDS = 4;
 
+    /** The requests of an INSERT_JOBS statement, one row each, with the ids they get and whether a grant may admit them. */
+    private static final String INPUT = """
+            WITH input AS MATERIALIZED (
+                SELECT coalesce(r.preset_id, nextval(pg_get_serial_sequence('jobs', 'id'))) AS id, r.*,
+                       r.ordering_key IS NULL AND r.concurrency_key IS NULL AND coalesce(r.run_at::timestamptz <= :now, true)
+                           AND coalesce(r.delay_ms, 0) <= 0 AS grantable
+                FROM unnest(:preset_ids::bigint[], :tenant_ids::text[], :queues::text[], :types::text[],
+                            :payloads::text[], :priorities::smallint[], :run_ats::text[], :delays_ms::bigint[],
+                            :job_keys::text[], :ordering_keys::text[], :max_attempts::integer[],
+                            :request_hashes::text[], :may_head::boolean[], :timeouts_ms::integer[],
+                            :payload_versions::integer[], :concurrency_keys::text[], :fairness_keys::text[])
+                     WITH ORDINALITY AS r(preset_id, tenant_id, queue, type, payload, priority, run_at,
+                                          delay_ms, job_key, ordering_key, max_attempts, request_hash, may_head,
+                                          timeout_ms, payload_version, concurrency_key, fairness_key, ord)
+                ORDER BY r.ord
+            """;
+
     /**
      * Inserts a batch in one statement. Ids are taken in request order up front (nextval runs after the
      * ORDER BY), so a job that has to be inserted again in a second step keeps its place in its key.
@@ -62,20 +79,7 @@ public final class Enqueue {
      * not: a tick per quiet tenant's enqueue cost the fairness bench's flood 4% of its rate (0.957-0.966 of FIFO's
      * against 0.995-1.005), and its renewal already keeps up (V4).
      */
-    static final NamedSql INSERT_JOBS = NamedSql.of("""
-            WITH input AS MATERIALIZED (
-                SELECT coalesce(r.preset_id, nextval(pg_get_serial_sequence('jobs', 'id'))) AS id, r.*,
-                       r.ordering_key IS NULL AND r.concurrency_key IS NULL AND coalesce(r.run_at::timestamptz <= :now, true)
-                           AND coalesce(r.delay_ms, 0) <= 0 AS grantable
-                FROM unnest(:preset_ids::bigint[], :tenant_ids::text[], :queues::text[], :types::text[],
-                            :payloads::text[], :priorities::smallint[], :run_ats::text[], :delays_ms::bigint[],
-                            :job_keys::text[], :ordering_keys::text[], :max_attempts::integer[],
-                            :request_hashes::text[], :may_head::boolean[], :timeouts_ms::integer[],
-                            :payload_versions::integer[], :concurrency_keys::text[], :fairness_keys::text[])
-                     WITH ORDINALITY AS r(preset_id, tenant_id, queue, type, payload, priority, run_at,
-                                          delay_ms, job_key, ordering_key, max_attempts, request_hash, may_head,
-                                          timeout_ms, payload_version, concurrency_key, fairness_key, ord)
-                ORDER BY r.ord
+    static final NamedSql INSERT_JOBS = NamedSql.of(INPUT + """
             ), granted AS (
                 SELECT a.tenant_id FROM admission_grants a
                 WHERE a.tenant_id IN (SELECT tenant_id FROM input WHERE grantable)
@@ -119,20 +123,7 @@ public final class Enqueue {
      * without cannot use a key grant and keeps the shorter statement (with the key-grant part on every enqueue the
      * latency bench's HTTP p50 was 2.0-2.3 ms, against 1.6-1.8 for the build before, in two alternating pairs).
      */
-    static final NamedSql INSERT_KEYED_JOBS = NamedSql.of("""
-            WITH input AS MATERIALIZED (
-                SELECT coalesce(r.preset_id, nextval(pg_get_serial_sequence('jobs', 'id'))) AS id, r.*,
-                       r.ordering_key IS NULL AND r.concurrency_key IS NULL AND coalesce(r.run_at::timestamptz <= :now, true)
-                           AND coalesce(r.delay_ms, 0) <= 0 AS grantable
-                FROM unnest(:preset_ids::bigint[], :tenant_ids::text[], :queues::text[], :types::text[],
-                            :payloads::text[], :priorities::smallint[], :run_ats::text[], :delays_ms::bigint[],
-                            :job_keys::text[], :ordering_keys::text[], :max_attempts::integer[],
-                            :request_hashes::text[], :may_head::boolean[], :timeouts_ms::integer[],
-                            :payload_versions::integer[], :concurrency_keys::text[], :fairness_keys::text[])
-                     WITH ORDINALITY AS r(preset_id, tenant_id, queue, type, payload, priority, run_at,
-                                          delay_ms, job_key, ordering_key, max_attempts, request_hash, may_head,
-                                          timeout_ms, payload_version, concurrency_key, fairness_key, ord)
-                ORDER BY r.ord
+    static final NamedSql INSERT_KEYED_JOBS = NamedSql.of(INPUT + """
             ), granted AS (
                 SELECT a.tenant_id FROM admission_grants a
                 WHERE a.tenant_id IN (SELECT tenant_id FROM input WHERE grantable)
