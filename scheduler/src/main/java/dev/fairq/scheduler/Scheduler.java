@@ -129,7 +129,7 @@ public final class Scheduler {
     /** Tenants a wake-up named since the last round: new work, maybe a fairness key that was not active. */
     private Set<String> wokenSinceLastRound = new HashSet<>();
 
-    /** The key grants after the last round (tenant + '\0' + key): one missing now was used by an enqueue. */
+    /** The key grants after the last round (tenant + '\0' + grant id): one missing now was used by an enqueue. */
     private Set<String> keyGrantsAfterLastTick = Set.of();
     /** This tick's key grants per tenant (key + '\0' + slot, Admission.KeyGrant.id): LOAD's, minus those taken back. */
     private Map<String, Set<String>> keyGrants = new HashMap<>();
@@ -1273,8 +1273,9 @@ public final class Scheduler {
     }
 
     /**
-     * The key grants LOAD found, minus those taken back now: a paused tenant's, an uncached tenant's, and one unused
-     * for {@link #KEY_GRANT_WINDOW_NANOS}. One that disappeared since the last round was used: its token is spent,
+     * The key grants LOAD found, minus those taken back now: a paused tenant's, an uncached tenant's, one of a tenant
+     * with nothing waiting, and one unused for {@link #KEY_GRANT_WINDOW_NANOS} ({@link #KEY_GRANT_FIRST_NANOS} for a
+     * key admitted only once lately). One that disappeared since the last round was used: its token is spent,
      * its key was admitted. One this scheduler did not make (a new leader) reserves a token.
      */
     private void keepValidKeyGrants(DSLContext ctx, long now, Admission.QueueLoad load) {
@@ -1320,8 +1321,8 @@ public final class Scheduler {
     }
 
     /**
-     * A key with jobs the round read and did not admit has jobs waiting: its grant goes back (the enqueue would not use it while the
-     * key has a job waiting, and the place it holds goes back to ordinary admission, where aging order decides).
+     * A key with jobs the round read and did not admit has jobs waiting: its grants go back (an enqueue would not use
+     * them while the key has a job waiting, and the places go back to ordinary admission, where aging order decides).
      */
     private void revokeKeyGrantsOfBusyKeys(DSLContext ctx, Admission.QueueLoad load) {
         if (keyGrants.isEmpty()) return;
@@ -1364,9 +1365,10 @@ public final class Scheduler {
      * Key grants (V13__key_grants.sql): a tenant with jobs waiting holds no admission grant, so a fairness key of it
      * that trickles waited for a scheduler round at every job while another key flooded (subkeys: created to
      * admitted p50 6-12 ms, p99 23-131 ms, against 0 alone, where the tenant's grant admitted each job in its
-     * enqueue). So each key of a tenant the round read that had a job admitted in the last
-     * {@link #KEY_GRANT_WINDOW_NANOS} and none waiting now gets one admission in advance, like a quiet tenant: a
-     * token reserved, a place of max_running held, the tenant charged by the policy. Its job is ranked where the
+     * enqueue). So each key of a tenant with work waiting that had a job admitted in the last
+     * {@link #KEY_GRANT_WINDOW_NANOS} and none waiting now (a key the round read and left nothing of, or whose grant an
+     * enqueue just used) gets {@link #KEY_GRANT_SLOTS} admissions in advance, like a quiet tenant: for each a token
+     * reserved, a place of max_running held, the tenant and the key charged. Its job is ranked where the
      * round would rank the key's next job (the tenant's first buffered job, or its pass), not at the front: the
      * tenant is busy, and its grant must not pass other tenants' jobs ranked ahead of its own. At most
      * {@link #MAX_KEY_GRANTS_PER_TENANT} a tenant, within the same {@link SchedulerConfig#maxGrants()} budget.
