@@ -975,8 +975,8 @@ public final class Scheduler {
                 keySteps.remove(tenant);
             } else {
                 List<KeyStep> steps = new ArrayList<>();
-                for (KeyStep step : interleaveKeys(t, list, room, asked, cost, load)) {
-                    if (keyNewcomersOnly.contains(tenant) && !step.newcomer()) break; // the order's newcomer prefix only
+                // a full buffer takes only new keys' jobs: the order among those keys alone (up to the round's two)
+                for (KeyStep step : interleaveKeys(t, list, room, asked, cost, load, keyNewcomersOnly.contains(tenant))) {
                     ids.add(step.jobId());
                     steps.add(step);
                 }
@@ -998,10 +998,9 @@ public final class Scheduler {
     }
 
     /**
-     * One job of a tenant's key order: which fairness key it came from, that key's pass before and after, and
-     * whether it is the first job of a key that was not ahead (it became active, or came back).
+     * One job of a tenant's key order: which fairness key it came from, and that key's pass before and after.
      */
-    private record KeyStep(long jobId, String key, double passBefore, double passAfter, boolean newcomer) {}
+    private record KeyStep(long jobId, String key, double passBefore, double passAfter) {}
 
     /**
      * Weighted fair queueing among a tenant's fairness keys ("" stands for its jobs without one): the key with the
@@ -1011,13 +1010,13 @@ public final class Scheduler {
      * committed after it chose.
      */
     private List<KeyStep> interleaveKeys(TenantState t, List<Admission.Candidate> list, Map<String, Integer> room,
-                                         int asked, AdmissionPolicy.Cost cost, Admission.QueueLoad load) {
+                                         int asked, AdmissionPolicy.Cost cost, Admission.QueueLoad load,
+                                         boolean newKeysOnly) {
         Map<String, java.util.ArrayDeque<Admission.Candidate>> byKey = new LinkedHashMap<>();
         for (Admission.Candidate c : list) {
             byKey.computeIfAbsent(c.fairnessKey() == null ? "" : c.fairnessKey(), k -> new java.util.ArrayDeque<>()).add(c);
         }
-        record Lane(String key, double weight, double[] pass, java.util.ArrayDeque<Admission.Candidate> jobs,
-                    boolean[] newcomer) {}
+        record Lane(String key, double weight, double[] pass, java.util.ArrayDeque<Admission.Candidate> jobs) {}
         PriorityQueue<Lane> queue = new PriorityQueue<>(Comparator.comparingDouble((Lane l) -> l.pass()[0])
                 .thenComparing(Lane::key));
         byKey.forEach((key, jobs) -> {
@@ -1030,8 +1029,10 @@ public final class Scheduler {
             // alone), and with its last job still buffered, its next ones waited for a round with room, 50-70 ms.
             Admission.ReadyKey inBuffer = load.readyKey(t.id(), key);
             boolean newcomer = !key.isEmpty() && (lifted || inBuffer == null || inBuffer.count() <= 1);
-            queue.add(new Lane(key, t.limits().keyWeights().getOrDefault(key, 1), new double[]{pass}, jobs,
-                    new boolean[]{newcomer}));
+            // a full buffer's round reads a woken tenant for its new keys only, each of their jobs read (not only the
+            // first: two of a key's jobs that came 9 ms apart took four rounds, the second waiting for room, 76 ms)
+            if (newKeysOnly && !newcomer) return;
+            queue.add(new Lane(key, t.limits().keyWeights().getOrDefault(key, 1), new double[]{pass}, jobs));
         });
         List<KeyStep> out = new ArrayList<>();
         while (out.size() < asked && !queue.isEmpty()) {
@@ -1044,8 +1045,7 @@ public final class Scheduler {
             if (next == null) continue;
             double before = lane.pass()[0];
             lane.pass()[0] += cost.of(t, next.id()) / lane.weight();
-            out.add(new KeyStep(next.id(), lane.key(), before, lane.pass()[0], lane.newcomer()[0]));
-            lane.newcomer()[0] = false;
+            out.add(new KeyStep(next.id(), lane.key(), before, lane.pass()[0]));
             if (!lane.jobs().isEmpty()) queue.add(lane);
         }
         return out;

@@ -277,4 +277,19 @@ class FairnessKeysTest extends SimulatedSchedulerTest {
             assertTrue(xRanks.get(i) > xRanks.get(i - 1), "x's new jobs each have a rank of their own: " + xRanks);
         }
     }
+
+    /**
+     * A full buffer takes a new key's jobs that came together, not only the first (two a round): the second waited for
+     * a round with room (subkeys: two of y's jobs 9 ms apart, the second admitted 76 ms after its creation).
+     */
+    @Test
+    void aFullBufferTakesANewKeysJobsThatCameTogether() {
+        SimulatedScheduler s = bufferFilledByX();
+        s.enqueue(keyed("t", "y", 3));
+        s.tick();
+        assertEquals(2, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"),
+                "two of y's jobs in one round of a full buffer");
+        assertEquals(50, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'x' AND status = 'ready'"),
+                "and none more of x's");
+    }
 }
