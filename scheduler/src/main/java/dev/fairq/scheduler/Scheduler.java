@@ -641,8 +641,10 @@ public final class Scheduler {
             double rank = placement.rank(p, fairnessKey);
             ranks.add(rank);
             roundFirstRank.merge(p.tenantId(), rank, Math::min);
-            if (fairnessKey != null) roundLastRankOfKey.merge(p.tenantId() + '\0' + fairnessKey, rank, Math::max);
-            if (fairnessKey != null) t.keyAdmitted(fairnessKey, now);
+            if (fairnessKey != null) {
+                roundLastRankOfKey.merge(p.tenantId() + '\0' + fairnessKey, rank, Math::max);
+                t.keyAdmitted(fairnessKey, now);
+            }
             tenantOf.put(p.jobId(), p.tenantId());
         }
         List<Long> admitted = store.admit(ctx, ids, ranks);
@@ -1113,8 +1115,8 @@ public final class Scheduler {
 
         double rank(AdmissionPolicy.Pick p, String fairnessKey) {
             Double total = totalWeight.get(p.tenantId());
-            Admission.RankSpan span = load.readySpan(p.tenantId());
-            if (total == null || fairnessKey == null || span == null) return p.rank();
+            Double first = load.readyFirstRank(p.tenantId());
+            if (total == null || fairnessKey == null || first == null) return p.rank();
             TenantState t = tenants.get(p.tenantId());
             double weight = t.limits().keyWeights().getOrDefault(fairnessKey, 1);
             // the tenant's own gap: its consecutive jobs are its pick's cost over its weight apart in virtual time.
@@ -1124,7 +1126,7 @@ public final class Scheduler {
             int nth = placed.merge(p.tenantId() + '\0' + fairnessKey, 1, Integer::sum) - 1;
             Admission.ReadyKey buffered = load.readyKey(p.tenantId(), fairnessKey);
             double at = buffered == null || buffered.lastRank() == Double.NEGATIVE_INFINITY
-                    ? span.first() + nth * between // ties with the tenant's first buffered job (then the ids decide)
+                    ? first + nth * between // ties with the tenant's first buffered job (then the ids decide)
                     : buffered.lastRank() + (nth + 1) * between;
             return Math.min(p.rank(), at);
         }
@@ -1264,6 +1266,8 @@ public final class Scheduler {
         Set<Long> picked = new HashSet<>(picks.size());
         for (AdmissionPolicy.Pick p : picks) picked.add(p.jobId());
         fetched.byTenant().forEach((tenantId, ids) -> {
+            TenantState t = tenants.get(tenantId);
+            if (t == null || !t.usesFairnessKeys) return; // no key grants for it: no set per tenant read
             Set<String> keys = keysBusy.computeIfAbsent(tenantId, x -> new HashSet<>());
             for (Long id : ids) {
                 String k = fetched.job(id).fairnessKey();
@@ -1403,8 +1407,8 @@ public final class Scheduler {
             int may = Math.min(Math.min(room, tokens), MAX_KEY_GRANTS_PER_TENANT - has.size());
             if (may <= 0) continue;
             double rank = Math.max(t.pass(), policy.virtualTime(load.nextRank()));
-            Admission.RankSpan span = load.readySpan(t.id());
-            if (span != null) rank = Math.min(rank, span.first());
+            Double first = load.readyFirstRank(t.id());
+            if (first != null) rank = Math.min(rank, first);
             Double admittedAt = roundFirstRank.get(t.id());
             if (admittedAt != null && admittedAt > Double.NEGATIVE_INFINITY) rank = Math.min(rank, admittedAt);
             // every eligible recent key goes to GRANT_KEYS, which grants at most `may` of those with no due job

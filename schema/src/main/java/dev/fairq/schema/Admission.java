@@ -149,26 +149,25 @@ public final class Admission {
      */
     static final NamedSql LOAD = NamedSql.of("""
             SELECT 'ready' AS what, tenant_id, count(*)::double precision AS n, queue, type, concurrency_key, fairness_key,
-                   max(ready_rank) AS last_rank, min(ready_rank) FILTER (WHERE ready_rank > '-Infinity') AS first_rank,
-                   count(*) FILTER (WHERE ready_rank > '-Infinity') AS ranked
+                   max(ready_rank) AS last_rank, min(ready_rank) FILTER (WHERE ready_rank > '-Infinity') AS first_rank
             FROM jobs WHERE status = 'ready' GROUP BY tenant_id, queue, type, concurrency_key, fairness_key
             UNION ALL
-            SELECT 'running', tenant_id, count(*), NULL, NULL, concurrency_key, NULL, NULL, NULL, NULL FROM jobs
+            SELECT 'running', tenant_id, count(*), NULL, NULL, concurrency_key, NULL, NULL, NULL FROM jobs
             WHERE status = 'running' GROUP BY tenant_id, concurrency_key
             UNION ALL
-            SELECT 'capacity', NULL, coalesce(sum(capacity), 0), NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM workers
+            SELECT 'capacity', NULL, coalesce(sum(capacity), 0), NULL, NULL, NULL, NULL, NULL, NULL FROM workers
             WHERE heartbeat_at > :now - :liveness_ms * interval '1 millisecond'
             UNION ALL
             SELECT 'next_rank', NULL, (SELECT ready_rank FROM jobs WHERE status = 'ready' AND ready_rank > '-Infinity'
-                                       ORDER BY ready_rank LIMIT 1), NULL, NULL, NULL, NULL, NULL, NULL, NULL
+                                       ORDER BY ready_rank LIMIT 1), NULL, NULL, NULL, NULL, NULL, NULL
             UNION ALL
-            SELECT 'last_rank', NULL, (SELECT max(ready_rank) FROM jobs WHERE status = 'ready'), NULL, NULL, NULL, NULL, NULL, NULL, NULL
+            SELECT 'last_rank', NULL, (SELECT max(ready_rank) FROM jobs WHERE status = 'ready'), NULL, NULL, NULL, NULL, NULL, NULL
             UNION ALL
-            SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+            SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL, NULL, NULL, NULL, NULL
             FROM admission_grants
             UNION ALL
             SELECT 'key_grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, slot::text, NULL, NULL,
-                   fairness_key, NULL, NULL, NULL
+                   fairness_key, NULL, NULL
             FROM key_grants
             """);
 
@@ -426,7 +425,7 @@ public final class Admission {
     public record QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant,
                             int workerCapacity, Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds,
                             List<ReadyGroup> readyGroups, Map<String, Map<String, Integer>> activeByKey,
-                            Map<String, Map<String, ReadyKey>> readyKeys, Map<String, RankSpan> readySpans,
+                            Map<String, Map<String, ReadyKey>> readyKeys, Map<String, Double> readyFirstRanks,
                             Map<String, Map<String, Double>> keyGrantAgeSeconds) {
         public QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant, int workerCapacity,
                          Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds) {
@@ -435,8 +434,8 @@ public final class Admission {
         }
 
         /** The lowest and highest finite rank of the tenant's jobs in the ready buffer; null when it has none. */
-        public RankSpan readySpan(String tenant) {
-            return readySpans.get(tenant);
+        public Double readyFirstRank(String tenant) {
+            return readyFirstRanks.get(tenant);
         }
 
         /** The tenant's fairness keys that have jobs in the ready buffer (admitted, not started). */
@@ -460,13 +459,6 @@ public final class Admission {
         public int totalRunning() { return runningByTenant.values().stream().mapToInt(Integer::intValue).sum(); }
     }
 
-    /** The ranks of a tenant's jobs in the ready buffer that are not at the front by grant (-Infinity). */
-    public record RankSpan(int count, double first, double last) {
-        RankSpan plus(RankSpan other) {
-            return new RankSpan(count + other.count, Math.min(first, other.first), Math.max(last, other.last));
-        }
-    }
-
     /** A fairness key's jobs in the ready buffer: how many, and the highest rank among them. */
     public record ReadyKey(int count, double lastRank) {
         ReadyKey plus(ReadyKey other) {
@@ -484,7 +476,7 @@ public final class Admission {
         Map<String, Double> grants = new HashMap<>();
         Map<String, Map<String, Integer>> byKey = new HashMap<>();
         Map<String, Map<String, ReadyKey>> readyKeys = new HashMap<>();
-        Map<String, RankSpan> spans = new HashMap<>();
+        Map<String, Double> firstRanks = new HashMap<>();
         Map<String, Map<String, Double>> keyGrants = new HashMap<>();
         int capacity = 0;
         Double nextRank = null, lastRank = null;
@@ -519,7 +511,7 @@ public final class Admission {
                             ready.merge(tenant, (int) n, Integer::sum);
                             double first = rs.getDouble(9);
                             if (!rs.wasNull()) { // the group has jobs ranked other than by grant
-                                spans.merge(tenant, new RankSpan(rs.getInt(10), first, rs.getDouble(8)), RankSpan::plus);
+                                firstRanks.merge(tenant, first, Math::min);
                             }
                             groups.merge(new Route(tenant, rs.getString(4), rs.getString(5)), (int) n, Integer::sum);
                         }
@@ -537,7 +529,7 @@ public final class Admission {
         lastRank = (Double) scalars[2];
         List<ReadyGroup> readyGroups = new ArrayList<>(groups.size());
         groups.forEach((g, count) -> readyGroups.add(new ReadyGroup(g.tenantId(), g.queue(), g.type(), count)));
-        return new QueueLoad(ready, running, capacity, nextRank, lastRank, grants, readyGroups, byKey, readyKeys, spans,
+        return new QueueLoad(ready, running, capacity, nextRank, lastRank, grants, readyGroups, byKey, readyKeys, firstRanks,
                 keyGrants);
     }
 
