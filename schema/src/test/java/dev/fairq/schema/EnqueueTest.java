@@ -167,6 +167,32 @@ class EnqueueTest extends StoreTestSupport {
     }
 
     @Test
+    void theReturnedJobsAreTheStoredRowsColumnForColumn() {
+        long replayed = enqueue(job(T1).jobKey("seen").payload("{\"old\": 1}").priority(2));
+        List<EnqueueResult> results = store.enqueueAll(dsl, List.of(
+                job(T1).queue("mail").payload("{\"to\": \"a@example.com\", \"n\": [1, 2]}").priority(-3)
+                        .jobKey("k1").maxAttempts(7).timeout(Duration.ofSeconds(9)).fairnessKey("customer-1")
+                        .concurrencyKey("smtp").payloadVersion(2).build(),
+                job(T1).orderingKey("order-9").delay(Duration.ofMinutes(5)).build(),
+                job(T1).orderingKey("order-9").build(),
+                job(T1).jobKey("seen").build(),
+                job(T2).runAt(dbNow().plusDays(1)).build()));
+
+        assertEquals(List.of(true, true, true, false, true), results.stream().map(EnqueueResult::created).toList());
+        assertEquals(replayed, results.get(3).job().getId());
+        for (EnqueueResult r : results) {
+            JobsRecord stored = row(r.job().getId());
+            for (org.jooq.Field<?> f : JOBS.fields()) {
+                assertEquals(stored.get(f), r.job().get(f), f.getName() + " of job " + stored.getId());
+            }
+        }
+        assertEquals("smtp", results.get(0).job().getConcurrencyKey());
+        assertEquals(JobStatus.pending, results.get(0).job().getStatus());
+        assertTrue(results.get(1).job().getKeyHead());
+        assertFalse(results.get(2).job().getKeyHead());
+    }
+
+    @Test
     void duplicateJobKeyWithinOneBatchStoresOneJob() {
         List<EnqueueResult> results = store.enqueueAll(dsl, List.of(
                 job(T1).jobKey("dup").payload("{\"first\":true}").build(),
