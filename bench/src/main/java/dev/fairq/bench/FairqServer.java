@@ -252,6 +252,52 @@ final class FairqServer implements AutoCloseable {
         return m;
     }
 
+    /**
+     * CPU seconds the server's JIT compiler threads have used so far (Linux: the "C1/C2 CompilerThre" threads in
+     * /proc/PID/task, at the usual 100 clock ticks a second), or -1 where that cannot be read.
+     */
+    double jitCpuSeconds() {
+        File[] tasks = new File("/proc/" + process.pid() + "/task").listFiles();
+        if (tasks == null) return -1;
+        long ticks = 0;
+        for (File task : tasks) {
+            try {
+                String comm = Files.readString(task.toPath().resolve("comm")).trim();
+                if (!comm.contains("CompilerThre")) continue;
+                String stat = Files.readString(task.toPath().resolve("stat"));
+                String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                ticks += Long.parseLong(f[11]) + Long.parseLong(f[12]); // utime, stime
+            } catch (IOException | RuntimeException e) {
+                // a compiler thread that ended between the listing and the read
+            }
+        }
+        return ticks / 100.0;
+    }
+
+    /**
+     * Waits, while the caller's load goes on, until the server's JIT compilers used under {@link #JIT_QUIET_SHARE}
+     * of a core over the last {@link #JIT_QUIET_WINDOW_MS}, or {@code capMs} passed; returns the seconds waited (-1
+     * where the compilers' CPU cannot be read). On 2 cores a freshly started server's compilers used 30-50% of a core
+     * for the whole 2-minute trickle phase (single C2 compilations of 2-8 s), so its first minutes measured the JIT
+     * competing with the jobs, not the scheduler.
+     */
+    double awaitJitQuiet(long capMs) throws InterruptedException {
+        long start = System.nanoTime(), deadline = start + capMs * 1_000_000;
+        double before = jitCpuSeconds();
+        if (before < 0) return -1;
+        while (System.nanoTime() < deadline) {
+            Thread.sleep(JIT_QUIET_WINDOW_MS);
+            if (!alive()) throw new IllegalStateException("the server exited; see " + log);
+            double now = jitCpuSeconds();
+            if (now - before < JIT_QUIET_SHARE * JIT_QUIET_WINDOW_MS / 1000.0) break;
+            before = now;
+        }
+        return Math.round((System.nanoTime() - start) / 1e8) / 10.0;
+    }
+
+    static final double JIT_QUIET_SHARE = 0.05;
+    static final long JIT_QUIET_WINDOW_MS = 5_000;
+
     boolean alive() {
         return process.isAlive();
     }

@@ -69,7 +69,7 @@ final class TenantsBench implements Bench.Benchmark {
     static final int RETENTION_HOURS = 24;
     static final int TRICKLE_PER_S = 100;
     static final int FLOOD = 30_000;
-    static final long TRICKLE_WARMUP_MS = 10_000, TRICKLE_ALONE_MS = 30_000, FLOOD_CAP_MS = 180_000;
+    static final long TRICKLE_WARMUP_MS = 10_000, TRICKLE_ALONE_MS = 30_000, FLOOD_CAP_MS = 180_000, JIT_QUIET_CAP_MS = 240_000;
     static final int CALLERS = 16;
     static final long LOAD_WARMUP_MS = 2_000, LOAD_MS = 10_000, WARMUP_WINDOW_MS = 5_000, WARMUP_MAX_MS = 60_000;
     static final int BATCH = 100;
@@ -596,12 +596,16 @@ final class TenantsBench implements Bench.Benchmark {
                     enqueueAny(db, warmFlood);
                     awaitNoneWaiting(db, "tenant_id = 'flood'", FLOOD_CAP_MS);
                     Thread.sleep(TRICKLE_WARMUP_MS);
+                    out.put("server_jit_quiet_after_s", server.awaitJitQuiet(JIT_QUIET_CAP_MS));
+                    double jitAlone = server.jitCpuSeconds();
                     double aloneFrom = db.now();
                     Thread.sleep(TRICKLE_ALONE_MS);
                     double aloneTo = db.now();
+                    out.put("alone_server_jit_cpu_share", Stats.round((server.jitCpuSeconds() - jitAlone) / (aloneTo - aloneFrom)));
                     List<JobRequest> flood = new ArrayList<>(FLOOD);
                     for (int i = 0; i < FLOOD; i++) flood.add(JobRequest.builder("flood", "sleep").payload("{\"ms\": 5}").build());
                     double floodFrom = db.now();
+                    double jitFlood = server.jitCpuSeconds();
                     long[] floodIds = enqueueAny(db, flood);
                     out.put("flood_enqueue_s", Stats.round(db.now() - floodFrom));
                     // until no flood job waits, or FLOOD_CAP_MS: then the flood window ends there (capped)
@@ -618,6 +622,7 @@ final class TenantsBench implements Bench.Benchmark {
                     double floodEnd = floodCapped ? db.now() : ((Number) db.dsl().fetchValue(
                             "SELECT fairq_epoch(max(started_at)) FROM jobs WHERE tenant_id = 'flood' AND id BETWEEN ? AND ?",
                             floodIds[0], floodIds[1])).doubleValue();
+                    out.put("flood_server_jit_cpu_share", Stats.round((server.jitCpuSeconds() - jitFlood) / (db.now() - floodFrom)));
                     trickle.stop();
                     out.put("flood_capped", floodCapped);
                     out.put("flood_started_by_end", db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'flood' AND id BETWEEN ? AND ? "
@@ -689,11 +694,13 @@ final class TenantsBench implements Bench.Benchmark {
     private static Map<String, Object> trickleSteps(PhaseDatabase db, double from, double to) {
         List<Double> admitted = new ArrayList<>(), started = new ArrayList<>(), total = new ArrayList<>(), at = new ArrayList<>();
         long inline = 0;
+        List<Long> ids = new ArrayList<>();
         for (Record r : db.dsl().fetch("SELECT extract(epoch FROM admitted_at - created_at) * 1000, "
-                + "extract(epoch FROM started_at - admitted_at) * 1000, fairq_epoch(created_at) - ? FROM jobs "
+                + "extract(epoch FROM started_at - admitted_at) * 1000, fairq_epoch(created_at) - ?, id FROM jobs "
                 + "WHERE tenant_id <> 'flood' AND fairq_epoch(created_at) >= ? AND fairq_epoch(created_at) < ?", from, from, to)) {
             double a = r.get(0, Double.class), s = r.get(1, Double.class);
             at.add(r.get(2, Double.class));
+            ids.add(r.get(3, Long.class));
             admitted.add(a);
             started.add(s);
             total.add(a + s);
@@ -708,18 +715,27 @@ final class TenantsBench implements Bench.Benchmark {
         m.put("admitted_in_enqueue", Stats.round((double) inline / total.size()));
         double p99 = Stats.percentile(total, 99);
         List<Double> slowAdmitted = new ArrayList<>(), slowStarted = new ArrayList<>(), slowAt = new ArrayList<>();
+        List<Long> slowIds = new ArrayList<>();
         for (int i = 0; i < total.size(); i++) {
             if (total.get(i) >= p99) {
                 slowAdmitted.add(admitted.get(i));
                 slowStarted.add(started.get(i));
                 slowAt.add(Math.round(at.get(i) * 10) / 10.0);
+                slowIds.add(ids.get(i));
             }
         }
+        // whether the slowest waited while other jobs kept starting (an order the claim chose) or while nothing
+        // started at all (a stall of the whole process or machine): the jobs of any tenant started meanwhile
+        Number meanwhile = slowIds.isEmpty() ? null : (Number) db.dsl().fetchValue("SELECT avg(m.n) FROM jobs s "
+                + "JOIN LATERAL (SELECT count(*) AS n FROM jobs o WHERE o.started_at > s.admitted_at "
+                + "AND o.started_at < s.started_at) m ON true WHERE s.id = ANY(?)", (Object) slowIds.toArray(Long[]::new));
+        double startedMeanwhile = meanwhile == null ? 0 : meanwhile.doubleValue();
         Collections.sort(slowAt);
         m.put("slowest_1pct_created_s_after_window_start", slowAt);
         m.put("slowest_1pct_created_to_admitted_mean", Stats.round(slowAdmitted.stream().mapToDouble(x -> x).average().orElse(0)));
         m.put("slowest_1pct_admitted_to_started_mean", Stats.round(slowStarted.stream().mapToDouble(x -> x).average().orElse(0)));
         m.put("slowest_1pct_admitted_in_enqueue", slowAdmitted.stream().filter(x -> x == 0).count() + " of " + slowAdmitted.size());
+        m.put("slowest_1pct_jobs_started_while_it_waited_mean", Stats.round(startedMeanwhile));
         return m;
     }
 
