@@ -7,6 +7,7 @@ import dev.fairq.scheduler.ScheduleService;
 import dev.fairq.scheduler.SchedulerService;
 import dev.fairq.schema.Database;
 import dev.fairq.schema.JobStore;
+import dev.fairq.schema.Waker;
 import dev.fairq.worker.HandlerRegistry;
 import dev.fairq.worker.ShutdownSignals;
 import dev.fairq.worker.Worker;
@@ -118,7 +119,10 @@ public class FairqApplication extends Application<FairqConfiguration> {
         env.jersey().register(new ApiExceptionMappers.InvalidJob());
         env.jersey().register(new ApiExceptionMappers.QueueFull());
         env.jersey().register(new JsonBodyReader(env.getObjectMapper(), env.getValidator(), config.maxPayloadBytes));
-        env.jersey().register(new JobsResource(store, db, new Explainer(store, db, scheduler::get)));
+        // the workers' wake-up after an API enqueue, sent once it committed, off the request's thread (Waker)
+        Waker workersWaker = new Waker("fairq-api-waker", () -> store.leases().wakeWorkers(db));
+        env.lifecycle().manage(closing(workersWaker::close));
+        env.jersey().register(new JobsResource(store, db, workersWaker, new Explainer(store, db, scheduler::get)));
         env.jersey().register(new StatsResource(db));
         env.jersey().register(new AdminTenantsResource(tenants, keys));
         env.jersey().register(new AdminJobsResource(store, db, tenants));

@@ -4,6 +4,8 @@ import dev.fairq.schema.EnqueueResult;
 import dev.fairq.schema.JobRequest;
 import dev.fairq.schema.JobQueries;
 import dev.fairq.schema.JobStore;
+import dev.fairq.schema.Waker;
+import dev.fairq.schema.generated.enums.JobStatus;
 import dev.fairq.schema.generated.tables.records.JobsRecord;
 import io.swagger.v3.oas.annotations.Operation;
 import io.swagger.v3.oas.annotations.Parameter;
@@ -42,11 +44,24 @@ public final class JobsResource {
     private final JobQueries queries = new JobQueries();
     private final DSLContext db;
     private final Explainer explainer;
+    /** Wakes the workers for a job a grant inserted ready, once its statement committed ({@link Waker}). */
+    private final Waker workersWaker;
 
-    JobsResource(JobStore store, DSLContext db, Explainer explainer) {
+    JobsResource(JobStore store, DSLContext db, Waker workersWaker, Explainer explainer) {
         this.store = store;
         this.db = db;
+        this.workersWaker = workersWaker;
         this.explainer = explainer;
+    }
+
+    /** Wakes the workers when a job was inserted ready (a tenant grant admitted it in its enqueue). */
+    private void wakeForReady(List<EnqueueResult> results) {
+        for (EnqueueResult r : results) {
+            if (r.created() && r.job().getStatus() == JobStatus.ready) {
+                workersWaker.wake();
+                return;
+            }
+        }
     }
 
     @POST
@@ -67,7 +82,11 @@ public final class JobsResource {
         // No transaction around one job: the insert is one statement (a second only when its job_key or
         // ordering key raced another request), each atomic on its own, and a job_key replay writes nothing.
         // Autocommit saves the COMMIT round trip, about a millisecond of enqueue-to-start on an idle server.
-        EnqueueResult result = store.enqueue(db, request);
+        // The workers' wake-up follows the commit, off this thread: inside the statement it held the notification
+        // queue's lock through this commit's WAL flush, and every other notifying transaction waited for it.
+        List<EnqueueResult> results = store.enqueueAllWakingAfterCommit(db, List.of(request));
+        wakeForReady(results);
+        EnqueueResult result = results.get(0);
         if (!result.created()) checkReplay(result.job(), request, "");
         JobView job = JobView.of(result.job());
         if (result.created()) {
@@ -97,12 +116,13 @@ public final class JobsResource {
         String tenant = BearerAuthFilter.tenant(sc);
         List<JobRequest> requests = JsonBodyReader.required(body).jobs().stream().map(j -> j.toRequest(tenant)).toList();
         List<EnqueueResult> results = db.transactionResult(c -> {
-            List<EnqueueResult> rs = store.enqueueAll(c.dsl(), requests);
+            List<EnqueueResult> rs = store.enqueueAllWakingAfterCommit(c.dsl(), requests);
             for (int i = 0; i < rs.size(); i++) {
                 if (!rs.get(i).created()) checkReplay(rs.get(i).job(), requests.get(i), "jobs[" + i + "].");
             }
             return rs;
         });
+        wakeForReady(results);
         List<BatchAnswer.Item> jobs = new ArrayList<>(results.size());
         boolean anyCreated = false;
         for (EnqueueResult r : results) {

@@ -6,6 +6,7 @@ import dev.fairq.schema.QueueClock;
 import dev.fairq.schema.SchedulerStates;
 import dev.fairq.schema.TenantLimits;
 import dev.fairq.schema.TenantStore;
+import dev.fairq.schema.Waker;
 import dev.fairq.schema.WorkerRoute;
 import dev.fairq.schema.generated.tables.records.TenantsRecord;
 import org.jooq.DSLContext;
@@ -221,6 +222,17 @@ public final class Scheduler {
     }
 
     /** A scheduler on the store's clock (the one clock of the queue; a {@link dev.fairq.schema.SettableClock} in tests). */
+    /**
+     * Where an admission's wake-up for the workers goes: null (the default) sends it in the admitting statement,
+     * so it holds the notification queue's lock through that commit; the service sends it off the tick's thread.
+     */
+    private volatile Waker workersWaker;
+
+    /** Sends the workers' wake-up after each admission through {@code waker} (null: in the admitting statement). */
+    public void wakeWorkersWith(Waker waker) {
+        this.workersWaker = waker;
+    }
+
     public Scheduler(JobStore store, SchedulerConfig config) {
         this.store = store;
         this.config = config;
@@ -647,7 +659,14 @@ public final class Scheduler {
             }
             tenantOf.put(p.jobId(), p.tenantId());
         }
-        List<Long> admitted = store.admit(ctx, ids, ranks);
+        List<Long> admitted;
+        Waker waker = workersWaker;
+        if (waker == null) {
+            admitted = store.admit(ctx, ids, ranks);
+        } else {
+            admitted = store.admitQuietly(ctx, ids, ranks);
+            if (!admitted.isEmpty()) waker.wake();
+        }
         noteAdmissions(now, admitted.size());
         for (AdmissionPolicy.Pick p : picks) tenants.get(p.tenantId()).lastActiveNanos = now;
         List<String> admittedTenants = new ArrayList<>(admitted.size());

@@ -6,6 +6,7 @@ import dev.fairq.schema.Database;
 import dev.fairq.schema.JobStore;
 import dev.fairq.schema.LeaderLock;
 import dev.fairq.schema.SchedulerStates;
+import dev.fairq.schema.Waker;
 import org.jooq.DSLContext;
 import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
@@ -177,10 +178,15 @@ public final class SchedulerService implements AutoCloseable {
         leader = true;
         log.info("this process is now the active scheduler");
         // schedules fire on a thread and connection of their own: a long retention run never delays a fire
+        // the workers' wake-up after an admission goes on a thread and connection of its own (Waker)
+        WakeConnection wakeConnection = new WakeConnection(connections);
         try (Maintenance maintenance = new Maintenance("fairq-maintenance", connections,
                      config.maintenanceStatementTimeout(), duties()).start();
              Maintenance firing = new Maintenance("fairq-schedules", connections, config.maintenanceStatementTimeout(),
-                     List.of(new Maintenance.Duty("fire schedules", FIRE_EVERY, this::fireSchedules))).start()) {
+                     List.of(new Maintenance.Duty("fire schedules", FIRE_EVERY, this::fireSchedules))).start();
+             Waker waker = new Waker("fairq-scheduler-waker", () -> wakeConnection.wakeWorkers(store));
+             wakeConnection) {
+            scheduler.wakeWorkersWith(waker);
             while (!stopped) {
                 long started = System.nanoTime();
                 Scheduler.TickResult r = scheduler.tick(ctx);
@@ -196,6 +202,40 @@ public final class SchedulerService implements AutoCloseable {
                 else waitMillis = Math.min(config.idleInterval().toMillis(), r.nanosUntilNextEvent() / 1_000_000 + 1);
                 // at least 2 ms: on this connection a 1 ms wait returns at once (ListenSocketFactory)
                 wakeUps(pg.getNotifications((int) Math.max(2, waitMillis)));
+            }
+        } finally {
+            scheduler.wakeWorkersWith(null); // the waker is closed; a tick outside a term wakes in its statement
+        }
+    }
+
+    /** The connection the scheduler's wake-ups for the workers go out on, opened when first needed and after a failure. */
+    private static final class WakeConnection implements AutoCloseable {
+        private final ConnectionFactory connections;
+        private Connection current; // only the waker's thread uses it, and close() after that thread stopped
+
+        WakeConnection(ConnectionFactory connections) {
+            this.connections = connections;
+        }
+
+        synchronized void wakeWorkers(JobStore store) {
+            try {
+                if (current == null) current = connections.open();
+                store.leases().wakeWorkers(Database.dsl(current));
+            } catch (SQLException | RuntimeException e) {
+                close();
+                throw new IllegalStateException("could not wake the workers", e);
+            }
+        }
+
+        @Override
+        public synchronized void close() {
+            Connection c = current;
+            current = null;
+            if (c == null) return;
+            try {
+                c.close();
+            } catch (SQLException ignored) {
+                // closing a broken connection
             }
         }
     }

@@ -113,7 +113,7 @@ public final class Admission {
      * expression is evaluated for every row: that parsing made this statement cost 55 µs per job instead of
      * 7 (see bench/RESULTS.md). COMPLETE and FAIL use the same shape for the same reason.
      */
-    static final NamedSql ADMIT = NamedSql.of("""
+    private static final String ADMIT_TEXT = """
             WITH picks AS MATERIALIZED (
                 SELECT :ranks::double precision[] AS ranks, :ids::bigint[] AS ids
             ), admitted AS (
@@ -125,7 +125,11 @@ public final class Admission {
             )
             SELECT admitted.id, admitted.tenant_id, pg_notify('fairq_ready', '')
             FROM admitted
-            """);
+            """;
+    static final NamedSql ADMIT = NamedSql.of(ADMIT_TEXT);
+
+    /** ADMIT without the wake-up, for a caller that sends it once the statement committed, off its thread ({@link Waker}). */
+    static final NamedSql ADMIT_QUIETLY = NamedSql.of(ADMIT_TEXT.replace(", pg_notify('fairq_ready', '')", ""));
 
     /**
      * Everything a tick needs to know, in one round trip: ready and running counts per tenant, the live
@@ -711,6 +715,13 @@ public final class Admission {
     public List<Long> admit(DSLContext ctx, List<Long> ids, List<Double> ranks) {
         if (ids.isEmpty()) return List.of();
         return ADMIT.bind().clock(clock).set("ranks", ranks.toArray(Double[]::new)).set("ids", ids.toArray(Long[]::new))
+                .fetch(ctx).getValues(0, Long.class);
+    }
+
+    /** As {@link #admit(DSLContext, List, List)}, without waking the workers: the caller does, after the commit. */
+    public List<Long> admitQuietly(DSLContext ctx, List<Long> ids, List<Double> ranks) {
+        if (ids.isEmpty()) return List.of();
+        return ADMIT_QUIETLY.bind().clock(clock).set("ranks", ranks.toArray(Double[]::new)).set("ids", ids.toArray(Long[]::new))
                 .fetch(ctx).getValues(0, Long.class);
     }
 

@@ -81,7 +81,7 @@ public final class Enqueue {
      * not: a tick per quiet tenant's enqueue cost the fairness bench's flood 4% of its rate (0.957-0.966 of FIFO's
      * against 0.995-1.005), and its renewal already keeps up (V4).
      */
-    static final NamedSql INSERT_JOBS = NamedSql.of(INPUT + """
+    private static final String INSERT_JOBS_TEXT = INPUT + """
             ), granted AS (
                 SELECT a.tenant_id FROM admission_grants a
                 WHERE a.tenant_id IN (SELECT tenant_id FROM input WHERE grantable)
@@ -118,7 +118,24 @@ public final class Enqueue {
                    (SELECT count(pg_notify('fairq_ready', '')) FROM used) AS woken
             FROM input LEFT JOIN inserted ON inserted.id = input.id
             ORDER BY input.ord
-            """);
+            """;
+    static final NamedSql INSERT_JOBS = NamedSql.of(INSERT_JOBS_TEXT);
+
+    /**
+     * INSERT_JOBS without the workers' wake-up, for a caller that commits and then wakes them itself (the API:
+     * {@link Leases#wakeWorkers}, off the request's thread): a NOTIFY holds the notification queue's lock through
+     * its transaction's commit, and an enqueue's commit waits for the WAL flush, so under a bulk enqueue every
+     * notifying transaction queued behind each other's flush ({@link Waker}). The trigger's wake-up of the
+     * scheduler for pending jobs stays: it names the tenants, which only the inserted rows know.
+     */
+    static final NamedSql INSERT_JOBS_QUIET = NamedSql.of(quiet(INSERT_JOBS_TEXT));
+
+    private static String quiet(String text) {
+        String quiet = text.replace("(SELECT count(pg_notify('fairq_ready', '')) FROM used) AS woken",
+                "(SELECT count(*) FROM used) AS woken");
+        if (quiet.equals(text)) throw new IllegalStateException("INSERT_JOBS no longer has the wake-up INSERT_JOBS_QUIET drops");
+        return quiet;
+    }
 
     /**
      * INSERT_JOBS with key grants (V13__key_grants.sql, described above), for a request with a fairness key; one
@@ -248,6 +265,15 @@ public final class Enqueue {
      * nothing is written.
      */
     public List<EnqueueResult> enqueueAll(DSLContext tx, List<JobRequest> requests) {
+        return enqueueAll(tx, requests, true);
+    }
+
+    /**
+     * {@code wakeInStatement} false: a job inserted ready by a tenant grant wakes no worker here; the caller wakes
+     * them once its transaction committed ({@link #INSERT_JOBS_QUIET}; a job with a fairness key still wakes them
+     * in the statement, with the scheduler).
+     */
+    public List<EnqueueResult> enqueueAll(DSLContext tx, List<JobRequest> requests, boolean wakeInStatement) {
         if (requests.isEmpty()) return List.of();
         List<FieldError> errors = new ArrayList<>();
         for (int i = 0; i < requests.size(); i++) {
@@ -259,7 +285,7 @@ public final class Enqueue {
 
         List<EnqueueResult> results = new ArrayList<>(requests.size());
         for (int from = 0; from < requests.size(); from += MAX_BATCH) {
-            results.addAll(insertBatch(tx, requests.subList(from, Math.min(requests.size(), from + MAX_BATCH))));
+            results.addAll(insertBatch(tx, requests.subList(from, Math.min(requests.size(), from + MAX_BATCH)), wakeInStatement));
         }
         return results;
     }
@@ -294,7 +320,7 @@ public final class Enqueue {
         adding.forEach((tenant, n) -> queueRoom.computeIfPresent(tenant, (k, room) -> room.plus(n)));
     }
 
-    private List<EnqueueResult> insertBatch(DSLContext tx, List<JobRequest> batch) {
+    private List<EnqueueResult> insertBatch(DSLContext tx, List<JobRequest> batch, boolean wakeInStatement) {
         int n = batch.size();
         Long[] presetIds = new Long[n];
         boolean[] mayHead = new boolean[n];
@@ -310,7 +336,7 @@ public final class Enqueue {
         Map<Integer, JobsRecord> existing = new HashMap<>();
         for (int round = 0; !todo.isEmpty(); round++) {
             if (round == MAX_ROUNDS) throw new IllegalStateException("enqueue did not settle after " + round + " rounds");
-            List<Integer> notInserted = runInsert(tx, batch, todo, presetIds, mayHead, idByIndex, inserted);
+            List<Integer> notInserted = runInsert(tx, batch, todo, presetIds, mayHead, idByIndex, inserted, wakeInStatement);
             existing.putAll(findByJobKey(tx, batch, notInserted));
             todo = new ArrayList<>();
             for (int i : notInserted) {
@@ -337,7 +363,8 @@ public final class Enqueue {
 
     /** Inserts the rows at {@code indexes}; returns those that were not inserted (a conflict). */
     private List<Integer> runInsert(DSLContext tx, List<JobRequest> batch, List<Integer> indexes, Long[] presetIds,
-                                    boolean[] mayHead, Map<Integer, Long> idByIndex, Map<Integer, JobsRecord> inserted) {
+                                    boolean[] mayHead, Map<Integer, Long> idByIndex, Map<Integer, JobsRecord> inserted,
+                                    boolean wakeInStatement) {
         int n = indexes.size();
         Long[] ids = new Long[n];
         String[] tenant = new String[n], queue = new String[n], type = new String[n], payload = new String[n];
@@ -374,7 +401,7 @@ public final class Enqueue {
         List<Integer> notInserted = new ArrayList<>();
         boolean keyed = false;
         for (String k : fairnessKey) keyed |= k != null;
-        var rows = (keyed ? INSERT_KEYED_JOBS : INSERT_JOBS).bind().clock(clock)
+        var rows = (keyed ? INSERT_KEYED_JOBS : wakeInStatement ? INSERT_JOBS : INSERT_JOBS_QUIET).bind().clock(clock)
                 .set("preset_ids", ids).set("tenant_ids", tenant).set("queues", queue).set("types", type)
                 .set("payloads", payload).set("priorities", priority).set("run_ats", runAt).set("delays_ms", delay)
                 .set("job_keys", jobKey).set("ordering_keys", orderingKey).set("max_attempts", maxAttempts)

@@ -84,6 +84,15 @@ public final class JobStore {
         return enqueue.enqueueAll(tx, requests);
     }
 
+    /**
+     * As {@link #enqueueAll(DSLContext, List)}, but a job a tenant grant inserted ready wakes no worker until the
+     * caller does ({@link Leases#wakeWorkers}) once its transaction committed: see {@link Enqueue#INSERT_JOBS_QUIET}.
+     * For a caller that owns the transaction (the API); in an application's own transaction the wake-up belongs in it.
+     */
+    public List<EnqueueResult> enqueueAllWakingAfterCommit(DSLContext tx, List<JobRequest> requests) {
+        return enqueue.enqueueAll(tx, requests, false);
+    }
+
     // ----------------------------------------------------------------------------------------- admission
 
     public Admission.QueueLoad load(DSLContext ctx, Duration workerLiveness) {
@@ -101,6 +110,11 @@ public final class JobStore {
 
     public List<Long> admit(DSLContext ctx, List<Long> ids, List<Double> ranks) {
         return admission.admit(ctx, ids, ranks);
+    }
+
+    /** Admits without waking the workers; the caller wakes them once the statement committed ({@link Waker}). */
+    public List<Long> admitQuietly(DSLContext ctx, List<Long> ids, List<Double> ranks) {
+        return admission.admitQuietly(ctx, ids, ranks);
     }
 
     /** Admits the given jobs behind everything already ready, in the given order (tools and tests). */

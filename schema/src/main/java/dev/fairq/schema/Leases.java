@@ -175,6 +175,13 @@ public final class Leases {
      */
     static final NamedSql WAKE_SCHEDULER = NamedSql.of("SELECT pg_notify('fairq_jobs', 'drained')");
 
+    /**
+     * Wakes idle workers: jobs became ready in a statement that already committed (an admission, an enqueue that
+     * used a grant). Its own commit does not wait for the WAL flush (synchronous_commit off for this transaction
+     * only): a NOTIFY holds the notification queue's lock through its commit ({@link Waker}).
+     */
+    static final NamedSql WAKE_WORKERS = NamedSql.of("SELECT set_config('synchronous_commit', 'off', true), pg_notify('fairq_ready', '')");
+
     private final QueueClock clock;
 
     Leases(QueueClock clock) {
@@ -334,5 +341,10 @@ public final class Leases {
 
     public void wakeScheduler(DSLContext ctx) {
         WAKE_SCHEDULER.bind().fetch(ctx);
+    }
+
+    /** See {@link #WAKE_WORKERS}. */
+    public void wakeWorkers(DSLContext ctx) {
+        WAKE_WORKERS.bind().fetch(ctx);
     }
 }

@@ -5,6 +5,7 @@ import dev.fairq.schema.Completion;
 import dev.fairq.schema.JobOutcome;
 import dev.fairq.schema.JobStore;
 import dev.fairq.schema.QueueClock;
+import dev.fairq.schema.Waker;
 import dev.fairq.schema.WorkerRoute;
 import org.jooq.DSLContext;
 import org.postgresql.PGConnection;
@@ -110,6 +111,8 @@ public final class Worker implements AutoCloseable {
     private final ThreadPoolExecutor handlerPool;
     private final LinkedBlockingQueue<Finished> outcomes = new LinkedBlockingQueue<>();
     private final ScheduledThreadPoolExecutor maintenance;
+    /** The claimer's "buffer ran dry" wake-up to the scheduler, sent off its thread (see {@link Waker}). */
+    private final Waker waker;
     private final AtomicInteger handlerThreads = new AtomicInteger();
     /** Abandoned handler threads still running; of those, how many the pool grew by to replace them. */
     private final AtomicInteger abandonedAlive = new AtomicInteger();
@@ -156,6 +159,7 @@ public final class Worker implements AutoCloseable {
         });
         // two threads: a slow reaper or heartbeat statement does not hold back the cancel check
         this.maintenance = new ScheduledThreadPoolExecutor(2, r -> new Thread(r, "fairq-worker-maintenance"));
+        this.waker = new Waker("fairq-worker-waker", () -> store.leases().wakeScheduler(db));
     }
 
     public String id() {
@@ -253,11 +257,7 @@ public final class Worker implements AutoCloseable {
             if (log.isDebugEnabled()) log.debug("claimed {} of {} in {} us", jobs.size(), want, took / 1000);
             dispatch(jobs, t0);
             if (jobs.size() < want) {
-                try {
-                    store.leases().wakeScheduler(db); // the buffer ran dry while threads are free: refill it now
-                } catch (RuntimeException e) {
-                    log.debug("could not wake the scheduler", e);
-                }
+                wakeScheduler(); // the buffer ran dry while threads are free: refill it now
                 if (!sleepUntilWoken()) break;
             }
         }
@@ -322,11 +322,7 @@ public final class Worker implements AutoCloseable {
         }
         if (!room) return awaitPermitOrPoll(slotFreed);
         if (cameShort) {
-            try {
-                store.leases().wakeScheduler(db);
-            } catch (RuntimeException e) {
-                log.debug("could not wake the scheduler", e);
-            }
+            wakeScheduler();
             return sleepUntilWoken();
         }
         return claiming;
@@ -369,6 +365,10 @@ public final class Worker implements AutoCloseable {
     }
 
     /** Waits for a notification or the poll interval; false when the claimer should stop. */
+    private void wakeScheduler() {
+        waker.wake();
+    }
+
     private boolean sleepUntilWoken() {
         return awaitPermitOrPoll(wake);
     }
@@ -957,6 +957,7 @@ public final class Worker implements AutoCloseable {
         stopped = true;
         join(completer, stopDeadlineNanos);
         maintenance.shutdownNow();
+        waker.close();
         try {
             // a heartbeat still in flight would re-register the worker after unregisterWorker below
             maintenance.awaitTermination(Math.max(1, (stopDeadlineNanos - clock.nanoTime()) / 1_000_000), TimeUnit.MILLISECONDS);

@@ -1,0 +1,66 @@
+package dev.fairq.schema;
+
+import dev.fairq.schema.generated.enums.JobStatus;
+import org.junit.jupiter.api.Test;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+
+import java.sql.Connection;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * Where the workers' wake-up (NOTIFY fairq_ready) is sent: in the statement for a caller that owns no transaction
+ * boundary, or, quietly, by the caller once its statement committed ({@link Waker}: a NOTIFY holds the notification
+ * queue's lock through its transaction's commit, so the API and the scheduler send theirs on their own).
+ */
+class WakeUpSqlTest extends StoreTestSupport {
+
+    /** Notifications on fairq_ready received within {@code windowMs} after {@code action} returned. */
+    private List<String> readyNotificationsOf(Runnable action, long windowMs) throws Exception {
+        List<String> got = new ArrayList<>();
+        try (Connection listen = Database.dedicated(db.jdbcUrl, db.user, db.password, "wake-listener")) {
+            try (Statement s = listen.createStatement()) {
+                s.execute("LISTEN fairq_ready");
+            }
+            action.run();
+            PGConnection pg = listen.unwrap(PGConnection.class);
+            long deadline = System.nanoTime() + windowMs * 1_000_000;
+            while (System.nanoTime() < deadline) {
+                PGNotification[] ns = pg.getNotifications(50);
+                if (ns != null) for (PGNotification n : ns) got.add(n.getName());
+            }
+        }
+        return got;
+    }
+
+    @Test
+    void theQuietAdmissionWakesNoOneAndTheWakeAfterItDoes() throws Exception {
+        long a = enqueue(job(T1)), b = enqueue(job(T1));
+        assertEquals(List.of(), readyNotificationsOf(
+                () -> assertEquals(List.of(a), store.admitQuietly(dsl, List.of(a), List.of(1.0))), 500));
+        assertEquals(JobStatus.ready, status(a));
+        assertEquals(List.of("fairq_ready"), readyNotificationsOf(() -> store.leases().wakeWorkers(dsl), 500));
+        // the admission a caller without a waker uses still wakes in its statement
+        assertEquals(List.of("fairq_ready"), readyNotificationsOf(
+                () -> assertEquals(List.of(b), store.admit(dsl, List.of(b), List.of(2.0))), 500));
+    }
+
+    @Test
+    void anEnqueueWakingAfterCommitUsesTheGrantButLeavesTheWakeToItsCaller() throws Exception {
+        store.admission().grant(dsl, List.of(T1, T2));
+        List<EnqueueResult> quiet = new ArrayList<>();
+        assertEquals(List.of(), readyNotificationsOf(
+                () -> quiet.addAll(store.enqueueAllWakingAfterCommit(dsl, List.of(job(T1).build()))), 500));
+        assertEquals(JobStatus.ready, quiet.get(0).job().getStatus(), "the grant admitted it in its enqueue");
+        assertEquals(JobStatus.ready, status(quiet.get(0).job().getId()));
+        // the application's own enqueue (in its transaction) wakes the workers at its commit
+        List<EnqueueResult> own = new ArrayList<>();
+        assertEquals(List.of("fairq_ready"), readyNotificationsOf(
+                () -> own.addAll(store.enqueueAll(dsl, List.of(job(T2).build()))), 500));
+        assertEquals(JobStatus.ready, own.get(0).job().getStatus());
+    }
+}
