@@ -81,11 +81,20 @@ public class FairqApplication extends Application<FairqConfiguration> {
 
         JobStore store = new JobStore();
         AtomicReference<SchedulerService> scheduler = new AtomicReference<>();
+        // the worker of this process, woken directly by the scheduler and the API beside it when they make jobs
+        // ready, ahead of their NOTIFY (which may queue on PostgreSQL's notification lock: Waker)
+        AtomicReference<Worker> localWorker = new AtomicReference<>();
+        Runnable wakeLocalWorker = () -> {
+            Worker w = localWorker.get();
+            if (w != null) w.wakeClaimer();
+        };
         FairqMetrics metrics = new FairqMetrics(db, config.metricsTenants,
                 () -> scheduler.get() == null || !scheduler.get().isLeader() ? null : scheduler.get().scheduler());
         if (config.runScheduler) {
             env.lifecycle().manage(new Managed() {
-                @Override public void start() { scheduler.set(Roles.startScheduler(config, store, target, metrics)); }
+                @Override public void start() {
+                    scheduler.set(Roles.startScheduler(config, store, target, metrics).wakeLocalWorkersWith(wakeLocalWorker));
+                }
                 @Override public void stop() { if (scheduler.get() != null) scheduler.get().close(); }
             });
         }
@@ -93,18 +102,17 @@ public class FairqApplication extends Application<FairqConfiguration> {
             HandlerRegistry handlers = new HandlerRegistry();
             registerHandlers(handlers, config, db);
             HikariDataSource workerPool = Roles.queuePool(target, 4, "fairq-worker");
-            AtomicReference<Worker> worker = new AtomicReference<>();
             env.lifecycle().manage(new Managed() {
                 @Override public void start() {
-                    worker.set(Roles.startWorker(config, handlers, store, target, workerPool, metrics));
+                    localWorker.set(Roles.startWorker(config, handlers, store, target, workerPool, metrics));
                 }
                 @Override public void stop() {
-                    if (worker.get() != null) worker.get().close();
+                    if (localWorker.get() != null) localWorker.get().close();
                     workerPool.close();
                 }
             });
-            env.healthChecks().register("worker-pool", HealthChecks.lazy(() -> worker.get() == null ? null
-                    : HealthChecks.workerPool(db, worker.get())));
+            env.healthChecks().register("worker-pool", HealthChecks.lazy(() -> localWorker.get() == null ? null
+                    : HealthChecks.workerPool(db, localWorker.get())));
         }
 
         env.getObjectMapper().setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE);
@@ -120,7 +128,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         env.jersey().register(new ApiExceptionMappers.QueueFull());
         env.jersey().register(new JsonBodyReader(env.getObjectMapper(), env.getValidator(), config.maxPayloadBytes));
         // the workers' wake-up after an API enqueue, sent once it committed, off the request's thread (Waker)
-        Waker workersWaker = new Waker("fairq-api-waker", () -> store.leases().wakeWorkers(db));
+        Waker workersWaker = new Waker("fairq-api-waker", wakeLocalWorker, () -> store.leases().wakeWorkers(db));
         env.lifecycle().manage(closing(workersWaker::close));
         env.jersey().register(new JobsResource(store, db, workersWaker, new Explainer(store, db, scheduler::get)));
         env.jersey().register(new StatsResource(db));

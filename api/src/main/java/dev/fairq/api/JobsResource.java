@@ -58,7 +58,7 @@ public final class JobsResource {
     private void wakeForReady(List<EnqueueResult> results) {
         for (EnqueueResult r : results) {
             if (r.created() && r.job().getStatus() == JobStatus.ready) {
-                workersWaker.wake();
+                workersWaker.wakeNow();
                 return;
             }
         }
@@ -82,8 +82,10 @@ public final class JobsResource {
         // No transaction around one job: the insert is one statement (a second only when its job_key or
         // ordering key raced another request), each atomic on its own, and a job_key replay writes nothing.
         // Autocommit saves the COMMIT round trip, about a millisecond of enqueue-to-start on an idle server.
-        // The workers' wake-up follows the commit, off this thread: inside the statement it held the notification
-        // queue's lock through this commit's WAL flush, and every other notifying transaction waited for it.
+        // A job a tenant grant inserted ready wakes the workers after the commit, in a statement of its own that
+        // does not wait for the WAL flush: inside the insert, the NOTIFY held the notification queue's lock through
+        // this commit's flush, and every other notifying transaction waited for it (Waker; a pending job still
+        // wakes the scheduler in the statement: V7's trigger).
         List<EnqueueResult> results = store.enqueueAllWakingAfterCommit(db, List.of(request));
         wakeForReady(results);
         EnqueueResult result = results.get(0);

@@ -259,20 +259,22 @@ final class FairqServer implements AutoCloseable {
     double jitCpuSeconds() {
         File[] tasks = new File("/proc/" + process.pid() + "/task").listFiles();
         if (tasks == null) return -1;
-        long ticks = 0;
         for (File task : tasks) {
             try {
                 String comm = Files.readString(task.toPath().resolve("comm")).trim();
                 if (!comm.contains("CompilerThre")) continue;
                 String stat = Files.readString(task.toPath().resolve("stat"));
                 String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-                ticks += Long.parseLong(f[11]) + Long.parseLong(f[12]); // utime, stime
+                compilerTicks.merge(task.getName(), Long.parseLong(f[11]) + Long.parseLong(f[12]), Math::max); // utime, stime
             } catch (IOException | RuntimeException e) {
                 // a compiler thread that ended between the listing and the read
             }
         }
-        return ticks / 100.0;
+        // a compiler thread that ended keeps what it used (the JVM starts and stops them with the load)
+        return compilerTicks.values().stream().mapToLong(Long::longValue).sum() / 100.0;
     }
+
+    private final Map<String, Long> compilerTicks = new java.util.concurrent.ConcurrentHashMap<>();
 
     /**
      * Waits, while the caller's load goes on, until the server's JIT compilers used under {@link #JIT_QUIET_SHARE}

@@ -221,7 +221,6 @@ public final class Scheduler {
         }
     }
 
-    /** A scheduler on the store's clock (the one clock of the queue; a {@link dev.fairq.schema.SettableClock} in tests). */
     /**
      * Where an admission's wake-up for the workers goes: null (the default) sends it in the admitting statement,
      * so it holds the notification queue's lock through that commit; the service sends it off the tick's thread.
@@ -233,6 +232,7 @@ public final class Scheduler {
         this.workersWaker = waker;
     }
 
+    /** A scheduler on the store's clock (the one clock of the queue; a {@link dev.fairq.schema.SettableClock} in tests). */
     public Scheduler(JobStore store, SchedulerConfig config) {
         this.store = store;
         this.config = config;

@@ -85,6 +85,8 @@ public final class SchedulerService implements AutoCloseable {
     private final SchedulerConfig config;
     private final ConnectionFactory connections;
     private final List<Maintenance.Duty> extraDuties = new ArrayList<>();
+    /** Wakes the workers of this process directly after an admission (before the NOTIFY reaches them); none by default. */
+    private volatile Runnable localWorkers = () -> {};
     private final Thread thread;
     private volatile boolean stopped;
     private volatile boolean leader;
@@ -157,6 +159,12 @@ public final class SchedulerService implements AutoCloseable {
         return false;
     }
 
+    /** Wakes the workers of this process directly after each admission, besides the NOTIFY (quick, must not throw). */
+    public SchedulerService wakeLocalWorkersWith(Runnable wake) {
+        this.localWorkers = wake;
+        return this;
+    }
+
     private void lead(Connection c) throws SQLException {
         try (Statement s = c.createStatement()) {
             // Listening starts before the first tick reads the tenants with work: nothing enqueued in between is missed.
@@ -184,8 +192,8 @@ public final class SchedulerService implements AutoCloseable {
                      config.maintenanceStatementTimeout(), duties()).start();
              Maintenance firing = new Maintenance("fairq-schedules", connections, config.maintenanceStatementTimeout(),
                      List.of(new Maintenance.Duty("fire schedules", FIRE_EVERY, this::fireSchedules))).start();
-             Waker waker = new Waker("fairq-scheduler-waker", () -> wakeConnection.wakeWorkers(store));
-             wakeConnection) {
+             WakeConnection closedLast = wakeConnection; // after the waker below has stopped
+             Waker waker = new Waker("fairq-scheduler-waker", () -> localWorkers.run(), () -> wakeConnection.wakeWorkers(store))) {
             scheduler.wakeWorkersWith(waker);
             while (!stopped) {
                 long started = System.nanoTime();
@@ -208,35 +216,51 @@ public final class SchedulerService implements AutoCloseable {
         }
     }
 
-    /** The connection the scheduler's wake-ups for the workers go out on, opened when first needed and after a failure. */
+    /**
+     * The connection the scheduler's wake-ups for the workers go out on, opened when first needed and again after a
+     * failure (one retry on a fresh one). Closed after the waker stopped; a send still stuck then (on the
+     * notification lock, or a dead socket) is cut off by aborting the connection, so leaving leadership never
+     * waits for it, and nothing opens a connection once it is closed.
+     */
     private static final class WakeConnection implements AutoCloseable {
         private final ConnectionFactory connections;
-        private Connection current; // only the waker's thread uses it, and close() after that thread stopped
+        private volatile Connection current; // opened and used by the waker's thread only
+        private volatile boolean closed;
 
         WakeConnection(ConnectionFactory connections) {
             this.connections = connections;
         }
 
-        synchronized void wakeWorkers(JobStore store) {
-            try {
-                if (current == null) current = connections.open();
-                store.leases().wakeWorkers(Database.dsl(current));
-            } catch (SQLException | RuntimeException e) {
-                close();
-                throw new IllegalStateException("could not wake the workers", e);
+        void wakeWorkers(JobStore store) {
+            for (int attempt = 0; ; attempt++) {
+                try {
+                    if (closed) return;
+                    Connection c = current;
+                    if (c == null) current = c = connections.open();
+                    store.leases().wakeWorkers(Database.dsl(c));
+                    return;
+                } catch (SQLException | RuntimeException e) {
+                    drop();
+                    if (attempt == 1 || closed) throw new IllegalStateException("could not wake the workers", e);
+                }
             }
         }
 
-        @Override
-        public synchronized void close() {
+        private void drop() {
             Connection c = current;
             current = null;
             if (c == null) return;
             try {
-                c.close();
-            } catch (SQLException ignored) {
-                // closing a broken connection
+                c.abort(Runnable::run);
+            } catch (SQLException | RuntimeException ignored) {
+                // dropping a broken connection
             }
+        }
+
+        @Override
+        public void close() {
+            closed = true;
+            drop();
         }
     }
 

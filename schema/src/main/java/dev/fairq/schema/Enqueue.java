@@ -270,8 +270,8 @@ public final class Enqueue {
 
     /**
      * {@code wakeInStatement} false: a job inserted ready by a tenant grant wakes no worker here; the caller wakes
-     * them once its transaction committed ({@link #INSERT_JOBS_QUIET}; a job with a fairness key still wakes them
-     * in the statement, with the scheduler).
+     * them once its transaction committed ({@link #INSERT_JOBS_QUIET}). A batch with any fairness key goes through
+     * {@link #INSERT_KEYED_JOBS}, which still wakes the workers (and the scheduler, for key grants) in the statement.
      */
     public List<EnqueueResult> enqueueAll(DSLContext tx, List<JobRequest> requests, boolean wakeInStatement) {
         if (requests.isEmpty()) return List.of();

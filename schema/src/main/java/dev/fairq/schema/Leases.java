@@ -171,9 +171,11 @@ public final class Leases {
 
     /**
      * A worker found the ready buffer empty while it had free threads: wake the scheduler now rather than at
-     * its next timed tick, so the buffer is refilled on demand (the channel the scheduler listens on).
+     * its next timed tick, so the buffer is refilled on demand (the channel the scheduler listens on). Its commit
+     * does not wait for the WAL flush whatever the pool's setting, as {@link #WAKE_WORKERS}'s.
      */
-    static final NamedSql WAKE_SCHEDULER = NamedSql.of("SELECT pg_notify('fairq_jobs', 'drained')");
+    static final NamedSql WAKE_SCHEDULER = NamedSql.of(
+            "SELECT set_config('synchronous_commit', 'off', true), pg_notify('fairq_jobs', 'drained')");
 
     /**
      * Wakes idle workers: jobs became ready in a statement that already committed (an admission, an enqueue that

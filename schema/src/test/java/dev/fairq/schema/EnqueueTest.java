@@ -190,6 +190,24 @@ class EnqueueTest extends StoreTestSupport {
         assertEquals(JobStatus.pending, results.get(0).job().getStatus());
         assertTrue(results.get(1).job().getKeyHead());
         assertFalse(results.get(2).job().getKeyHead());
+
+        // batches without fairness keys take the other statements (INSERT_JOBS and its quiet twin), and a
+        // tenant grant inserts the first due job ready at the front of the claim order
+        store.admission().grant(dsl, List.of(T2));
+        List<EnqueueResult> plain = new ArrayList<>(store.enqueueAll(dsl, List.of(
+                job(T2).payload("{\"a\": true}").build(), job(T2).priority(4).jobKey("k2").build())));
+        store.admission().grant(dsl, List.of(T2));
+        plain.addAll(store.enqueueAllWakingAfterCommit(dsl, List.of(job(T2).queue("q2").build(), job(T1).build())));
+        assertEquals(List.of(JobStatus.ready, JobStatus.pending, JobStatus.ready, JobStatus.pending),
+                plain.stream().map(r -> r.job().getStatus()).toList());
+        for (EnqueueResult r : plain) {
+            JobsRecord stored = row(r.job().getId());
+            for (org.jooq.Field<?> f : JOBS.fields()) {
+                assertEquals(stored.get(f), r.job().get(f), f.getName() + " of job " + stored.getId());
+            }
+        }
+        assertEquals(Double.valueOf(Double.NEGATIVE_INFINITY), plain.get(0).job().getReadyRank());
+        assertEquals(plain.get(0).job().getCreatedAt(), plain.get(0).job().getAdmittedAt());
     }
 
     @Test

@@ -49,6 +49,37 @@ class WakerTest {
     }
 
     @Test
+    void wakeNowSendsOnTheCallersThreadUnlessASendIsInFlightWhichItJoins() throws Exception {
+        List<Thread> senders = new CopyOnWriteArrayList<>();
+        CountDownLatch hang = new CountDownLatch(1), hanging = new CountDownLatch(1);
+        try (Waker waker = new Waker("test-waker", () -> {
+            senders.add(Thread.currentThread());
+            if (senders.size() == 2) {
+                hanging.countDown();
+                try {
+                    hang.await(10, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        })) {
+            waker.wakeNow();
+            assertEquals(List.of(Thread.currentThread()), senders, "an idle waker sends on the caller's thread");
+            Thread other = new Thread(waker::wakeNow);
+            other.start();
+            assertTrue(hanging.await(10, TimeUnit.SECONDS));
+            long asked = System.nanoTime();
+            waker.wakeNow(); // another thread's send hangs: this one must not wait for it
+            assertTrue(System.nanoTime() - asked < TimeUnit.SECONDS.toNanos(1), "wakeNow() waited for another's send");
+            assertEquals(2, senders.size());
+            hang.countDown();
+            other.join(10_000);
+            await().atMost(Duration.ofSeconds(10)).until(() -> senders.size() == 3);
+            assertEquals("test-waker", senders.get(2).getName(), "the folded wake goes out from the waker's thread");
+        }
+    }
+
+    @Test
     void aFailedSendIsNotTheEndOfTheWaker() {
         AtomicInteger attempts = new AtomicInteger();
         try (Waker waker = new Waker("test-waker", () -> {

@@ -364,11 +364,21 @@ public final class Worker implements AutoCloseable {
         return got.size();
     }
 
-    /** Waits for a notification or the poll interval; false when the claimer should stop. */
+    /**
+     * Wakes the claimer as a NOTIFY fairq_ready would: for a scheduler or an API in this process that just made jobs
+     * ready ({@link Waker}'s local wake), so this worker does not wait for their NOTIFY, which queues on PostgreSQL's
+     * notification lock behind other transactions' commits.
+     */
+    public void wakeClaimer() {
+        wake.release();
+    }
+
+    /** Asks the scheduler to refill the buffer; returns at once (the waker sends it). */
     private void wakeScheduler() {
         waker.wake();
     }
 
+    /** Waits for a notification or the poll interval; false when the claimer should stop. */
     private boolean sleepUntilWoken() {
         return awaitPermitOrPoll(wake);
     }
