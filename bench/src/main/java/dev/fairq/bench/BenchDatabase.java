@@ -51,6 +51,11 @@ public final class BenchDatabase implements AutoCloseable {
                     .setServerConfig("synchronous_commit", "on");
             // to see each statement's mean time while a benchmark runs (CREATE EXTENSION pg_stat_statements, then
             // read the view on the port the embedded server prints): the binaries ship the module
+            // more server settings for a diagnosis run, "name=value,name=value" (e.g. wal_init_zero=off)
+            for (String setting : env("FAIRQ_BENCH_PG_CONFIG", "").split(",")) {
+                int eq = setting.indexOf('=');
+                if (eq > 0) builder.setServerConfig(setting.substring(0, eq).trim(), setting.substring(eq + 1).trim());
+            }
             if (Boolean.parseBoolean(env("FAIRQ_BENCH_PG_STAT_STATEMENTS", "false"))) {
                 builder.setServerConfig("shared_preload_libraries", "pg_stat_statements")
                         .setServerConfig("pg_stat_statements.track_planning", "on"); // planning counts too
