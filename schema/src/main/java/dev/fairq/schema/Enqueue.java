@@ -123,7 +123,7 @@ public final class Enqueue {
 
     /**
      * INSERT_JOBS without the workers' wake-up, for a caller that commits and then wakes them itself (the API:
-     * {@link Leases#wakeWorkers}, off the request's thread): a NOTIFY holds the notification queue's lock through
+     * {@link Leases#wakeWorkers} right after the commit): a NOTIFY holds the notification queue's lock through
      * its transaction's commit, and an enqueue's commit waits for the WAL flush, so under a bulk enqueue every
      * notifying transaction queued behind each other's flush ({@link Waker}). The trigger's wake-up of the
      * scheduler for pending jobs stays: it names the tenants, which only the inserted rows know.

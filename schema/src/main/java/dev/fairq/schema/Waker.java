@@ -73,9 +73,9 @@ public final class Waker implements AutoCloseable {
     /**
      * Sends the wake-up on the calling thread, unless one is being sent (then it is folded into that one, as
      * {@link #wake()} does); wakes asked for during this send go out from the waker's thread. For a caller whose next
-     * step can wait a round trip: a hand-off to the waker's thread cost 2 ms more of enqueue-to-start at the median
-     * on a busy 2-core machine (the trickle alone, tenants bench: 4.1-5.0 ms against 2.0), the wait for that thread
-     * to be scheduled.
+     * step can wait a round trip: a hand-off to the waker's thread cost 1-2 ms of enqueue-to-start at the median on
+     * a busy 2-core machine (the trickle alone, tenants bench: 3.4-4.1 ms against 2.0-2.6 in alternating pairs; 1.6
+     * sent from here), the wait for that thread to be scheduled.
      */
     public void wakeNow() {
         if (!state.compareAndSet(IDLE, SENDING)) {
