@@ -51,6 +51,9 @@ final class EmbeddedDatabase implements Managed {
                 .setServerConfig("max_connections", "100")
                 // zonky defaults to synchronous_commit=off; an accepted job must survive a crash
                 .setServerConfig("synchronous_commit", "on")
+                // room for a bulk enqueue's WAL: with the default (1/32 of shared_buffers, 4 MB here) WAL insertion
+                // waited for the flush once the buffers filled, and every transaction with it (README, "Wake-ups")
+                .setServerConfig("wal_buffers", "64MB")
                 // zonky's own readiness check connects with these properties
                 .setConnectConfig("password", password)
                 .start();
