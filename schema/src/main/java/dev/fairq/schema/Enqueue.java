@@ -128,14 +128,8 @@ public final class Enqueue {
      * notifying transaction queued behind each other's flush ({@link Waker}). The trigger's wake-up of the
      * scheduler for pending jobs stays: it names the tenants, which only the inserted rows know.
      */
-    static final NamedSql INSERT_JOBS_QUIET = NamedSql.of(quiet(INSERT_JOBS_TEXT));
-
-    private static String quiet(String text) {
-        String quiet = text.replace("(SELECT count(pg_notify('fairq_ready', '')) FROM used) AS woken",
-                "(SELECT count(*) FROM used) AS woken");
-        if (quiet.equals(text)) throw new IllegalStateException("INSERT_JOBS no longer has the wake-up INSERT_JOBS_QUIET drops");
-        return quiet;
-    }
+    static final NamedSql INSERT_JOBS_QUIET = NamedSql.of(NamedSql.variant(INSERT_JOBS_TEXT,
+            "(SELECT count(pg_notify('fairq_ready', '')) FROM used) AS woken", "(SELECT count(*) FROM used) AS woken"));
 
     /**
      * INSERT_JOBS with key grants (V13__key_grants.sql, described above), for a request with a fairness key; one

@@ -84,6 +84,15 @@ public final class NamedSql {
         return new NamedSql(out.toString(), positions);
     }
 
+    /**
+     * {@code text} with {@code part} replaced, for a statement that is a variant of another (ADMIT_QUIETLY of ADMIT):
+     * fails at class load, not silently, when the statement it derives from no longer contains the part.
+     */
+    static String variant(String text, String part, String replacement) {
+        if (!text.contains(part)) throw new IllegalStateException("no '" + part + "' in the statement to vary: " + text);
+        return text.replace(part, replacement);
+    }
+
     private static boolean isNameStart(char c) {
         return (c >= 'a' && c <= 'z') || c == '_';
     }

@@ -19,34 +19,42 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  */
 class WakeUpSqlTest extends StoreTestSupport {
 
-    /** Notifications on fairq_ready received within {@code windowMs} after {@code action} returned. */
-    private List<String> readyNotificationsOf(Runnable action, long windowMs) throws Exception {
+    /**
+     * The notifications on fairq_ready that {@code action} sent: after it returns, a marker is sent on the same
+     * channel, and PostgreSQL delivers notifications in commit order, so everything before the marker is the action's.
+     */
+    private List<String> readyNotificationsOf(Runnable action) throws Exception {
         List<String> got = new ArrayList<>();
         try (Connection listen = Database.dedicated(db.jdbcUrl, db.user, db.password, "wake-listener")) {
             try (Statement s = listen.createStatement()) {
                 s.execute("LISTEN fairq_ready");
             }
             action.run();
+            dsl.execute("SELECT pg_notify('fairq_ready', 'marker')");
             PGConnection pg = listen.unwrap(PGConnection.class);
-            long deadline = System.nanoTime() + windowMs * 1_000_000;
+            long deadline = System.nanoTime() + 30_000_000_000L;
             while (System.nanoTime() < deadline) {
-                PGNotification[] ns = pg.getNotifications(50);
-                if (ns != null) for (PGNotification n : ns) got.add(n.getName());
+                PGNotification[] ns = pg.getNotifications(500);
+                if (ns == null) continue;
+                for (PGNotification n : ns) {
+                    if (n.getParameter().equals("marker")) return got;
+                    got.add(n.getName());
+                }
             }
         }
-        return got;
+        throw new AssertionError("the marker notification never arrived; before it: " + got);
     }
 
     @Test
     void theQuietAdmissionWakesNoOneAndTheWakeAfterItDoes() throws Exception {
         long a = enqueue(job(T1)), b = enqueue(job(T1));
         assertEquals(List.of(), readyNotificationsOf(
-                () -> assertEquals(List.of(a), store.admitQuietly(dsl, List.of(a), List.of(1.0))), 500));
+                () -> assertEquals(List.of(a), store.admitQuietly(dsl, List.of(a), List.of(1.0)))));
         assertEquals(JobStatus.ready, status(a));
-        assertEquals(List.of("fairq_ready"), readyNotificationsOf(() -> store.leases().wakeWorkers(dsl), 500));
+        assertEquals(List.of("fairq_ready"), readyNotificationsOf(() -> store.leases().wakeWorkers(dsl)));
         // the admission a caller without a waker uses still wakes in its statement
         assertEquals(List.of("fairq_ready"), readyNotificationsOf(
-                () -> assertEquals(List.of(b), store.admit(dsl, List.of(b), List.of(2.0))), 500));
+                () -> assertEquals(List.of(b), store.admit(dsl, List.of(b), List.of(2.0)))));
     }
 
     @Test
@@ -54,13 +62,13 @@ class WakeUpSqlTest extends StoreTestSupport {
         store.admission().grant(dsl, List.of(T1, T2));
         List<EnqueueResult> quiet = new ArrayList<>();
         assertEquals(List.of(), readyNotificationsOf(
-                () -> quiet.addAll(store.enqueueAllWakingAfterCommit(dsl, List.of(job(T1).build()))), 500));
+                () -> quiet.addAll(store.enqueueAllWakingAfterCommit(dsl, List.of(job(T1).build())))));
         assertEquals(JobStatus.ready, quiet.get(0).job().getStatus(), "the grant admitted it in its enqueue");
         assertEquals(JobStatus.ready, status(quiet.get(0).job().getId()));
         // the application's own enqueue (in its transaction) wakes the workers at its commit
         List<EnqueueResult> own = new ArrayList<>();
         assertEquals(List.of("fairq_ready"), readyNotificationsOf(
-                () -> own.addAll(store.enqueueAll(dsl, List.of(job(T2).build()))), 500));
+                () -> own.addAll(store.enqueueAll(dsl, List.of(job(T2).build())))));
         assertEquals(JobStatus.ready, own.get(0).job().getStatus());
     }
 }
