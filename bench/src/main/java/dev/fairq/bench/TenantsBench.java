@@ -599,12 +599,15 @@ final class TenantsBench implements Bench.Benchmark {
                     out.put("server_jit_quiet_after_s", server.awaitJitQuiet(JIT_QUIET_CAP_MS));
                     double jitAlone = server.jitCpuSeconds();
                     double aloneFrom = db.now();
+                    long[] walAlone = wal(db);
                     Thread.sleep(TRICKLE_ALONE_MS);
                     double aloneTo = db.now();
+                    out.put("alone_wal", walSince(db, walAlone, aloneTo - aloneFrom));
                     out.put("alone_server_jit_cpu_share", Stats.round((server.jitCpuSeconds() - jitAlone) / (aloneTo - aloneFrom)));
                     List<JobRequest> flood = new ArrayList<>(FLOOD);
                     for (int i = 0; i < FLOOD; i++) flood.add(JobRequest.builder("flood", "sleep").payload("{\"ms\": 5}").build());
                     double floodFrom = db.now();
+                    long[] walFlood = wal(db);
                     double jitFlood = server.jitCpuSeconds();
                     long[] floodIds = enqueueAny(db, flood);
                     out.put("flood_enqueue_s", Stats.round(db.now() - floodFrom));
@@ -622,6 +625,7 @@ final class TenantsBench implements Bench.Benchmark {
                     double floodEnd = floodCapped ? db.now() : ((Number) db.dsl().fetchValue(
                             "SELECT fairq_epoch(max(started_at)) FROM jobs WHERE tenant_id = 'flood' AND id BETWEEN ? AND ?",
                             floodIds[0], floodIds[1])).doubleValue();
+                    out.put("flood_wal", walSince(db, walFlood, floodEnd - floodFrom));
                     out.put("flood_server_jit_cpu_share", Stats.round((server.jitCpuSeconds() - jitFlood) / (db.now() - floodFrom)));
                     trickle.stop();
                     out.put("flood_capped", floodCapped);
@@ -674,6 +678,27 @@ final class TenantsBench implements Bench.Benchmark {
             }
         }
         return out;
+    }
+
+    /** pg_stat_wal's counters (PostgreSQL 14-17): records, full-page images, bytes, times the WAL buffers were full. */
+    private static long[] wal(PhaseDatabase db) {
+        Record r = db.dsl().fetchOne("SELECT wal_records, wal_fpi, wal_bytes::bigint, wal_buffers_full FROM pg_stat_wal");
+        return new long[]{r.get(0, Long.class), r.get(1, Long.class), r.get(2, Long.class), r.get(3, Long.class)};
+    }
+
+    /**
+     * What a window wrote to the WAL: a synchronous commit waits for the flush of every byte written before its
+     * own commit record, and a full WAL buffer makes every writer wait for a write.
+     */
+    private static Map<String, Object> walSince(PhaseDatabase db, long[] from, double seconds) {
+        long[] to = wal(db);
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("mb_per_s", Stats.round((to[2] - from[2]) / 1e6 / seconds));
+        m.put("records", to[0] - from[0]);
+        m.put("full_page_images", to[1] - from[1]);
+        m.put("bytes", to[2] - from[2]);
+        m.put("buffers_full", to[3] - from[3]);
+        return m;
     }
 
     private static List<Double> latencies(PhaseDatabase db, double from, double to) {
