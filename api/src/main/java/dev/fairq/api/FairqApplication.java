@@ -130,7 +130,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         // the workers' wake-up after an API enqueue that a grant admitted, sent once it committed (Waker.wakeNow)
         Waker workersWaker = new Waker("fairq-api-waker", wakeLocalWorker, () -> store.leases().wakeWorkers(db));
         env.lifecycle().manage(closing(workersWaker::close));
-        env.jersey().register(new JobsResource(store, db, workersWaker, new Explainer(store, db, scheduler::get)));
+        env.jersey().register(new JobsResource(store, db, workersWaker, "commit".equals(config.submitStart), new Explainer(store, db, scheduler::get)));
         env.jersey().register(new StatsResource(db));
         env.jersey().register(new AdminTenantsResource(tenants, keys));
         env.jersey().register(new AdminJobsResource(store, db, tenants));

@@ -46,12 +46,19 @@ public final class JobsResource {
     private final Explainer explainer;
     /** Wakes the workers for a job a grant inserted ready, once its statement committed ({@link Waker}). */
     private final Waker workersWaker;
+    /** FAIRQ_SUBMIT_START=commit: a job may start at its commit, before the flush the answer waits for. */
+    private final boolean startAtCommit;
 
-    JobsResource(JobStore store, DSLContext db, Waker workersWaker, Explainer explainer) {
+    JobsResource(JobStore store, DSLContext db, Waker workersWaker, boolean startAtCommit, Explainer explainer) {
         this.store = store;
         this.db = db;
         this.workersWaker = workersWaker;
+        this.startAtCommit = startAtCommit;
         this.explainer = explainer;
+    }
+
+    private List<EnqueueResult> enqueue(DSLContext tx, List<JobRequest> requests) {
+        return startAtCommit ? store.enqueueAllUnflushed(tx, requests) : store.enqueueAllWakingAfterCommit(tx, requests);
     }
 
     /** Wakes the workers when a job was inserted ready (a tenant grant admitted it in its enqueue). */
@@ -82,12 +89,14 @@ public final class JobsResource {
         // No transaction around one job: the insert is one statement (a second only when its job_key or
         // ordering key raced another request), each atomic on its own, and a job_key replay writes nothing.
         // Autocommit saves the COMMIT round trip, about a millisecond of enqueue-to-start on an idle server.
-        // A job a tenant grant inserted ready wakes the workers after the commit, in a statement of its own that
-        // does not wait for the WAL flush: inside the insert, the NOTIFY held the notification queue's lock through
-        // this commit's flush, and every other notifying transaction waited for it (Waker; a pending job still
-        // wakes the scheduler in the statement: V7's trigger).
-        List<EnqueueResult> results = store.enqueueAllWakingAfterCommit(db, List.of(request));
+        // By default (FAIRQ_SUBMIT_START=commit) the commit does not wait for the WAL flush, so the workers can take
+        // the job at once; the answer waits for it (awaitDurable), so nothing answered is ever lost
+        // (JobStore#enqueueAllUnflushed). A job a tenant
+        // grant inserted ready wakes the workers after the commit, in a statement of its own (Waker; a pending
+        // job still wakes the scheduler in the statement: V7's trigger).
+        List<EnqueueResult> results = enqueue(db, List.of(request));
         wakeForReady(results);
+        if (startAtCommit) store.awaitDurable(db);
         EnqueueResult result = results.get(0);
         if (!result.created()) checkReplay(result.job(), request, "");
         JobView job = JobView.of(result.job());
@@ -118,13 +127,14 @@ public final class JobsResource {
         String tenant = BearerAuthFilter.tenant(sc);
         List<JobRequest> requests = JsonBodyReader.required(body).jobs().stream().map(j -> j.toRequest(tenant)).toList();
         List<EnqueueResult> results = db.transactionResult(c -> {
-            List<EnqueueResult> rs = store.enqueueAllWakingAfterCommit(c.dsl(), requests);
+            List<EnqueueResult> rs = enqueue(c.dsl(), requests);
             for (int i = 0; i < rs.size(); i++) {
                 if (!rs.get(i).created()) checkReplay(rs.get(i).job(), requests.get(i), "jobs[" + i + "].");
             }
             return rs;
         });
         wakeForReady(results);
+        if (startAtCommit) store.awaitDurable(db);
         List<BatchAnswer.Item> jobs = new ArrayList<>(results.size());
         boolean anyCreated = false;
         for (EnqueueResult r : results) {

@@ -91,6 +91,14 @@ class EnvironmentOverridesTest {
     }
 
     @Test
+    void aSubmittedJobStartsAtItsCommitUnlessSubmitStartSaysFlush() {
+        assertEquals("commit", EnvironmentOverrides.apply(new FairqConfiguration(), Map.of()).submitStart);
+        assertEquals("flush", EnvironmentOverrides.apply(new FairqConfiguration(), Map.of("FAIRQ_SUBMIT_START", " Flush ")).submitStart);
+        assertEquals("commit", EnvironmentOverrides.apply(new FairqConfiguration(), Map.of("FAIRQ_SUBMIT_START", "commit")).submitStart);
+        eachRefusedNamingItsVariable(Map.of("FAIRQ_SUBMIT_START", "fsync"));
+    }
+
+    @Test
     void sharesAreByWorkerTimeUnlessFairShareSaysJobs() {
         assertEquals(SchedulerConfig.FairShare.TIME, scheduler(Map.of()).fairShare(), "the server's default (issue 14)");
         assertEquals(SchedulerConfig.FairShare.TIME, SchedulerConfig.defaults().fairShare(), "the builder's default");

@@ -122,21 +122,49 @@ public final class Enqueue {
     static final NamedSql INSERT_JOBS = NamedSql.of(INSERT_JOBS_TEXT);
 
     /**
-     * INSERT_JOBS without the workers' wake-up, for a caller that commits and then wakes them itself (the API:
-     * {@link Leases#wakeWorkers} right after the commit): a NOTIFY holds the notification queue's lock through
-     * its transaction's commit, and an enqueue's commit waits for the WAL flush, so under a bulk enqueue every
-     * notifying transaction queued behind each other's flush ({@link Waker}). The trigger's wake-up of the
-     * scheduler for pending jobs stays: it names the tenants, which only the inserted rows know.
+     * Where the API's statements turn off the commit's wait for the WAL flush: see {@link #INSERT_JOBS_UNFLUSHED}.
+     * Transaction-local, so it holds for the autocommit statement it is in, or for the rest of a batch's transaction.
      */
-    static final NamedSql INSERT_JOBS_QUIET = NamedSql.of(NamedSql.variant(INSERT_JOBS_TEXT,
-            "(SELECT count(pg_notify('fairq_ready', '')) FROM used) AS woken", "(SELECT count(*) FROM used) AS woken"));
+    private static final String FINAL_SELECT = "SELECT input.ord AS input_ord,";
+    private static final String FINAL_SELECT_UNFLUSHED =
+            "SELECT set_config('synchronous_commit', 'off', true) AS commit_wait, input.ord AS input_ord,";
+
+    /**
+     * INSERT_JOBS without the workers' wake-up, for a caller that commits and then wakes them itself
+     * ({@link Leases#wakeWorkers}): a NOTIFY holds the notification queue's lock through its transaction's commit,
+     * flush included, and every other notifying transaction queued behind it (Waker). The API with
+     * FAIRQ_SUBMIT_START=flush; by default it uses {@link #INSERT_JOBS_UNFLUSHED}.
+     */
+    private static final String INSERT_JOBS_QUIET_TEXT = NamedSql.variant(INSERT_JOBS_TEXT,
+            "(SELECT count(pg_notify('fairq_ready', '')) FROM used) AS woken", "(SELECT count(*) FROM used) AS woken");
+    static final NamedSql INSERT_JOBS_QUIET = NamedSql.of(INSERT_JOBS_QUIET_TEXT);
+
+    /**
+     * INSERT_JOBS_QUIET for a caller that acknowledges its client itself (the API): the commit does not wait for the WAL
+     * flush, so the jobs are visible to the workers at once, and the statement wakes no worker. The caller commits,
+     * wakes the workers ({@link Leases#wakeWorkers}), then waits for the flush ({@link JobStore#awaitDurable}) before
+     * it answers, so nothing acknowledged can be lost.
+     * <ul>
+     * <li>Why not wake in the statement: a NOTIFY holds the notification queue's lock through its commit, and every
+     * other notifying transaction queued behind it (Waker).</li>
+     * <li>Why not wait for the flush at the commit: a synchronous commit waits behind every byte of WAL written
+     * before it. A fresh WAL segment is zero-filled (16 MB) by whichever backend first needs it, holding the WAL
+     * write lock, and every synchronous commit waits until it is done. Under the tenants bench's flood that was one
+     * stall of 100-400 ms every 16 MB of WAL, about every 8 s on PostgreSQL 15 (pg_stat_activity: up to 11 of the
+     * API's backends in LWLock:WALWrite behind one in IO:WALInitWrite). The slowest 1% of the trickle were the jobs
+     * submitted in those stalls, waiting for their own commit while about 350 other jobs started.</li>
+     * </ul>
+     * The trigger's wake-up of the scheduler for pending jobs stays: it names the tenants, which only the inserted
+     * rows know.
+     */
+    static final NamedSql INSERT_JOBS_UNFLUSHED = NamedSql.of(NamedSql.variant(INSERT_JOBS_QUIET_TEXT, FINAL_SELECT, FINAL_SELECT_UNFLUSHED));
 
     /**
      * INSERT_JOBS with key grants (V13__key_grants.sql, described above), for a request with a fairness key; one
      * without cannot use a key grant and keeps the shorter statement (with the key-grant part on every enqueue the
      * latency bench's HTTP p50 was 2.0-2.3 ms, against 1.6-1.8 for the build before, in two alternating pairs).
      */
-    static final NamedSql INSERT_KEYED_JOBS = NamedSql.of(INPUT + """
+    private static final String INSERT_KEYED_JOBS_TEXT = INPUT + """
             ), granted AS (
                 SELECT a.tenant_id FROM admission_grants a
                 WHERE a.tenant_id IN (SELECT tenant_id FROM input WHERE grantable)
@@ -208,7 +236,16 @@ public final class Enqueue {
                           FROM key_used) AS woken
             FROM input LEFT JOIN inserted ON inserted.id = input.id
             ORDER BY input.ord
-            """);
+            """;
+    static final NamedSql INSERT_KEYED_JOBS = NamedSql.of(INSERT_KEYED_JOBS_TEXT);
+
+    /**
+     * INSERT_KEYED_JOBS for a caller that waits for the flush itself, as {@link #INSERT_JOBS_UNFLUSHED}. It still wakes
+     * in the statement (a key grant wakes the scheduler, and only the statement knows which); without the flush in
+     * its commit the notification lock is held for a moment only.
+     */
+    static final NamedSql INSERT_KEYED_JOBS_UNFLUSHED = NamedSql.of(NamedSql.variant(INSERT_KEYED_JOBS_TEXT,
+            FINAL_SELECT, FINAL_SELECT_UNFLUSHED));
 
     /**
      * The max_queued check counts at most max_queued rows per tenant (an index range scan that stops at
@@ -259,15 +296,24 @@ public final class Enqueue {
      * nothing is written.
      */
     public List<EnqueueResult> enqueueAll(DSLContext tx, List<JobRequest> requests) {
-        return enqueueAll(tx, requests, true);
+        return enqueueAll(tx, requests, Commit.OWN);
+    }
+
+    /** Who wakes the workers for a job a grant inserted ready, and whether the commit waits for the WAL flush. */
+    public enum Commit {
+        /** The caller's transaction, the wake-up in the statement: an application's own enqueue. */
+        OWN,
+        /** The caller's commit, the wake-up the caller's after it ({@link #INSERT_JOBS_QUIET}). */
+        CALLER_WAKES,
+        /** As CALLER_WAKES, and the commit does not wait for the flush; the caller awaits it ({@link #INSERT_JOBS_UNFLUSHED}). */
+        UNFLUSHED
     }
 
     /**
-     * {@code wakeInStatement} false: a job inserted ready by a tenant grant wakes no worker here; the caller wakes
-     * them once its transaction committed ({@link #INSERT_JOBS_QUIET}). A batch with any fairness key goes through
-     * {@link #INSERT_KEYED_JOBS}, which still wakes the workers (and the scheduler, for key grants) in the statement.
+     * A batch with any fairness key goes through {@link #INSERT_KEYED_JOBS} (or its unflushed twin), which still
+     * wakes the workers (and the scheduler, for key grants) in the statement.
      */
-    public List<EnqueueResult> enqueueAll(DSLContext tx, List<JobRequest> requests, boolean wakeInStatement) {
+    public List<EnqueueResult> enqueueAll(DSLContext tx, List<JobRequest> requests, Commit commit) {
         if (requests.isEmpty()) return List.of();
         List<FieldError> errors = new ArrayList<>();
         for (int i = 0; i < requests.size(); i++) {
@@ -279,7 +325,7 @@ public final class Enqueue {
 
         List<EnqueueResult> results = new ArrayList<>(requests.size());
         for (int from = 0; from < requests.size(); from += MAX_BATCH) {
-            results.addAll(insertBatch(tx, requests.subList(from, Math.min(requests.size(), from + MAX_BATCH)), wakeInStatement));
+            results.addAll(insertBatch(tx, requests.subList(from, Math.min(requests.size(), from + MAX_BATCH)), commit));
         }
         return results;
     }
@@ -314,7 +360,7 @@ public final class Enqueue {
         adding.forEach((tenant, n) -> queueRoom.computeIfPresent(tenant, (k, room) -> room.plus(n)));
     }
 
-    private List<EnqueueResult> insertBatch(DSLContext tx, List<JobRequest> batch, boolean wakeInStatement) {
+    private List<EnqueueResult> insertBatch(DSLContext tx, List<JobRequest> batch, Commit commit) {
         int n = batch.size();
         Long[] presetIds = new Long[n];
         boolean[] mayHead = new boolean[n];
@@ -330,7 +376,7 @@ public final class Enqueue {
         Map<Integer, JobsRecord> existing = new HashMap<>();
         for (int round = 0; !todo.isEmpty(); round++) {
             if (round == MAX_ROUNDS) throw new IllegalStateException("enqueue did not settle after " + round + " rounds");
-            List<Integer> notInserted = runInsert(tx, batch, todo, presetIds, mayHead, idByIndex, inserted, wakeInStatement);
+            List<Integer> notInserted = runInsert(tx, batch, todo, presetIds, mayHead, idByIndex, inserted, commit);
             existing.putAll(findByJobKey(tx, batch, notInserted));
             todo = new ArrayList<>();
             for (int i : notInserted) {
@@ -358,7 +404,7 @@ public final class Enqueue {
     /** Inserts the rows at {@code indexes}; returns those that were not inserted (a conflict). */
     private List<Integer> runInsert(DSLContext tx, List<JobRequest> batch, List<Integer> indexes, Long[] presetIds,
                                     boolean[] mayHead, Map<Integer, Long> idByIndex, Map<Integer, JobsRecord> inserted,
-                                    boolean wakeInStatement) {
+                                    Commit commit) {
         int n = indexes.size();
         Long[] ids = new Long[n];
         String[] tenant = new String[n], queue = new String[n], type = new String[n], payload = new String[n];
@@ -395,7 +441,12 @@ public final class Enqueue {
         List<Integer> notInserted = new ArrayList<>();
         boolean keyed = false;
         for (String k : fairnessKey) keyed |= k != null;
-        var rows = (keyed ? INSERT_KEYED_JOBS : wakeInStatement ? INSERT_JOBS : INSERT_JOBS_QUIET).bind().clock(clock)
+        NamedSql insert = switch (commit) {
+            case OWN -> keyed ? INSERT_KEYED_JOBS : INSERT_JOBS;
+            case CALLER_WAKES -> keyed ? INSERT_KEYED_JOBS : INSERT_JOBS_QUIET;
+            case UNFLUSHED -> keyed ? INSERT_KEYED_JOBS_UNFLUSHED : INSERT_JOBS_UNFLUSHED;
+        };
+        var rows = insert.bind().clock(clock)
                 .set("preset_ids", ids).set("tenant_ids", tenant).set("queues", queue).set("types", type)
                 .set("payloads", payload).set("priorities", priority).set("run_ats", runAt).set("delays_ms", delay)
                 .set("job_keys", jobKey).set("ordering_keys", orderingKey).set("max_attempts", maxAttempts)
@@ -439,6 +490,25 @@ public final class Enqueue {
         private static <T> void set(JobsRecord job, Field<T> field, Object value) {
             job.set(field, field.getDataType().convert(value));
         }
+    }
+
+    /**
+     * A durable commit after the caller's unflushed one ({@link #INSERT_JOBS_UNFLUSHED}). A commit that waits for the
+     * flush waits for every byte of WAL before its own commit record, which lies after the commit record of every
+     * transaction this session has seen committed. It needs a transaction id and a WAL record of its own: a
+     * transactional logical message is the smallest (about 100 bytes of WAL with its commit record), open to any
+     * role and written at any wal_level (logical decoders see a message with prefix 'fairq'). synchronous_commit
+     * is the connection's own (on, or remote_write/remote_apply with synchronous standbys), and on where a pool or
+     * the server turned it off.
+     */
+    static final NamedSql AWAIT_DURABLE = NamedSql.of("""
+            SELECT CASE WHEN current_setting('synchronous_commit') = 'off'
+                        THEN set_config('synchronous_commit', 'on', true) END,
+                   pg_logical_emit_message(true, 'fairq', 'durable')
+            """);
+
+    public void awaitDurable(DSLContext ctx) {
+        AWAIT_DURABLE.bind().fetch(ctx);
     }
 
     /** The jobs already holding the given job keys: one probe of jobs_job_key_uidx per key. */

@@ -87,10 +87,32 @@ public final class JobStore {
     /**
      * As {@link #enqueueAll(DSLContext, List)}, but a job a tenant grant inserted ready wakes no worker until the
      * caller does ({@link Leases#wakeWorkers}) once its transaction committed: see {@link Enqueue#INSERT_JOBS_QUIET}.
-     * For a caller that owns the transaction (the API); in an application's own transaction the wake-up belongs in it.
+     * For a caller that owns the transaction (the API with FAIRQ_SUBMIT_START=flush); in an application's own
+     * transaction the wake-up belongs in it.
      */
     public List<EnqueueResult> enqueueAllWakingAfterCommit(DSLContext tx, List<JobRequest> requests) {
-        return enqueue.enqueueAll(tx, requests, false);
+        return enqueue.enqueueAll(tx, requests, Enqueue.Commit.CALLER_WAKES);
+    }
+
+    /**
+     * As {@link #enqueueAll(DSLContext, List)}, for a caller that owns the transaction and acknowledges its client
+     * itself (the API): the commit does not wait for the WAL flush, so the jobs are visible to the workers at once,
+     * and a job a tenant grant inserted ready wakes no worker until the caller does ({@link Leases#wakeWorkers}).
+     * The caller must call {@link #awaitDurable} after the commit and before it acknowledges anything; a database
+     * crash before that can lose the jobs, which the client, never having been answered, submits again (see
+     * {@link Enqueue#INSERT_JOBS_UNFLUSHED}). In an application's own transaction use enqueueAll: its commit is the
+     * acknowledgement.
+     */
+    public List<EnqueueResult> enqueueAllUnflushed(DSLContext tx, List<JobRequest> requests) {
+        return enqueue.enqueueAll(tx, requests, Enqueue.Commit.UNFLUSHED);
+    }
+
+    /**
+     * Returns once everything this session saw committed is durable (flushed to the WAL on disk, and on synchronous
+     * standbys where the deployment has them). See {@link Enqueue#AWAIT_DURABLE}.
+     */
+    public void awaitDurable(DSLContext ctx) {
+        enqueue.awaitDurable(ctx);
     }
 
     // ----------------------------------------------------------------------------------------- admission

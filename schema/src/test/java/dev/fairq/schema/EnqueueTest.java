@@ -191,14 +191,16 @@ class EnqueueTest extends StoreTestSupport {
         assertTrue(results.get(1).job().getKeyHead());
         assertFalse(results.get(2).job().getKeyHead());
 
-        // batches without fairness keys take the other statements (INSERT_JOBS and its quiet twin), and a
+        // batches without fairness keys take the other statements (INSERT_JOBS and its unflushed twin), and a
         // tenant grant inserts the first due job ready at the front of the claim order
         store.admission().grant(dsl, List.of(T2));
         List<EnqueueResult> plain = new ArrayList<>(store.enqueueAll(dsl, List.of(
                 job(T2).payload("{\"a\": true}").build(), job(T2).priority(4).jobKey("k2").build())));
         store.admission().grant(dsl, List.of(T2));
-        plain.addAll(store.enqueueAllWakingAfterCommit(dsl, List.of(job(T2).queue("q2").build(), job(T1).build())));
-        assertEquals(List.of(JobStatus.ready, JobStatus.pending, JobStatus.ready, JobStatus.pending),
+        plain.addAll(store.enqueueAllUnflushed(dsl, List.of(job(T2).queue("q2").build(), job(T1).build())));
+        // and the API's twin of the keyed statement
+        plain.addAll(store.enqueueAllUnflushed(dsl, List.of(job(T1).fairnessKey("customer-2").jobKey("k3").build())));
+        assertEquals(List.of(JobStatus.ready, JobStatus.pending, JobStatus.ready, JobStatus.pending, JobStatus.pending),
                 plain.stream().map(r -> r.job().getStatus()).toList());
         for (EnqueueResult r : plain) {
             JobsRecord stored = row(r.job().getId());

@@ -58,11 +58,11 @@ class WakeUpSqlTest extends StoreTestSupport {
     }
 
     @Test
-    void anEnqueueWakingAfterCommitUsesTheGrantButLeavesTheWakeToItsCaller() throws Exception {
+    void anUnflushedEnqueueUsesTheGrantButLeavesTheWakeToItsCaller() throws Exception {
         store.admission().grant(dsl, List.of(T1, T2));
         List<EnqueueResult> quiet = new ArrayList<>();
         assertEquals(List.of(), readyNotificationsOf(
-                () -> quiet.addAll(store.enqueueAllWakingAfterCommit(dsl, List.of(job(T1).build())))));
+                () -> quiet.addAll(store.enqueueAllUnflushed(dsl, List.of(job(T1).build())))));
         assertEquals(JobStatus.ready, quiet.get(0).job().getStatus(), "the grant admitted it in its enqueue");
         assertEquals(JobStatus.ready, status(quiet.get(0).job().getId()));
         // the application's own enqueue (in its transaction) wakes the workers at its commit
