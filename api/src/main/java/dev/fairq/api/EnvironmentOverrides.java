@@ -50,11 +50,8 @@ final class EnvironmentOverrides {
             c.fairShare = v.trim().toLowerCase(java.util.Locale.ROOT);
         }
         if ((v = get(env, "FAIRQ_SUBMIT_START")) != null) {
-            String start = v.trim().toLowerCase(java.util.Locale.ROOT);
-            if (!start.equals("commit") && !start.equals("flush")) {
-                throw new IllegalArgumentException("FAIRQ_SUBMIT_START must be commit or flush, not '" + v + "'");
-            }
-            c.submitStart = start;
+            c.submitStart = v.trim().toLowerCase(java.util.Locale.ROOT);
+            c.submitStartsAtCommit(); // refused at start-up, naming the variable
         }
         if ((v = get(env, "FAIRQ_LEASE_MS")) != null) c.leaseMs = intIn("FAIRQ_LEASE_MS", v, 1000, 3_600_000);
         if ((v = get(env, "FAIRQ_HEARTBEAT_MS")) != null) c.heartbeatMs = (long) intIn("FAIRQ_HEARTBEAT_MS", v, 100, 1_800_000);

@@ -80,6 +80,8 @@ public class FairqApplication extends Application<FairqConfiguration> {
         String adminHash = AdminCredentials.resolveHash(config, target.embedded(), db, System.out);
 
         JobStore store = new JobStore();
+        boolean submitStartsAtCommit = config.submitStartsAtCommit();
+        if (submitStartsAtCommit) checkAwaitDurable(store, db);
         AtomicReference<SchedulerService> scheduler = new AtomicReference<>();
         // the worker of this process, woken directly by the scheduler and the API beside it when they make jobs
         // ready, ahead of their NOTIFY (which may queue on PostgreSQL's notification lock: Waker)
@@ -130,7 +132,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         // the workers' wake-up after an API enqueue that a grant admitted, sent once it committed (Waker.wakeNow)
         Waker workersWaker = new Waker("fairq-api-waker", wakeLocalWorker, () -> store.leases().wakeWorkers(db));
         env.lifecycle().manage(closing(workersWaker::close));
-        env.jersey().register(new JobsResource(store, db, workersWaker, "commit".equals(config.submitStart), new Explainer(store, db, scheduler::get)));
+        env.jersey().register(new JobsResource(store, db, workersWaker, submitStartsAtCommit, new Explainer(store, db, scheduler::get)));
         env.jersey().register(new StatsResource(db));
         env.jersey().register(new AdminTenantsResource(tenants, keys));
         env.jersey().register(new AdminJobsResource(store, db, tenants));
@@ -174,5 +176,21 @@ public class FairqApplication extends Application<FairqConfiguration> {
         return new Managed() {
             @Override public void stop() { close.run(); }
         };
+    }
+
+    /**
+     * FAIRQ_SUBMIT_START=commit answers a submit only after JobStore#awaitDurable, which calls
+     * pg_logical_emit_message: a database that refuses it to fairq's role would have every submit committed and then
+     * answered 500 (and retried into duplicates), so start-up tries it once and stops with what to do instead.
+     */
+    private static void checkAwaitDurable(JobStore store, DSLContext db) {
+        try {
+            store.awaitDurable(db);
+        } catch (org.jooq.exception.DataAccessException e) {
+            throw new IllegalStateException("FAIRQ_SUBMIT_START=commit needs EXECUTE on pg_logical_emit_message for the "
+                    + "database user (GRANT EXECUTE on pg_logical_emit_message(boolean, text, text), with a last boolean on "
+                    + "PostgreSQL 17 and later), or set "
+                    + "FAIRQ_SUBMIT_START=flush: " + e.getMessage(), e);
+        }
     }
 }

@@ -33,10 +33,18 @@ public class FairqConfiguration extends Configuration {
      * enqueue's commit, which does not wait for the WAL flush, the answer waiting for it; or {@code flush}, only once
      * the commit is flushed, as an application's own enqueue. With {@code commit} a database crash in between can
      * lose a job that had already started (its submitter was not answered and submits it again, as a new job: a new
-     * id and idempotency key); {@code flush} rules that out and pays for it when a bulk write fills the WAL: the
-     * tenants bench's trickle under a flood, PostgreSQL 15, p99 89-210 ms against 38 (README, "Wake-ups").
+     * id, so a new JobContext#idempotencyKey); {@code flush} rules that out and pays for it when a bulk write fills the WAL: the
+     * tenants bench's trickle under a flood (bench/RESULTS.md, stop 28; README, "Wake-ups").
      */
     @JsonProperty public String submitStart = "commit";
+
+    /** {@link #submitStart} as a flag; any other value (from the YAML file too) stops start-up naming the setting. */
+    public boolean submitStartsAtCommit() {
+        String v = submitStart == null ? "" : submitStart.trim().toLowerCase(java.util.Locale.ROOT);
+        if (v.equals("commit")) return true;
+        if (v.equals("flush")) return false;
+        throw new IllegalArgumentException("FAIRQ_SUBMIT_START (submitStart) must be commit or flush, not '" + submitStart + "'");
+    }
     /** A claim's lease (FAIRQ_LEASE_MS); see {@link dev.fairq.worker.WorkerConfig#lease()}. */
     @JsonProperty public long leaseMs = dev.fairq.worker.WorkerConfig.DEFAULT_LEASE.toMillis();
     /** How often leases are renewed (FAIRQ_HEARTBEAT_MS); null: a third of the lease. Under half the lease. */

@@ -57,6 +57,22 @@ public final class JobsResource {
         this.explainer = explainer;
     }
 
+    /**
+     * Runs {@code enqueue} (its own commit included), wakes the workers, and with FAIRQ_SUBMIT_START=commit waits for
+     * the flush, all on one connection: the flush covers only what that server committed, so the wait must reach the
+     * server the insert committed on. On another connection of the pool, a crash and restart in between (or a
+     * failover) would let it succeed for a job the server lost; on this one it fails with the connection.
+     */
+    private List<EnqueueResult> onOneConnection(java.util.function.Function<DSLContext, List<EnqueueResult>> enqueue) {
+        return db.connectionResult(c -> {
+            DSLContext one = db.configuration().derive(c).dsl();
+            List<EnqueueResult> results = enqueue.apply(one);
+            wakeForReady(results);
+            if (startAtCommit) store.awaitDurable(one);
+            return results;
+        });
+    }
+
     private List<EnqueueResult> enqueue(DSLContext tx, List<JobRequest> requests) {
         return startAtCommit ? store.enqueueAllUnflushed(tx, requests) : store.enqueueAllWakingAfterCommit(tx, requests);
     }
@@ -94,9 +110,7 @@ public final class JobsResource {
         // (JobStore#enqueueAllUnflushed). A job a tenant
         // grant inserted ready wakes the workers after the commit, in a statement of its own (Waker; a pending
         // job still wakes the scheduler in the statement: V7's trigger).
-        List<EnqueueResult> results = enqueue(db, List.of(request));
-        wakeForReady(results);
-        if (startAtCommit) store.awaitDurable(db);
+        List<EnqueueResult> results = onOneConnection(one -> enqueue(one, List.of(request)));
         EnqueueResult result = results.get(0);
         if (!result.created()) checkReplay(result.job(), request, "");
         JobView job = JobView.of(result.job());
@@ -126,15 +140,13 @@ public final class JobsResource {
     public Response submitBatch(@Context SecurityContext sc, BatchSubmission body) {
         String tenant = BearerAuthFilter.tenant(sc);
         List<JobRequest> requests = JsonBodyReader.required(body).jobs().stream().map(j -> j.toRequest(tenant)).toList();
-        List<EnqueueResult> results = db.transactionResult(c -> {
+        List<EnqueueResult> results = onOneConnection(one -> one.transactionResult(c -> {
             List<EnqueueResult> rs = enqueue(c.dsl(), requests);
             for (int i = 0; i < rs.size(); i++) {
                 if (!rs.get(i).created()) checkReplay(rs.get(i).job(), requests.get(i), "jobs[" + i + "].");
             }
             return rs;
-        });
-        wakeForReady(results);
-        if (startAtCommit) store.awaitDurable(db);
+        }));
         List<BatchAnswer.Item> jobs = new ArrayList<>(results.size());
         boolean anyCreated = false;
         for (EnqueueResult r : results) {

@@ -599,15 +599,15 @@ final class TenantsBench implements Bench.Benchmark {
                     out.put("server_jit_quiet_after_s", server.awaitJitQuiet(JIT_QUIET_CAP_MS));
                     double jitAlone = server.jitCpuSeconds();
                     double aloneFrom = db.now();
-                    long[] walAlone = wal(db);
+                    Wal walAlone = wal(db);
                     Thread.sleep(TRICKLE_ALONE_MS);
                     double aloneTo = db.now();
-                    out.put("alone_wal", walSince(db, walAlone, aloneTo - aloneFrom));
+                    out.put("alone_wal", walSince(db, walAlone));
                     out.put("alone_server_jit_cpu_share", Stats.round((server.jitCpuSeconds() - jitAlone) / (aloneTo - aloneFrom)));
                     List<JobRequest> flood = new ArrayList<>(FLOOD);
                     for (int i = 0; i < FLOOD; i++) flood.add(JobRequest.builder("flood", "sleep").payload("{\"ms\": 5}").build());
                     double floodFrom = db.now();
-                    long[] walFlood = wal(db);
+                    Wal walFlood = wal(db);
                     double jitFlood = server.jitCpuSeconds();
                     long[] floodIds = enqueueAny(db, flood);
                     out.put("flood_enqueue_s", Stats.round(db.now() - floodFrom));
@@ -625,7 +625,7 @@ final class TenantsBench implements Bench.Benchmark {
                     double floodEnd = floodCapped ? db.now() : ((Number) db.dsl().fetchValue(
                             "SELECT fairq_epoch(max(started_at)) FROM jobs WHERE tenant_id = 'flood' AND id BETWEEN ? AND ?",
                             floodIds[0], floodIds[1])).doubleValue();
-                    out.put("flood_wal", walSince(db, walFlood, floodEnd - floodFrom));
+                    out.put("flood_wal", walSince(db, walFlood));
                     out.put("flood_server_jit_cpu_share", Stats.round((server.jitCpuSeconds() - jitFlood) / (db.now() - floodFrom)));
                     trickle.stop();
                     out.put("flood_capped", floodCapped);
@@ -684,24 +684,28 @@ final class TenantsBench implements Bench.Benchmark {
         return out;
     }
 
-    /** pg_stat_wal's counters (PostgreSQL 14-17): records, full-page images, bytes, times the WAL buffers were full. */
-    private static long[] wal(PhaseDatabase db) {
-        Record r = db.dsl().fetchOne("SELECT wal_records, wal_fpi, wal_bytes::bigint, wal_buffers_full FROM pg_stat_wal");
-        return new long[]{r.get(0, Long.class), r.get(1, Long.class), r.get(2, Long.class), r.get(3, Long.class)};
+    /** pg_stat_wal's counters (PostgreSQL 14-17) and when they were read (epoch seconds, the database clock). */
+    private record Wal(double at, long records, long fullPageImages, long bytes, long buffersFull) {}
+
+    private static Wal wal(PhaseDatabase db) {
+        Record r = db.dsl().fetchOne("SELECT fairq_epoch(clock_timestamp()), wal_records, wal_fpi, wal_bytes::bigint, "
+                + "wal_buffers_full FROM pg_stat_wal");
+        return new Wal(r.get(0, Double.class), r.get(1, Long.class), r.get(2, Long.class), r.get(3, Long.class), r.get(4, Long.class));
     }
 
     /**
-     * What a window wrote to the WAL: a synchronous commit waits for the flush of every byte written before its
-     * own commit record, and a full WAL buffer makes every writer wait for a write.
+     * What was written to the WAL since {@code from}: a synchronous commit waits for the flush of every byte written
+     * before its own commit record, and a full WAL buffer makes every writer wait for a write. pg_stat_wal is
+     * updated about once a second, so a window's figures are to about a second.
      */
-    private static Map<String, Object> walSince(PhaseDatabase db, long[] from, double seconds) {
-        long[] to = wal(db);
+    private static Map<String, Object> walSince(PhaseDatabase db, Wal from) {
+        Wal to = wal(db);
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put("mb_per_s", Stats.round((to[2] - from[2]) / 1e6 / seconds));
-        m.put("records", to[0] - from[0]);
-        m.put("full_page_images", to[1] - from[1]);
-        m.put("bytes", to[2] - from[2]);
-        m.put("buffers_full", to[3] - from[3]);
+        m.put("mb_per_s", Stats.round((to.bytes() - from.bytes()) / 1e6 / (to.at() - from.at())));
+        m.put("records", to.records() - from.records());
+        m.put("full_page_images", to.fullPageImages() - from.fullPageImages());
+        m.put("bytes", to.bytes() - from.bytes());
+        m.put("buffers_full", to.buffersFull() - from.buffersFull());
         return m;
     }
 

@@ -36,7 +36,8 @@ public final class Database {
     /**
      * A pool whose commits do not wait for the WAL flush ({@code synchronous_commit = off}), for the queue's
      * own state transitions (admit, claim, heartbeat, finish, reap). Safe for at-least-once: a job is durable
-     * from its enqueue, which keeps the caller's (synchronous) setting. A PostgreSQL crash can only lose the
+     * from its enqueue, which keeps the caller's (synchronous) setting (the API's is durable from its answer:
+     * {@link JobStore#enqueueAllUnflushed}). A PostgreSQL crash can only lose the
      * last few hundred milliseconds of transitions after that, and each such loss is one at-least-once
      * already covers: a lost admission is admitted again, a lost claim or completion means the job runs
      * again. What it buys is every claim and completion not waiting for an fsync.

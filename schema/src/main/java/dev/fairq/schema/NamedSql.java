@@ -86,11 +86,13 @@ public final class NamedSql {
 
     /**
      * {@code text} with {@code part} replaced, for a statement that is a variant of another (ADMIT_QUIETLY of ADMIT):
-     * fails at class load, not silently, when the statement it derives from no longer contains the part.
+     * fails at class load, not silently, when the statement it derives from no longer contains the part exactly once.
      */
     static String variant(String text, String part, String replacement) {
-        if (!text.contains(part)) throw new IllegalStateException("no '" + part + "' in the statement to vary: " + text);
-        return text.replace(part, replacement);
+        int at = text.indexOf(part);
+        if (at < 0) throw new IllegalStateException("no '" + part + "' in the statement to vary: " + text);
+        if (text.indexOf(part, at + 1) >= 0) throw new IllegalStateException("'" + part + "' more than once in: " + text);
+        return text.substring(0, at) + replacement + text.substring(at + part.length());
     }
 
     private static boolean isNameStart(char c) {

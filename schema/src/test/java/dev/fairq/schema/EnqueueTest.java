@@ -198,9 +198,11 @@ class EnqueueTest extends StoreTestSupport {
                 job(T2).payload("{\"a\": true}").build(), job(T2).priority(4).jobKey("k2").build())));
         store.admission().grant(dsl, List.of(T2));
         plain.addAll(store.enqueueAllUnflushed(dsl, List.of(job(T2).queue("q2").build(), job(T1).build())));
-        // and the API's twin of the keyed statement
+        // the quiet statement (FAIRQ_SUBMIT_START=flush), and the API's twin of the keyed statement
+        plain.addAll(store.enqueueAllWakingAfterCommit(dsl, List.of(job(T2).jobKey("k4").build())));
         plain.addAll(store.enqueueAllUnflushed(dsl, List.of(job(T1).fairnessKey("customer-2").jobKey("k3").build())));
-        assertEquals(List.of(JobStatus.ready, JobStatus.pending, JobStatus.ready, JobStatus.pending, JobStatus.pending),
+        assertEquals(List.of(JobStatus.ready, JobStatus.pending, JobStatus.ready, JobStatus.pending, JobStatus.pending,
+                        JobStatus.pending),
                 plain.stream().map(r -> r.job().getStatus()).toList());
         for (EnqueueResult r : plain) {
             JobsRecord stored = row(r.job().getId());

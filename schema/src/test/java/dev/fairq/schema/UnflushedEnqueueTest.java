@@ -26,6 +26,10 @@ class UnflushedEnqueueTest extends StoreTestSupport {
         return (Boolean) ctx.fetchValue("SELECT pg_current_wal_flush_lsn() >= ?::pg_lsn", lsn);
     }
 
+    private static long nextXid(DSLContext ctx) {
+        return ((Number) ctx.fetchValue("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint")).longValue();
+    }
+
     @Test
     void theCommitOfABatchDoesNotWaitForTheFlushAndTheSettingEndsWithIt() throws Exception {
         try (Connection c = Database.dedicated(db.jdbcUrl, db.user, db.password, "unflushed-test")) {
@@ -37,7 +41,7 @@ class UnflushedEnqueueTest extends StoreTestSupport {
                 assertEquals("off", setting(t.dsl()), "the batch's commit does not wait for the flush");
             });
             assertEquals("on", setting(ctx), "transaction-local: the session's next commit waits again");
-            // the keyed statement too, in autocommit: local to that statement's own transaction
+            // the keyed statement in autocommit: the setting ends with that statement's own transaction
             store.enqueueAllUnflushed(ctx, List.of(job(T1).fairnessKey("customer-1").build()));
             assertEquals("on", setting(ctx));
             ctx.transaction(t -> {
@@ -51,7 +55,11 @@ class UnflushedEnqueueTest extends StoreTestSupport {
                 assertEquals("on", setting(t.dsl()));
             });
             ctx.transaction(t -> {
-                store.enqueueAllWakingAfterCommit(t.dsl(), List.of(job(T2).build(), job(T1).fairnessKey("customer-3").build()));
+                store.enqueueAllWakingAfterCommit(t.dsl(), List.of(job(T2).build()));
+                assertEquals("on", setting(t.dsl()));
+            });
+            ctx.transaction(t -> {
+                store.enqueueAllWakingAfterCommit(t.dsl(), List.of(job(T1).fairnessKey("customer-3").build()));
                 assertEquals("on", setting(t.dsl()));
             });
         }
@@ -69,7 +77,11 @@ class UnflushedEnqueueTest extends StoreTestSupport {
                 assertEquals(JobStatus.pending, r.get(0).job().getStatus());
                 // everything the enqueue's commit wrote lies before this point of the WAL
                 String afterCommit = (String) ctx.fetchValue("SELECT pg_current_wal_insert_lsn()::text");
+                long nextXid = nextXid(ctx);
                 store.awaitDurable(ctx);
+                // a commit flushes only when its transaction has an id and wrote WAL; the WAL writer may also have
+                // flushed meanwhile, so the flush alone would not prove the wait
+                assertTrue(nextXid(ctx) > nextXid, "awaitDurable committed a transaction with an id");
                 assertTrue(flushedUpTo(ctx, afterCommit), "flushed past the enqueue's commit (session " + session + ")");
                 assertEquals(session, setting(ctx), "awaitDurable leaves the session's setting as it was");
             }

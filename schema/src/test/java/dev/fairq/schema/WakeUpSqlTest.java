@@ -65,6 +65,11 @@ class WakeUpSqlTest extends StoreTestSupport {
                 () -> quiet.addAll(store.enqueueAllUnflushed(dsl, List.of(job(T1).build())))));
         assertEquals(JobStatus.ready, quiet.get(0).job().getStatus(), "the grant admitted it in its enqueue");
         assertEquals(JobStatus.ready, status(quiet.get(0).job().getId()));
+        // the API's with FAIRQ_SUBMIT_START=flush: as quiet
+        store.admission().grant(dsl, List.of(T1));
+        assertEquals(List.of(), readyNotificationsOf(
+                () -> quiet.addAll(store.enqueueAllWakingAfterCommit(dsl, List.of(job(T1).build())))));
+        assertEquals(JobStatus.ready, quiet.get(1).job().getStatus());
         // the application's own enqueue (in its transaction) wakes the workers at its commit
         List<EnqueueResult> own = new ArrayList<>();
         assertEquals(List.of("fairq_ready"), readyNotificationsOf(
