@@ -33,8 +33,8 @@ public class FairqConfiguration extends Configuration {
      * enqueue's commit, which does not wait for the WAL flush, the answer waiting for it; or {@code flush}, only once
      * the commit is flushed, as an application's own enqueue. With {@code commit} a database crash in between can
      * lose a job that had already started (its submitter was not answered and submits it again, as a new job: a new
-     * id, so a new JobContext#idempotencyKey); {@code flush} rules that out and pays for it when a bulk write fills the WAL: the
-     * tenants bench's trickle under a flood (bench/RESULTS.md, stop 28; README, "Wake-ups").
+     * id, so a new JobContext#idempotencyKey); {@code flush} rules that out and pays for it when a bulk write fills
+     * the WAL: the tenants bench's trickle under a flood (bench/RESULTS.md, stop 28; README, "Wake-ups").
      */
     @JsonProperty public String submitStart = "commit";
 

@@ -107,9 +107,8 @@ public final class JobsResource {
         // Autocommit saves the COMMIT round trip, about a millisecond of enqueue-to-start on an idle server.
         // By default (FAIRQ_SUBMIT_START=commit) the commit does not wait for the WAL flush, so the workers can take
         // the job at once; the answer waits for it (awaitDurable), so nothing answered is ever lost
-        // (JobStore#enqueueAllUnflushed). A job a tenant
-        // grant inserted ready wakes the workers after the commit, in a statement of its own (Waker; a pending
-        // job still wakes the scheduler in the statement: V7's trigger).
+        // (JobStore#enqueueAllUnflushed). A job a tenant grant inserted ready wakes the workers after the commit,
+        // in a statement of its own (Waker; a pending job still wakes the scheduler in the statement: V7's trigger).
         List<EnqueueResult> results = onOneConnection(one -> enqueue(one, List.of(request)));
         EnqueueResult result = results.get(0);
         if (!result.created()) checkReplay(result.job(), request, "");
