@@ -614,7 +614,7 @@ final class TenantsBench implements Bench.Benchmark {
                     // until no flood job waits, or FLOOD_CAP_MS: then the flood window ends there (capped)
                     long floodDeadline = System.nanoTime() + FLOOD_CAP_MS * 1_000_000;
                     boolean floodCapped = false;
-                    while (db.anyJob("tenant_id = 'flood' AND status IN ('pending', 'ready')")) {
+                    while (db.anyWaiting("tenant_id = 'flood'")) {
                         if (System.nanoTime() > floodDeadline) {
                             floodCapped = true;
                             break;
@@ -837,7 +837,7 @@ final class TenantsBench implements Bench.Benchmark {
 
     private static void awaitNoneWaiting(PhaseDatabase db, String where, long timeoutMs) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
-        while (db.anyJob("status IN ('pending', 'ready') AND run_at <= now() AND " + where)) {
+        while (db.anyWaiting("run_at <= now() AND (" + where + ")")) {
             if (System.nanoTime() > deadline) throw new IllegalStateException("jobs still waiting (" + where + ") after " + timeoutMs + " ms");
             Thread.sleep(100);
         }
