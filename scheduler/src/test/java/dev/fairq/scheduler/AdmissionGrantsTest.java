@@ -122,6 +122,45 @@ class AdmissionGrantsTest extends SimulatedSchedulerTest {
         assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE tenant_id = 'r' AND status = 'ready'"));
     }
 
+    /**
+     * With more grants out than {@link Scheduler#GRANT_READ_EVERY_TICK_UP_TO}, the ticks between two reads of them take
+     * them from memory: a used one is noticed, and its tenant granted again, at the next read; and the remembered ages
+     * still take a grant back when its window ends on a tick that does not read them.
+     */
+    @Test
+    void withManyGrantsOutAUsedOneIsNoticedAtTheNextReadAndTheirAgesAreKept() {
+        int n = Scheduler.GRANT_READ_EVERY_TICK_UP_TO + 6;
+        List<String> ids = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            ids.add(String.format("m%03d", i));
+            db.createTenant(ids.get(i));
+        }
+        SimulatedScheduler s = scheduler();
+        for (String id : ids) runOneJob(s, id);
+        Duration readEvery = Duration.ofNanos(Scheduler.GRANT_READ_EVERY_NANOS);
+        s.clock.advance(readEvery);
+        s.tick();
+        assertEquals(n, grants(s), "every quiet tenant holds a grant");
+
+        s.enqueue(jobs("m000", 1));
+        assertEquals(1, status(s, "m000", "ready"), "the job took m000's grant");
+        s.clock.advance(Duration.ofMillis(1));
+        s.tick();
+        assertEquals(n - 1, grants(s), "between two reads the used grant still counts as held: none made for m000");
+        s.clock.advance(readEvery);
+        s.tick();
+        assertEquals(n, grants(s), "the read found it used: m000 (its job only ready, nothing waiting) is granted again");
+
+        // the first grants end their window between a read and the next tick, which does not read them
+        s.clock.advance(Duration.ofNanos(Scheduler.GRANT_WINDOW_NANOS).minus(readEvery.multipliedBy(2)).minusMillis(10));
+        s.tick();
+        assertEquals(n, grants(s), "a read 10 ms before the window ends keeps them all");
+        s.clock.advance(Duration.ofMillis(15));
+        s.tick();
+        assertEquals(List.of("m000"), s.dsl.fetchValues("SELECT tenant_id FROM admission_grants"),
+                "taken back by their remembered age; m000's newer grant stays");
+    }
+
     /** A grant taken back unused gives its token back. */
     @Test
     void aRevokedGrantRefundsItsToken() {

@@ -151,7 +151,13 @@ public final class Admission {
      * of claimed jobs included: 5-8 ms of every tick (measured with EXPLAIN ANALYZE during the tenants bench's
      * 10,000-tenant drain, where that was most of the statement).
      */
-    static final NamedSql LOAD = NamedSql.of("""
+    /** LOAD's branch that reads the tenant grants (left out by {@link #LOAD_WITHOUT_GRANTS}). */
+    private static final String GRANT_BRANCH = """
+            UNION ALL
+            SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL, NULL, NULL, NULL, NULL
+            FROM admission_grants
+            """;
+    private static final String LOAD_TEXT = """
             SELECT 'ready' AS what, tenant_id, count(*)::double precision AS n, queue, type, concurrency_key, fairness_key,
                    max(ready_rank) AS last_rank, min(ready_rank) FILTER (WHERE ready_rank > '-Infinity') AS first_rank
             FROM jobs WHERE status = 'ready' GROUP BY tenant_id, queue, type, concurrency_key, fairness_key
@@ -173,7 +179,17 @@ public final class Admission {
             SELECT 'key_grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, slot::text, NULL, NULL,
                    fairness_key, NULL, NULL
             FROM key_grants
-            """);
+            """;
+    static final NamedSql LOAD = NamedSql.of(LOAD_TEXT);
+
+    /**
+     * LOAD without the tenant grants, for the ticks between two reads of them (the scheduler keeps them in memory
+     * meanwhile, see Scheduler#GRANT_READ_EVERY_NANOS). Every grant is a row of LOAD: with the tenants bench's 1,000
+     * trickling tenants each holding one, LOAD took 3.1 ms of PostgreSQL 15 with them and 0.5 ms without (pgbench,
+     * the statement as the scheduler runs it), and the scheduler's thread spent most of a tick decoding and hashing
+     * them, at 130 ticks a second.
+     */
+    static final NamedSql LOAD_WITHOUT_GRANTS = NamedSql.of(NamedSql.variant(LOAD_TEXT, GRANT_BRANCH, ""));
 
     /**
      * The tenants with admissible pending jobs, due or not: a loose index scan over jobs_admit_idx and one over
@@ -474,6 +490,11 @@ public final class Admission {
     public record ReadyGroup(String tenantId, String queue, String type, int count) {}
 
     public QueueLoad load(DSLContext ctx, Duration workerLiveness) {
+        return load(ctx, workerLiveness, true);
+    }
+
+    /** {@code withGrants} false: the load without the tenant grants ({@link QueueLoad#grantAgeSeconds()} empty). */
+    public QueueLoad load(DSLContext ctx, Duration workerLiveness, boolean withGrants) {
         Map<String, Integer> ready = new HashMap<>(), running = new HashMap<>();
         record Route(String tenantId, String queue, String type) {}
         Map<Route, Integer> groups = new LinkedHashMap<>(); // LOAD's ready rows are per concurrency key too
@@ -487,7 +508,7 @@ public final class Admission {
         // Plain JDBC, as for the candidates: with 10,000 tenants draining, the ready buffer (100 ms of admissions)
         // spans ~1,300 tenants, one row each, read every tick without a jOOQ record per row (the candidates'
         // records had been most of the scheduler's CPU per admitted job).
-        NamedSql.Binding query = LOAD.bind().clock(clock).set("liveness_ms", workerLiveness.toMillis());
+        NamedSql.Binding query = (withGrants ? LOAD : LOAD_WITHOUT_GRANTS).bind().clock(clock).set("liveness_ms", workerLiveness.toMillis());
         Object[] scalars = new Object[3]; // capacity, next rank, last rank
         ctx.connection(c -> {
             try (java.sql.PreparedStatement ps = query.prepare(c); java.sql.ResultSet rs = ps.executeQuery()) {

@@ -121,6 +121,11 @@ public final class JobStore {
         return admission.load(ctx, workerLiveness);
     }
 
+    /** {@code withGrants} false: without the tenant grants ({@link Admission#LOAD_WITHOUT_GRANTS}). */
+    public Admission.QueueLoad load(DSLContext ctx, Duration workerLiveness, boolean withGrants) {
+        return admission.load(ctx, workerLiveness, withGrants);
+    }
+
     /** Tenants that have admissible pending work at all. */
     public List<String> tenantsWithWork(DSLContext ctx) {
         return admission.tenantsWithWork(ctx);
