@@ -131,6 +131,13 @@ public final class Admission {
     /** ADMIT without the wake-up, for a caller that sends it once the statement committed, off its thread ({@link Waker}). */
     static final NamedSql ADMIT_QUIETLY = NamedSql.of(NamedSql.variant(ADMIT_TEXT, ", pg_notify('fairq_ready', '')", ""));
 
+    /** LOAD's branch that reads the tenant grants (left out by {@link #LOAD_WITHOUT_GRANTS}). */
+    private static final String GRANT_BRANCH = """
+            UNION ALL
+            SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL, NULL, NULL, NULL, NULL
+            FROM admission_grants
+            """;
+
     /**
      * Everything a tick needs to know, in one round trip: ready and running counts per tenant, the live
      * worker capacity, the lowest and highest rank in the ready buffer, and the grants. One branch per status
@@ -151,12 +158,6 @@ public final class Admission {
      * of claimed jobs included: 5-8 ms of every tick (measured with EXPLAIN ANALYZE during the tenants bench's
      * 10,000-tenant drain, where that was most of the statement).
      */
-    /** LOAD's branch that reads the tenant grants (left out by {@link #LOAD_WITHOUT_GRANTS}). */
-    private static final String GRANT_BRANCH = """
-            UNION ALL
-            SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL, NULL, NULL, NULL, NULL
-            FROM admission_grants
-            """;
     private static final String LOAD_TEXT = """
             SELECT 'ready' AS what, tenant_id, count(*)::double precision AS n, queue, type, concurrency_key, fairness_key,
                    max(ready_rank) AS last_rank, min(ready_rank) FILTER (WHERE ready_rank > '-Infinity') AS first_rank
