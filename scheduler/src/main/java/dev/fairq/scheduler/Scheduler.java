@@ -78,10 +78,12 @@ public final class Scheduler {
     /** Recent admissions (nanoTime, count), to size the buffer from what the workers actually consume. */
     private final ArrayDeque<long[]> recent = new ArrayDeque<>();
     private long recentTotal;
-    /** The tenants that held an admission grant after the last round: one missing now has used it. */
-    private Set<String> grantsAfterLastTick = Set.of();
-    /** When each of those grants was made (clock nanos): their ages on the ticks that do not read them. */
-    private final Map<String, Long> grantedAtNanos = new HashMap<>();
+    /**
+     * The tenants that held an admission grant after the last round (one missing now has used it), with each grant's
+     * age in seconds at that round, {@link #lastTickNanos}: the ticks that do not read the grants age these.
+     */
+    private Map<String, Double> grantsAfterLastTick = Map.of();
+    private long lastTickNanos;
     /** When the tenant grants were last read from the table (LOAD with them). */
     private long lastGrantRead = Long.MIN_VALUE;
     /**
@@ -273,8 +275,7 @@ public final class Scheduler {
         lastGrantPass = Long.MIN_VALUE;
         recent.clear();
         recentTotal = 0;
-        grantsAfterLastTick = Set.of();
-        grantedAtNanos.clear();
+        grantsAfterLastTick = Map.of();
         lastGrantRead = Long.MIN_VALUE;
         grantedWithLastAdmission = Set.of();
         keyGrantsAfterLastTick = Set.of();
@@ -427,8 +428,10 @@ public final class Scheduler {
             grantAges = load.grantAgeSeconds();
             lastGrantRead = now;
         } else { // the grants as the last tick left them, aged in memory
-            grantAges = new HashMap<>(grantsAfterLastTick.size() * 2);
-            for (String t : grantsAfterLastTick) grantAges.put(t, (now - grantedAtNanos.get(t)) / 1e9);
+            double since = (now - lastTickNanos) / 1e9;
+            Map<String, Double> aged = new HashMap<>(grantsAfterLastTick.size() * 2);
+            grantsAfterLastTick.forEach((t, ageSeconds) -> aged.put(t, ageSeconds + since));
+            grantAges = aged;
         }
         refreshRoutes(ctx, now);
         refreshLimits(ctx, now, load);
@@ -468,10 +471,8 @@ public final class Scheduler {
             grantToQuietTenants(ctx, now, load, capacity, grants, result);
             lastGrantPass = now;
         }
-        grantsAfterLastTick = grants.keySet();
-        if (readGrants) grantedAtNanos.clear(); // the table's ages replace the remembered ones
-        grantedAtNanos.keySet().retainAll(grants.keySet());
-        grants.forEach((t, ageSeconds) -> grantedAtNanos.putIfAbsent(t, now - (long) (ageSeconds * 1e9)));
+        grantsAfterLastTick = grants; // ages as of now (a grant made this tick: 0)
+        lastTickNanos = now;
         if (lastEviction == Long.MIN_VALUE || now - lastEviction >= EVICTION_EVERY_NANOS) {
             evictIdle(now, load, grants);
             lastEviction = now;
@@ -1209,7 +1210,7 @@ public final class Scheduler {
     private Map<String, Double> keepValidGrants(DSLContext ctx, long now, Map<String, Double> grantAges,
                                                 Set<String> deferred) {
         Map<String, Double> grants = new HashMap<>(grantAges);
-        for (String used : grantsAfterLastTick) {
+        for (String used : grantsAfterLastTick.keySet()) {
             TenantState t = tenants.get(used);
             if (t != null && !grants.containsKey(used)) {
                 t.bucket().settleReservation(true);
@@ -1218,7 +1219,7 @@ public final class Scheduler {
         }
         for (String adopted : grants.keySet()) {
             TenantState t = tenants.get(adopted);
-            if (t != null && !grantsAfterLastTick.contains(adopted)) t.bucket().reserve();
+            if (t != null && !grantsAfterLastTick.containsKey(adopted)) t.bucket().reserve();
         }
         List<String> revoke = new ArrayList<>();
         grants.forEach((tenantId, ageSeconds) -> {
