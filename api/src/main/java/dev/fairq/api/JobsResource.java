@@ -67,6 +67,7 @@ public final class JobsResource {
         return db.connectionResult(c -> {
             DSLContext one = db.configuration().derive(c).dsl();
             List<EnqueueResult> results = enqueue.apply(one);
+            store.startCommitted(results); // a job a grant admitted that this process's worker took in the statement
             wakeForReady(results);
             if (startAtCommit) store.awaitDurable(one);
             return results;

@@ -1,5 +1,6 @@
 package dev.fairq.schema;
 
+import dev.fairq.schema.generated.enums.JobStatus;
 import dev.fairq.schema.generated.tables.records.JobsRecord;
 import org.jooq.DSLContext;
 import org.jooq.Field;
@@ -81,6 +82,14 @@ public final class Enqueue {
      * not: a tick per quiet tenant's enqueue cost the fairness bench's flood 4% of its rate (0.957-0.966 of FIFO's
      * against 0.995-1.005), and its renewal already keeps up (V4).
      */
+    /**
+     * The workers' wake-up at the commit of an application's own enqueue: one for a job a grant inserted ready; for
+     * one inserted running (a {@link LocalStarts} slot) 's:' + its id + ':' + the worker's id, which only that worker
+     * acts on (the others ignore it: no job became ready).
+     */
+    private static final String WAKE_IN_STATEMENT = "(SELECT count(pg_notify('fairq_ready', CASE WHEN w.status = 'running' "
+            + "THEN 's:' || w.id || ':' || w.locked_by ELSE '' END)) FROM inserted w WHERE w.status IN ('ready', 'running'))";
+
     private static final String INSERT_JOBS_TEXT = INPUT + """
             ), granted AS (
                 SELECT a.tenant_id FROM admission_grants a
@@ -94,28 +103,36 @@ public final class Enqueue {
             ), inserted AS (
                 INSERT INTO jobs (id, tenant_id, queue, type, payload, priority, run_at, job_key, ordering_key,
                                   key_head, max_attempts, request_hash, timeout_ms, payload_version, concurrency_key,
-                                  fairness_key, status, ready_rank, admitted_at, created_at)
+                                  fairness_key, status, ready_rank, admitted_at, created_at,
+                                  locked_by, locked_until, attempts, started_at)
                 SELECT i.id, i.tenant_id, i.queue, i.type, i.payload::jsonb, i.priority,
                        coalesce(i.run_at::timestamptz, :now + coalesce(i.delay_ms, 0) * interval '1 millisecond'),
                        i.job_key, i.ordering_key,
                        i.may_head AND i.ordering_key IS NOT NULL
                            AND row_number() OVER (PARTITION BY i.tenant_id, i.ordering_key ORDER BY i.ord) = 1,
                        i.max_attempts, i.request_hash, i.timeout_ms, i.payload_version, i.concurrency_key, i.fairness_key,
-                       CASE WHEN u.ord IS NULL THEN 'pending' ELSE 'ready' END::job_status,
+                       CASE WHEN u.ord IS NULL THEN 'pending' WHEN s.worker IS NOT NULL THEN 'running' ELSE 'ready' END::job_status,
                        CASE WHEN u.ord IS NOT NULL THEN '-Infinity'::double precision END,
                        CASE WHEN u.ord IS NOT NULL THEN :now END,
-                       :now
+                       :now,
+                       CASE WHEN u.ord IS NOT NULL THEN s.worker END,
+                       CASE WHEN u.ord IS NOT NULL AND s.worker IS NOT NULL THEN s.at + s.lease_ms * interval '1 millisecond' END,
+                       CASE WHEN u.ord IS NOT NULL AND s.worker IS NOT NULL THEN 1 ELSE 0 END,
+                       CASE WHEN u.ord IS NOT NULL AND s.worker IS NOT NULL THEN s.at END
                 FROM input i LEFT JOIN grant_use u ON u.ord = i.ord
+                     CROSS JOIN (SELECT :start_by::text AS worker, :start_lease_ms::bigint AS lease_ms,
+                                        coalesce(:start_at::timestamptz, statement_timestamp()) AS at) s
                 ORDER BY i.ord
                 ON CONFLICT DO NOTHING
                 RETURNING *
             ), used AS (
                 DELETE FROM admission_grants g
-                WHERE g.tenant_id IN (SELECT tenant_id FROM inserted WHERE status = 'ready')
+                WHERE g.tenant_id IN (SELECT tenant_id FROM inserted WHERE status IN ('ready', 'running'))
                 RETURNING g.tenant_id
             )
             SELECT input.ord AS input_ord, input.id AS input_id, inserted.*,
-                   (SELECT count(pg_notify('fairq_ready', '')) FROM used) AS woken
+                   """ + WAKE_IN_STATEMENT + """
+             AS woken
             FROM input LEFT JOIN inserted ON inserted.id = input.id
             ORDER BY input.ord
             """;
@@ -136,7 +153,7 @@ public final class Enqueue {
      * FAIRQ_SUBMIT_START=flush; by default it uses {@link #INSERT_JOBS_UNFLUSHED}.
      */
     private static final String INSERT_JOBS_QUIET_TEXT = NamedSql.variant(INSERT_JOBS_TEXT,
-            "(SELECT count(pg_notify('fairq_ready', '')) FROM used) AS woken", "(SELECT count(*) FROM used) AS woken");
+            WAKE_IN_STATEMENT, "(SELECT count(*) FROM used)");
     static final NamedSql INSERT_JOBS_QUIET = NamedSql.of(INSERT_JOBS_QUIET_TEXT);
 
     /**
@@ -277,6 +294,7 @@ public final class Enqueue {
     }
 
     private final QueueClock clock;
+    private volatile LocalStarts localStarts;
     /** What the last exact count found per tenant, plus what this process enqueued since (see ROOM_TRUSTED_SHARE). */
     private final Map<String, QueueRoom> queueRoom = new ConcurrentHashMap<>();
 
@@ -323,11 +341,52 @@ public final class Enqueue {
         if (!errors.isEmpty()) throw new InvalidJobException(errors);
         checkQueueRoom(tx, requests);
 
-        List<EnqueueResult> results = new ArrayList<>(requests.size());
-        for (int from = 0; from < requests.size(); from += MAX_BATCH) {
-            results.addAll(insertBatch(tx, requests.subList(from, Math.min(requests.size(), from + MAX_BATCH)), commit));
+        LocalStarts.Slot slot = requests.size() == 1 ? reserveLocalStart(requests.get(0)) : null;
+        boolean claimed = false;
+        try {
+            List<EnqueueResult> results = new ArrayList<>(requests.size());
+            for (int from = 0; from < requests.size(); from += MAX_BATCH) {
+                results.addAll(insertBatch(tx, requests.subList(from, Math.min(requests.size(), from + MAX_BATCH)), commit, slot));
+            }
+            if (slot != null) {
+                EnqueueResult r = results.get(0);
+                if (r.created() && r.job().getStatus() == JobStatus.running) {
+                    slot.claimed(claimedJob(r.job()));
+                    claimed = true;
+                }
+            }
+            return results;
+        } finally {
+            if (slot != null && !claimed) slot.release();
         }
-        return results;
+    }
+
+    /** Where a worker of this process is set to start granted jobs in their enqueue ({@link LocalStarts}). */
+    void startLocally(LocalStarts starts) {
+        this.localStarts = starts;
+    }
+
+    /**
+     * A thread of this process's worker for a job that a tenant grant may admit in its enqueue (the INSERT decides:
+     * no grant, no start). A job with an ordering, concurrency or fairness key, or not due now, never takes a grant
+     * here, so it never takes a thread either.
+     */
+    private LocalStarts.Slot reserveLocalStart(JobRequest r) {
+        LocalStarts starts = localStarts;
+        if (starts == null || r.orderingKey() != null || r.concurrencyKey() != null || r.fairnessKey() != null
+                || r.delay() != null && !r.delay().isZero() && !r.delay().isNegative()
+                || r.runAt() != null && r.runAt().toInstant().isAfter(clock.instant())) {
+            return null;
+        }
+        return starts.reserve(r.queue(), r.type());
+    }
+
+    /** The job as a claim would have returned it (Leases.CLAIM's columns). */
+    private static ClaimedJob claimedJob(JobsRecord j) {
+        return new ClaimedJob(j.getId(), j.getTenantId(), j.getQueue(), j.getType(), j.getPayload() == null ? null : j.getPayload().data(),
+                j.getAttempts(), j.getMaxAttempts(), j.getJobKey(), j.getOrderingKey(), j.getCreatedAt(), j.getAdmittedAt(),
+                j.getReadyRank() == null ? Double.NEGATIVE_INFINITY : j.getReadyRank(), j.getTimeoutMs(),
+                j.getPayloadVersion(), j.getSnoozes());
     }
 
     private void checkQueueRoom(DSLContext tx, List<JobRequest> requests) {
@@ -360,7 +419,7 @@ public final class Enqueue {
         adding.forEach((tenant, n) -> queueRoom.computeIfPresent(tenant, (k, room) -> room.plus(n)));
     }
 
-    private List<EnqueueResult> insertBatch(DSLContext tx, List<JobRequest> batch, Commit commit) {
+    private List<EnqueueResult> insertBatch(DSLContext tx, List<JobRequest> batch, Commit commit, LocalStarts.Slot slot) {
         int n = batch.size();
         Long[] presetIds = new Long[n];
         boolean[] mayHead = new boolean[n];
@@ -376,7 +435,7 @@ public final class Enqueue {
         Map<Integer, JobsRecord> existing = new HashMap<>();
         for (int round = 0; !todo.isEmpty(); round++) {
             if (round == MAX_ROUNDS) throw new IllegalStateException("enqueue did not settle after " + round + " rounds");
-            List<Integer> notInserted = runInsert(tx, batch, todo, presetIds, mayHead, idByIndex, inserted, commit);
+            List<Integer> notInserted = runInsert(tx, batch, todo, presetIds, mayHead, idByIndex, inserted, commit, slot);
             existing.putAll(findByJobKey(tx, batch, notInserted));
             todo = new ArrayList<>();
             for (int i : notInserted) {
@@ -404,7 +463,7 @@ public final class Enqueue {
     /** Inserts the rows at {@code indexes}; returns those that were not inserted (a conflict). */
     private List<Integer> runInsert(DSLContext tx, List<JobRequest> batch, List<Integer> indexes, Long[] presetIds,
                                     boolean[] mayHead, Map<Integer, Long> idByIndex, Map<Integer, JobsRecord> inserted,
-                                    Commit commit) {
+                                    Commit commit, LocalStarts.Slot slot) {
         int n = indexes.size();
         Long[] ids = new Long[n];
         String[] tenant = new String[n], queue = new String[n], type = new String[n], payload = new String[n];
@@ -446,14 +505,21 @@ public final class Enqueue {
             case CALLER_WAKES -> keyed ? INSERT_KEYED_JOBS : INSERT_JOBS_QUIET;
             case UNFLUSHED -> keyed ? INSERT_KEYED_JOBS_UNFLUSHED : INSERT_JOBS_UNFLUSHED;
         };
-        var rows = insert.bind().clock(clock)
+        NamedSql.Binding binding = insert.bind().clock(clock)
                 .set("preset_ids", ids).set("tenant_ids", tenant).set("queues", queue).set("types", type)
                 .set("payloads", payload).set("priorities", priority).set("run_ats", runAt).set("delays_ms", delay)
                 .set("job_keys", jobKey).set("ordering_keys", orderingKey).set("max_attempts", maxAttempts)
                 .set("request_hashes", hash).set("may_head", head).set("timeouts_ms", timeoutMs)
                 .set("payload_versions", versions)
-                .set("concurrency_keys", concurrencyKey).set("fairness_keys", fairnessKey)
-                .fetch(tx);
+                .set("concurrency_keys", concurrencyKey).set("fairness_keys", fairnessKey);
+        if (!keyed) { // the keyed statements start nothing in the enqueue (a slot is never reserved for them)
+            // the lease runs from this statement, not from :now (now() is the transaction's start, which may lie a
+            // lease in the past), so it ends no sooner than the worker's own reckoning from just before the statement
+            binding.set("start_by", slot == null ? null : slot.workerId())
+                    .set("start_lease_ms", slot == null ? null : slot.leaseMillis())
+                    .set("start_at", clock.sqlNow());
+        }
+        Result<Record> rows = binding.fetch(tx);
         JobRows jobs = new JobRows(rows);
         int ordAt = rows.indexOf("input_ord"), idAt = rows.indexOf("input_id");
         for (Record row : rows) {

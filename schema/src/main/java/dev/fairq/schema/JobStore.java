@@ -42,6 +42,7 @@ public final class JobStore {
     private final Retention retention;
     private final SchedulerStates schedulerStates;
     private final SideEffects sideEffects;
+    private volatile LocalStarts localStarts;
 
     /** A store on the database's clock (production). */
     public JobStore() {
@@ -105,6 +106,33 @@ public final class JobStore {
      */
     public List<EnqueueResult> enqueueAllUnflushed(DSLContext tx, List<JobRequest> requests) {
         return enqueue.enqueueAll(tx, requests, Enqueue.Commit.UNFLUSHED);
+    }
+
+    /**
+     * A worker of this process that takes granted single-job enqueues at once ({@link LocalStarts}); null: none.
+     * Set by the worker at its start, cleared at its stop.
+     */
+    public synchronized void startLocally(LocalStarts starts) {
+        enqueue.startLocally(starts);
+        this.localStarts = starts;
+    }
+
+    /** The worker that set {@code starts} stops: no enqueue starts a job through it from now on. */
+    public synchronized void stopStartingLocally(LocalStarts starts) {
+        if (localStarts == starts) startLocally(null);
+    }
+
+    /**
+     * For a caller that owns the commit (the API): the jobs its enqueue inserted running through this process's
+     * worker start now. Call it right after the commit; an application's own enqueue needs nothing (its commit
+     * sends the worker their ids).
+     */
+    public void startCommitted(List<EnqueueResult> results) {
+        LocalStarts starts = localStarts;
+        if (starts == null) return;
+        for (EnqueueResult r : results) {
+            if (r.created() && r.job().getStatus() == dev.fairq.schema.generated.enums.JobStatus.running) starts.committed(r.job().getId());
+        }
     }
 
     /**

@@ -85,6 +85,16 @@ public final class Leases {
             """);
 
     /**
+     * Which of the jobs an enqueue inserted running under this worker's lease ({@link LocalStarts}) have committed:
+     * the fallback to the commit's notification. Primary-key probes; attempt 1 only, so a job reaped meanwhile and
+     * claimed again (attempt 2) is not taken for the one inserted running.
+     */
+    static final NamedSql COMMITTED_STARTS = NamedSql.of("""
+            SELECT id FROM jobs WHERE id = ANY(:ids::bigint[]) AND locked_by = :worker_id AND status = 'running'
+              AND attempts = 1
+            """);
+
+    /**
      * A worker process says what it can run: its threads, the queues it serves (null: all), the types it has
      * handlers for (null: all) and the threads it reserves per queue. The scheduler routes by these rows.
      */
@@ -339,6 +349,15 @@ public final class Leases {
             KeyHandoff.promoteNext(tx, released);
             return rows.size();
         });
+    }
+
+    /** The ids among {@code ids} whose rows are committed and running under {@code workerId}'s lease. */
+    public List<Long> committedStarts(DSLContext ctx, String workerId, List<Long> ids) {
+        List<Long> out = new ArrayList<>();
+        for (Record r : COMMITTED_STARTS.bind().set("ids", ids.toArray(Long[]::new)).set("worker_id", workerId).fetch(ctx)) {
+            out.add(r.get(0, Long.class));
+        }
+        return out;
     }
 
     public void wakeScheduler(DSLContext ctx) {

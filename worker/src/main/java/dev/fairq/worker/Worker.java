@@ -4,6 +4,7 @@ import dev.fairq.schema.ClaimedJob;
 import dev.fairq.schema.Completion;
 import dev.fairq.schema.JobOutcome;
 import dev.fairq.schema.JobStore;
+import dev.fairq.schema.LocalStarts;
 import dev.fairq.schema.QueueClock;
 import dev.fairq.schema.Waker;
 import dev.fairq.schema.WorkerRoute;
@@ -88,6 +89,18 @@ public final class Worker implements AutoCloseable {
     private final Set<Attempt> running = ConcurrentHashMap.newKeySet();
     /** Jobs claimed whose handler has not returned yet (running, or waiting for a thread). */
     private final AtomicInteger outstanding = new AtomicInteger();
+    /** Threads reserved for an enqueue's statement in flight ({@link LocalStarts}), until it used or gave back the slot. */
+    private final AtomicInteger slotsOut = new AtomicInteger();
+    /** Jobs an enqueue inserted running under this worker's lease, until their commit names them (or their lease lapses). */
+    private final Map<Long, Awaiting> awaitingCommit = new HashMap<>(); // guarded by itself
+    /**
+     * Commits that named a job before its enqueue's thread had registered it (an autocommit statement: its commit
+     * and notification come before the statement's answer is read), by job id, when (queue clock): the job starts
+     * as soon as it is registered. Guarded by awaitingCommit.
+     */
+    private final Map<Long, Long> committedEarly = new LinkedHashMap<>();
+    private boolean localStartsClosed; // guarded by awaitingCommit
+    private final LocalStarts localStarts = new Starts();
     /** One permit per handler that returned: wakes the claimer when it waits for room. */
     private final Semaphore slotFreed = new Semaphore(0);
     /**
@@ -194,6 +207,8 @@ public final class Worker implements AutoCloseable {
         route = WorkerRoute.of(config.queues(), handlers.types(), config.reserved());
         store.leases().registerWorker(db, config.workerId(), config.threads(), route);
         claiming = true;
+        // a worker with reserved threads claims per queue only what fits its reservations: it takes no job in an enqueue
+        if (config.reserved().isEmpty()) store.startLocally(localStarts);
         claimer = new Thread(this::claimLoop, "fairq-claimer");
         completer = new Thread(this::completeLoop, "fairq-completer");
         listener = new Thread(this::listenLoop, "fairq-listener");
@@ -230,7 +245,8 @@ public final class Worker implements AutoCloseable {
             // so claiming must not outrun recording (else leases pile up and every statement grows).
             int unrecorded = held.size() - busy;
             int want = claimSize(config.threads(), config.prefetch(),
-                    jobsPerClaimRoundTrip(config.threads(), config.prefetch(), handlerRate, claimNanos), busy, unrecorded);
+                    jobsPerClaimRoundTrip(config.threads(), config.prefetch(), handlerRate, claimNanos),
+                    busy + localStartsHeld(clock.nanoTime()), unrecorded);
             if (want == 0) {
                 try {
                     slotFreed.tryAcquire(config.pollInterval().toMillis(), TimeUnit.MILLISECONDS);
@@ -409,6 +425,7 @@ public final class Worker implements AutoCloseable {
                 }
                 PGConnection pg = c.unwrap(PGConnection.class);
                 wake.release(); // jobs may have been admitted while we were not listening
+                checkAwaitingCommit(0); // and jobs started in their enqueue committed
                 while (!stopped) {
                     // at least 2 ms: on this connection a 1 ms wait returns at once (ListenSocketFactory)
                     PGNotification[] ns = pg.getNotifications((int) Math.max(2, config.pollInterval().toMillis()));
@@ -416,6 +433,7 @@ public final class Worker implements AutoCloseable {
                     boolean ready = false;
                     for (PGNotification n : ns) {
                         if (CANCEL_CHANNEL.equals(n.getName())) cancelRequested(n.getParameter());
+                        else if (n.getParameter() != null && n.getParameter().startsWith(STARTED_PREFIX)) startedInEnqueue(n.getParameter());
                         else ready = true;
                     }
                     if (ready) wake.release();
@@ -434,6 +452,162 @@ public final class Worker implements AutoCloseable {
         }
     }
 
+    /** 's:' + a job id on fairq_ready: an enqueue that inserted it running through a slot committed (Enqueue). */
+    static final String STARTED_PREFIX = "s:";
+
+    /** 's:' + job id + ':' + worker id; another worker's is ignored. */
+    private void startedInEnqueue(String payload) {
+        int colon = payload.indexOf(':', STARTED_PREFIX.length());
+        long id;
+        try {
+            id = Long.parseLong(payload.substring(STARTED_PREFIX.length(), colon < 0 ? payload.length() : colon));
+        } catch (NumberFormatException e) {
+            log.warn("ignoring a {} notification that names no job: '{}'", READY_CHANNEL, payload);
+            return;
+        }
+        if (colon >= 0 && payload.substring(colon + 1).equals(config.workerId())) localStarts.committed(id);
+    }
+
+    // ------------------------------------------------------------------------------ starts in the enqueue
+
+    /** A job inserted running through a slot of this worker; {@code t0}: when the slot was taken, before the statement. */
+    private record Awaiting(ClaimedJob job, long t0) {}
+
+    /**
+     * How long a job inserted running but not yet committed counts as holding a thread: an API commit follows its
+     * statement within a millisecond, an application's within its transaction. Longer (a slow transaction, or one
+     * rolled back, which nobody reports), the thread counts as free again, so a rollback costs no capacity; the job
+     * still starts if its commit comes while its lease lasts (it then waits for the next free thread, at the front).
+     */
+    static final long SLOT_HOLD_NANOS = 100_000_000L;
+    /** Bounds {@link #committedEarly}: far more than the threads, which bound the slots out. */
+    private static final int COMMITTED_EARLY_MAX = 1_024;
+
+    /** For tests: a stop has begun. */
+    boolean isStopping() {
+        return stopping;
+    }
+
+    /** For tests: threads held for starts in an enqueue now. */
+    int threadsHeldForStartsInEnqueue() {
+        return localStartsHeld(clock.nanoTime());
+    }
+
+    /** Threads held for starts in an enqueue: statements in flight, and young jobs awaiting their commit. */
+    private int localStartsHeld(long now) {
+        int n = slotsOut.get();
+        synchronized (awaitingCommit) {
+            for (Awaiting a : awaitingCommit.values()) if (now - a.t0() < SLOT_HOLD_NANOS) n++;
+        }
+        return n;
+    }
+
+    /**
+     * The fallback to the commit's notification (the listener was down, or it is slow), at each heartbeat and when
+     * the listener (re)connects: jobs awaiting their commit for at least {@code minAgeNanos} that the database shows
+     * committed start now;
+     * those whose lease is too short to start them are dropped, and the reaper takes them back.
+     */
+    private void checkAwaitingCommit(long minAgeNanos) {
+        long now = clock.nanoTime();
+        long keep = config.lease().toNanos() - config.startMargin().toNanos();
+        List<Long> old = new ArrayList<>();
+        synchronized (awaitingCommit) {
+            awaitingCommit.values().removeIf(a -> now - a.t0() >= keep);
+            for (Awaiting a : awaitingCommit.values()) if (now - a.t0() >= minAgeNanos) old.add(a.job().id());
+        }
+        if (old.isEmpty()) return;
+        try {
+            for (long id : store.leases().committedStarts(db, config.workerId(), old)) localStarts.committed(id);
+        } catch (RuntimeException e) {
+            log.warn("could not check {} jobs started in their enqueue for their commit", old.size(), e);
+        }
+    }
+
+    /** A job inserted running here after the stop closed the starts: back to ready, fenced (a no-op before its commit). */
+    private void handBackStarted(ClaimedJob job) {
+        try {
+            store.release(db, config.workerId(), Map.of(job.id(), job.attempt()));
+        } catch (RuntimeException e) {
+            log.warn("could not hand back job {} started in its enqueue during the stop; it runs again once its lease lapses", job.id(), e);
+        }
+    }
+
+    /** How long a stop waits for the commits of jobs inserted running here before it hands back what it holds. */
+    static final long STOP_AWAITS_COMMITS_NANOS = 2_000_000_000L;
+
+    /**
+     * Hands a job started in its enqueue to the threads, and asks the scheduler to renew the tenant's grant now: a
+     * claim that came short used to ask it (the buffer ran dry), and a start without a claim must too, or the
+     * tenant's next job finds no grant until the next timed tick (half the latency benchmark's jobs, 50 a second,
+     * went through the scheduler instead).
+     */
+    private void startNow(ClaimedJob job, long t0) {
+        dispatch(List.of(job), t0);
+        wakeScheduler();
+    }
+
+    private final class Starts implements LocalStarts {
+        @Override
+        public Slot reserve(String queue, String type) {
+            if (!claiming || stopping || !route.serves(queue, type)) return null;
+            long t0 = clock.nanoTime(); // before the statement: t0 + lease is a lower bound of the lease's end
+            synchronized (awaitingCommit) {
+                if (localStartsClosed || outstanding.get() + localStartsHeld(t0) >= config.threads()) return null;
+                slotsOut.incrementAndGet();
+            }
+            return new Slot() {
+                private boolean done;
+
+                @Override public String workerId() { return config.workerId(); }
+
+                @Override public long leaseMillis() { return config.lease().toMillis(); }
+
+                @Override
+                public void claimed(ClaimedJob job) {
+                    synchronized (awaitingCommit) {
+                        if (done) return;
+                        done = true;
+                        slotsOut.decrementAndGet();
+                        if (!localStartsClosed) {
+                            if (committedEarly.remove(job.id()) != null) startNow(job, t0);
+                            else awaitingCommit.put(job.id(), new Awaiting(job, t0));
+                            return;
+                        }
+                    }
+                    handBackStarted(job); // the worker stopped while the statement ran
+                }
+
+                @Override
+                public void release() {
+                    synchronized (awaitingCommit) {
+                        if (done) return;
+                        done = true;
+                        slotsOut.decrementAndGet();
+                    }
+                    slotFreed.release(); // a claimer waiting for room may claim now
+                }
+            };
+        }
+
+        @Override
+        public void committed(long jobId) {
+            synchronized (awaitingCommit) {
+                if (localStartsClosed) return; // the stop handed back what it held
+                Awaiting a = awaitingCommit.remove(jobId);
+                if (a != null) {
+                    startNow(a.job(), a.t0());
+                    return;
+                }
+                // not registered yet (or its slot lapsed): remembered for a moment, at most COMMITTED_EARLY_MAX ids
+                long now = clock.nanoTime();
+                committedEarly.values().removeIf(at -> now - at > SLOT_HOLD_NANOS);
+                if (committedEarly.size() >= COMMITTED_EARLY_MAX) committedEarly.remove(committedEarly.keySet().iterator().next());
+                committedEarly.put(jobId, now);
+            }
+        }
+    }
+
     private void cancelRequested(String payload) {
         long id;
         try {
@@ -443,7 +617,17 @@ public final class Worker implements AutoCloseable {
             return;
         }
         Attempt a = held.get(id);
+        if (a == null && awaitingCommitOf(id)) { // only a committed row can be cancelled: start it, so the cancel finds it
+            localStarts.committed(id);
+            a = held.get(id);
+        }
         if (a != null) stop(a, CancelReason.REQUESTED);
+    }
+
+    private boolean awaitingCommitOf(long id) {
+        synchronized (awaitingCommit) {
+            return awaitingCommit.containsKey(id);
+        }
     }
 
     // -------------------------------------------------------------------------------------------- running
@@ -858,6 +1042,7 @@ public final class Worker implements AutoCloseable {
      * from the answer lost its lease: it is stopped (see {@link CancelReason#LEASE_LOST}).
      */
     void heartbeat() {
+        checkAwaitingCommit(SLOT_HOLD_NANOS);
         try {
             Map<Long, Attempt> mine = new HashMap<>(held);
             Map<Long, Integer> attempts = new HashMap<>();
@@ -923,9 +1108,28 @@ public final class Worker implements AutoCloseable {
         claimer.interrupt();
         join(claimer, stopDeadlineNanos);
 
+        Map<Long, Integer> back = new LinkedHashMap<>();
+        // jobs inserted running here whose commit has not named them yet: their commits, a moment away (an API's,
+        // a schedule's), are awaited up to STOP_AWAITS_COMMITS_NANOS of the grace, and what they start now is handed
+        // back by the start check (stopping); then the rest are handed back here, fenced, so one committed but not
+        // yet named goes back to ready, and one whose transaction is still open is left to its lease
+        store.stopStartingLocally(localStarts);
+        synchronized (awaitingCommit) {
+            // in 10 ms waits: bounded in real time whatever the queue clock does (a settable one stands still)
+            for (long w = 0; w < STOP_AWAITS_COMMITS_NANOS && !awaitingCommit.isEmpty() && clock.nanoTime() - runUntil < 0; w += 10_000_000L) {
+                try {
+                    awaitingCommit.wait(10);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+            localStartsClosed = true;
+            for (Awaiting a : awaitingCommit.values()) back.put(a.job().id(), a.job().attempt());
+            awaitingCommit.clear();
+        }
         List<Runnable> unstarted = new ArrayList<>();
         work.drainTo(unstarted);
-        Map<Long, Integer> back = new LinkedHashMap<>();
         for (Runnable r : unstarted) {
             Attempt a = ((JobTask) r).attempt;
             if (!a.settled.compareAndSet(false, true)) continue;

@@ -1,0 +1,246 @@
+package dev.fairq.worker;
+
+import dev.fairq.schema.EnqueueResult;
+import dev.fairq.schema.JobRequest;
+import dev.fairq.schema.generated.enums.JobStatus;
+import org.jooq.exception.DataAccessException;
+import org.junit.jupiter.api.Test;
+
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A job a tenant grant admits in its enqueue starts on a free thread of this process's worker without a claim
+ * (LocalStarts): inserted running under the worker's lease, started once its commit names it. The grant rows are
+ * written by the test (no scheduler), so only the enqueue and the worker decide.
+ */
+class StartInEnqueueTest extends PlatformTest {
+    private final List<Long> ran = new CopyOnWriteArrayList<>();
+    private final AtomicInteger claimedJobs = new AtomicInteger();
+    private final WorkerObserver observer = new WorkerObserver() {
+        @Override public void claimed(int jobs, long nanos) {
+            claimedJobs.addAndGet(jobs);
+        }
+    };
+
+    private HandlerRegistry handlers(CountDownLatch hold) {
+        HandlerRegistry h = new HandlerRegistry();
+        h.register("noop", job -> ran.add(job.jobId()));
+        h.register("hold", job -> {
+            ran.add(job.jobId());
+            if (!hold.await(30, TimeUnit.SECONDS)) throw new IllegalStateException("never released");
+        });
+        return h;
+    }
+
+    /**
+     * Heartbeats every 20 minutes: the heartbeat's fallback (it starts a committed job the notification did not)
+     * cannot act within a test, so each start here is the notification's or the caller's.
+     */
+    private static WorkerConfig config(int threads) {
+        return TestPlatform.fastConfig("w1", threads).toBuilder().lease(Duration.ofHours(1), Duration.ofMinutes(20)).build();
+    }
+
+    private void grant(String tenant) {
+        db.dsl().execute("INSERT INTO admission_grants (tenant_id) VALUES (?)", tenant);
+    }
+
+    private String status(long id) {
+        return db.dsl().fetchValue("SELECT status::text FROM jobs WHERE id = ?", id).toString();
+    }
+
+    @Test
+    void aGrantedJobIsInsertedRunningAndStartsWithoutAClaim() {
+        Worker w = platform.startWorker(config(2), handlers(new CountDownLatch(0)), observer);
+        grant("acme");
+        EnqueueResult r = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "noop").build());
+        assertEquals(JobStatus.running, r.job().getStatus());
+        assertEquals("w1", r.job().getLockedBy());
+        assertEquals(1, r.job().getAttempts());
+        long id = r.job().getId();
+        await().atMost(Duration.ofSeconds(10)).until(() -> "succeeded".equals(status(id)));
+        assertEquals(List.of(id), ran);
+        assertEquals(0, claimedJobs.get(), "no claim took it");
+        assertEquals(0, db.count("SELECT count(*) FROM admission_grants"), "the grant was used");
+        assertEquals(1, db.count("SELECT attempts FROM jobs WHERE id = ?", id));
+        await().atMost(Duration.ofSeconds(5)).until(() -> w.heldCount() == 0);
+
+        // without a grant the job waits for the scheduler, as before, and takes no thread
+        EnqueueResult pending = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "noop").build());
+        assertEquals(JobStatus.pending, pending.job().getStatus());
+        assertNull(pending.job().getLockedBy());
+    }
+
+    @Test
+    void aJobOfATypeWithoutAHandlerHereOrWithAnOrderingKeyIsInsertedReady() {
+        platform.startWorker(config(2), handlers(new CountDownLatch(0)), observer);
+        grant("acme");
+        assertEquals(JobStatus.ready, platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "elsewhere").build()).job().getStatus());
+        db.dsl().execute("DELETE FROM jobs");
+        grant("acme");
+        assertEquals(JobStatus.pending, platform.store.enqueue(db.dsl(),
+                JobRequest.builder("acme", "noop").orderingKey("order-1").build()).job().getStatus());
+        assertEquals(1, db.count("SELECT count(*) FROM admission_grants"), "an ordering key takes no grant");
+    }
+
+    @Test
+    void noFreeThreadNoStartInTheEnqueue() {
+        CountDownLatch hold = new CountDownLatch(1);
+        platform.startWorker(config(1), handlers(hold), observer);
+        try {
+            grant("acme");
+            long busy = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "hold").build()).job().getId();
+            await().atMost(Duration.ofSeconds(10)).until(() -> ran.contains(busy));
+            grant("acme");
+            EnqueueResult r = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "noop").build());
+            assertEquals(JobStatus.ready, r.job().getStatus(), "the only thread is busy: the job waits in the ready buffer");
+            hold.countDown();
+            await().atMost(Duration.ofSeconds(10)).until(() -> "succeeded".equals(status(r.job().getId())));
+            assertEquals(1, claimedJobs.get(), "the ready one was claimed");
+        } finally {
+            hold.countDown();
+        }
+    }
+
+    @Test
+    void aRolledBackEnqueueRunsNothingUsesNoGrantAndLeavesNoThreadTaken() {
+        Worker w = platform.startWorker(config(1), handlers(new CountDownLatch(0)), observer);
+        grant("acme");
+        assertThrows(DataAccessException.class, () -> db.dsl().transaction(c -> {
+            EnqueueResult r = platform.store.enqueue(c.dsl(), JobRequest.builder("acme", "noop").build());
+            assertEquals(JobStatus.running, r.job().getStatus());
+            throw new SQLException("the application's transaction fails after the enqueue");
+        }));
+        assertEquals(0, db.count("SELECT count(*) FROM jobs"));
+        assertEquals(1, db.count("SELECT count(*) FROM admission_grants"), "the grant's use was rolled back with it");
+        // the thread counts as free again once the slot's hold is over: the next granted job starts in its enqueue
+        await().atMost(Duration.ofSeconds(10)).until(() -> w.threadsHeldForStartsInEnqueue() == 0);
+        assertEquals(JobStatus.running, platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "noop").build()).job().getStatus());
+        await().atMost(Duration.ofSeconds(10)).until(() -> ran.size() == 1);
+        assertEquals(1, db.count("SELECT count(*) FROM jobs WHERE status = 'succeeded'"));
+    }
+
+    @Test
+    void aCommitLongAfterTheStatementStillStartsTheJobOnce() throws Exception {
+        platform.startWorker(config(2), handlers(new CountDownLatch(0)), observer);
+        grant("acme");
+        long[] id = new long[1];
+        db.dsl().transaction(c -> {
+            id[0] = platform.store.enqueue(c.dsl(), JobRequest.builder("acme", "noop").build()).job().getId();
+            // well past the slot's hold: the thread is free for claims meanwhile, the job still starts at the commit
+            Thread.sleep(3 * Worker.SLOT_HOLD_NANOS / 1_000_000);
+            assertTrue(ran.isEmpty(), "nothing starts before the commit");
+        });
+        await().atMost(Duration.ofSeconds(10)).until(() -> "succeeded".equals(status(id[0])));
+        assertEquals(List.of(id[0]), ran);
+        assertEquals(1, db.count("SELECT attempts FROM jobs WHERE id = ?", id[0]));
+    }
+
+    @Test
+    void withoutTheCommitsNotificationTheHeartbeatFindsTheCommittedJob() {
+        // the worker's LISTEN connection never opens: it polls, and the commit's 's:' notification never arrives
+        Worker.ConnectionFactory noListen = () -> {
+            throw new SQLException("no LISTEN connection in this test");
+        };
+        platform.startWorker(TestPlatform.fastConfig("w1", 2), handlers(new CountDownLatch(0)), noListen, observer);
+        grant("acme");
+        long id = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "noop").build()).job().getId();
+        assertEquals("running", status(id));
+        // the heartbeat (every second here) sees it committed, long before its 30 s lease would have lapsed
+        await().atMost(Duration.ofSeconds(15)).until(() -> "succeeded".equals(status(id)));
+        assertEquals(List.of(id), ran);
+        assertEquals(1, db.count("SELECT attempts FROM jobs WHERE id = ?", id), "not reaped and run again");
+    }
+
+    @Test
+    void aStoppedWorkerTakesNoJobInAnEnqueueAndHandsBackOneAwaitingItsCommit() throws Exception {
+        Worker w = platform.startWorker(config(2), handlers(new CountDownLatch(0)), observer);
+        grant("acme");
+        // committed, but the worker is told only by the notification: stop it before the listener can act by
+        // holding the commit until the worker has stopped
+        CountDownLatch enqueued = new CountDownLatch(1), stopped = new CountDownLatch(1);
+        long[] id = new long[1];
+        Thread app = new Thread(() -> db.dsl().transaction(c -> {
+            id[0] = platform.store.enqueue(c.dsl(), JobRequest.builder("acme", "noop").build()).job().getId();
+            enqueued.countDown();
+            assertTrue(stopped.await(30, TimeUnit.SECONDS));
+        }));
+        app.start();
+        assertTrue(enqueued.await(30, TimeUnit.SECONDS));
+        w.close();
+        stopped.countDown();
+        app.join(30_000);
+        assertEquals("running", status(id[0]), "committed after the stop's hand-back, which could not see it: left to its lease");
+        assertTrue(ran.isEmpty());
+        grant("acme");
+        assertEquals(JobStatus.ready, platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "noop").build()).job().getStatus(),
+                "a stopped worker takes no job in an enqueue");
+    }
+
+    @Test
+    void aJobWhoseCommitComesDuringTheStopIsHandedBackNotRunAndItsAttemptNotCounted() throws Exception {
+        Worker w = platform.startWorker(config(2), handlers(new CountDownLatch(0)), observer);
+        grant("acme");
+        CountDownLatch enqueued = new CountDownLatch(1), commit = new CountDownLatch(1);
+        long[] id = new long[1];
+        Thread app = new Thread(() -> db.dsl().transaction(c -> {
+            id[0] = platform.store.enqueue(c.dsl(), JobRequest.builder("acme", "noop").build()).job().getId();
+            enqueued.countDown();
+            assertTrue(commit.await(30, TimeUnit.SECONDS));
+        }));
+        app.start();
+        assertTrue(enqueued.await(30, TimeUnit.SECONDS));
+        Thread stop = new Thread(w::close);
+        stop.start();
+        await().atMost(Duration.ofSeconds(10)).until(w::isStopping);
+        commit.countDown(); // the stop waits for it, then hands the job back
+        app.join(30_000);
+        stop.join(30_000);
+        assertEquals("ready", status(id[0]));
+        assertEquals(0, db.count("SELECT attempts FROM jobs WHERE id = ?", id[0]), "the attempt that never ran is not counted");
+        assertTrue(ran.isEmpty());
+    }
+
+    @Test
+    void aJobStartedInItsEnqueueIsCancelledLikeAClaimedOne() {
+        CountDownLatch hold = new CountDownLatch(1);
+        platform.startWorker(config(1), handlers(hold), observer);
+        try {
+            grant("acme");
+            long id = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "hold").build()).job().getId();
+            await().atMost(Duration.ofSeconds(10)).until(() -> ran.contains(id));
+            platform.store.cancel(db.dsl(), "acme", id);
+            await().atMost(Duration.ofSeconds(10)).until(() -> "cancelled".equals(status(id)));
+        } finally {
+            hold.countDown();
+        }
+    }
+
+    /** For the API's path: a caller that owns the commit starts the job itself right after it. */
+    @Test
+    void aCallerThatOwnsTheCommitStartsTheJobAfterIt() {
+        platform.startWorker(config(2), handlers(new CountDownLatch(0)), observer);
+        grant("acme");
+        List<EnqueueResult> results = db.dsl().connectionResult(c -> {
+            var one = db.dsl().configuration().derive(c).dsl();
+            return platform.store.enqueueAllUnflushed(one, List.of(JobRequest.builder("acme", "noop").build()));
+        });
+        long id = results.get(0).job().getId();
+        assertEquals(JobStatus.running, results.get(0).job().getStatus());
+        platform.store.startCommitted(results);
+        await().atMost(Duration.ofSeconds(10)).until(() -> "succeeded".equals(status(id)));
+        assertEquals(List.of(id), ran);
+        assertEquals(0, claimedJobs.get());
+    }
+}
