@@ -137,6 +137,7 @@ final class ClientLatency {
                 out.put("client_steps_p50_ms", steps(measured, 50));
                 out.put("client_steps_p99_ms", steps(measured, 99));
                 out.put("client_admitted_in_enqueue", inlineAdmitted(measured));
+                out.put("client_started_in_enqueue", startedInEnqueue(measured));
 
                 // FAIRQ_BENCH_BACKGROUND_PER_S fixes the load, so that two builds whose drains differ are compared
                 // at the same load (at half of its own drain, a faster build is measured under more load)
@@ -284,12 +285,24 @@ final class ClientLatency {
         m.put("admitted_to_started_p50", Stats.round(Stats.percentile(started, 50)));
         m.put("admitted_to_started_p99", Stats.round(Stats.percentile(started, 99)));
         m.put("admitted_in_enqueue", inlineAdmitted(jobs));
+        m.put("started_in_enqueue", startedInEnqueue(jobs));
         return m;
     }
 
     private static long firstAfter(List<Long> times, long t) {
         for (long x : times) if (x >= t) return x;
         return -1;
+    }
+
+    /**
+     * Share of the jobs started inside their enqueue's own INSERT: inserted running on a free thread of this JVM's
+     * worker (LocalStarts), so no notification and no claim came between their commit and their handler.
+     */
+    private double startedInEnqueue(List<Sent> jobs) {
+        long from = jobs.get(0).id(), to = jobs.get(jobs.size() - 1).id();
+        Number inline = (Number) db.dsl().fetchValue("SELECT count(*) FILTER (WHERE started_at = created_at)::float8 / count(*) "
+                + "FROM jobs WHERE tenant_id = ? AND id BETWEEN ? AND ?", TENANT, from, to);
+        return Stats.round(inline.doubleValue());
     }
 
     /** Share of the jobs admitted inside their enqueue's own INSERT (an admission grant), not by a scheduler tick. */
