@@ -118,7 +118,7 @@ public final class Enqueue {
                        CASE WHEN u.ord IS NOT NULL THEN s.worker END,
                        CASE WHEN u.ord IS NOT NULL AND s.worker IS NOT NULL THEN s.at + s.lease_ms * interval '1 millisecond' END,
                        CASE WHEN u.ord IS NOT NULL AND s.worker IS NOT NULL THEN 1 ELSE 0 END,
-                       CASE WHEN u.ord IS NOT NULL AND s.worker IS NOT NULL THEN s.at END
+                       CASE WHEN u.ord IS NOT NULL AND s.worker IS NOT NULL THEN :now END
                 FROM input i LEFT JOIN grant_use u ON u.ord = i.ord
                      CROSS JOIN (SELECT :start_by::text AS worker, :start_lease_ms::bigint AS lease_ms,
                                         coalesce(:start_at::timestamptz, statement_timestamp()) AS at) s
@@ -514,7 +514,8 @@ public final class Enqueue {
                 .set("concurrency_keys", concurrencyKey).set("fairness_keys", fairnessKey);
         if (!keyed) { // the keyed statements start nothing in the enqueue (a slot is never reserved for them)
             // the lease runs from this statement, not from :now (now() is the transaction's start, which may lie a
-            // lease in the past), so it ends no sooner than the worker's own reckoning from just before the statement
+            // lease in the past), so it ends no sooner than the worker's own reckoning from just before the statement;
+            // started_at is :now, as created_at and admitted_at (the three equal mark a job started in its enqueue)
             binding.set("start_by", slot == null ? null : slot.workerId())
                     .set("start_lease_ms", slot == null ? null : slot.leaseMillis())
                     .set("start_at", clock.sqlNow());

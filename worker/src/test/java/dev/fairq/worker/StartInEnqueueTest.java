@@ -132,6 +132,22 @@ class StartInEnqueueTest extends PlatformTest {
     }
 
     @Test
+    void theLeaseRunsFromTheStatementNotFromTheTransactionsStart() {
+        platform.startWorker(config(2), handlers(new CountDownLatch(0)), observer);
+        grant("acme");
+        long[] id = new long[1];
+        db.dsl().transaction(c -> {
+            c.dsl().execute("SELECT pg_sleep(0.5)"); // the application's own work first: now() stays at the start
+            id[0] = platform.store.enqueue(c.dsl(), JobRequest.builder("acme", "noop").build()).job().getId();
+            assertTrue(c.dsl().fetchValue("SELECT locked_until - created_at >= interval '1 hour 0.5 second' FROM jobs WHERE id = ?",
+                    id[0]).equals(Boolean.TRUE), "the hour's lease counts from the statement, half a second after now()");
+            assertTrue(c.dsl().fetchValue("SELECT started_at = created_at AND admitted_at = created_at FROM jobs WHERE id = ?",
+                    id[0]).equals(Boolean.TRUE));
+        });
+        await().atMost(Duration.ofSeconds(10)).until(() -> "succeeded".equals(status(id[0])));
+    }
+
+    @Test
     void aCommitLongAfterTheStatementStillStartsTheJobOnce() throws Exception {
         platform.startWorker(config(2), handlers(new CountDownLatch(0)), observer);
         grant("acme");
