@@ -179,25 +179,40 @@ class StartInEnqueueTest extends PlatformTest {
         assertEquals(1, db.count("SELECT attempts FROM jobs WHERE id = ?", id), "not reaped and run again");
     }
 
-    @Test
-    void aStoppedWorkerTakesNoJobInAnEnqueueAndHandsBackOneAwaitingItsCommit() throws Exception {
-        Worker w = platform.startWorker(config(2), handlers(new CountDownLatch(0)), observer);
-        grant("acme");
-        // committed, but the worker is told only by the notification: stop it before the listener can act by
-        // holding the commit until the worker has stopped
-        CountDownLatch enqueued = new CountDownLatch(1), stopped = new CountDownLatch(1);
-        long[] id = new long[1];
-        Thread app = new Thread(() -> db.dsl().transaction(c -> {
+    /** An application's transaction that has enqueued a job (started in it) and holds its commit until told. */
+    private final class OpenEnqueue {
+        final CountDownLatch enqueued = new CountDownLatch(1), commit = new CountDownLatch(1);
+        final long[] id = new long[1];
+        final Thread app = new Thread(() -> db.dsl().transaction(c -> {
             id[0] = platform.store.enqueue(c.dsl(), JobRequest.builder("acme", "noop").build()).job().getId();
             enqueued.countDown();
-            assertTrue(stopped.await(30, TimeUnit.SECONDS));
+            assertTrue(commit.await(30, TimeUnit.SECONDS));
         }));
-        app.start();
-        assertTrue(enqueued.await(30, TimeUnit.SECONDS));
+
+        /** Commits, and returns the job's id once the transaction has ended. */
+        long commit() throws InterruptedException {
+            commit.countDown();
+            app.join(30_000);
+            return id[0];
+        }
+    }
+
+    private OpenEnqueue openEnqueue() throws InterruptedException {
+        OpenEnqueue e = new OpenEnqueue();
+        e.app.start();
+        assertTrue(e.enqueued.await(30, TimeUnit.SECONDS));
+        return e;
+    }
+
+    @Test
+    void aStoppedWorkerTakesNoJobInAnEnqueueAndLeavesOneCommittedAfterItsStopToTheLease() throws Exception {
+        Worker w = platform.startWorker(config(2), handlers(new CountDownLatch(0)), observer);
+        grant("acme");
+        // the commit is held until the worker has stopped (its wait for commits, 2 s, runs out)
+        OpenEnqueue app = openEnqueue();
         w.close();
-        stopped.countDown();
-        app.join(30_000);
-        assertEquals("running", status(id[0]), "committed after the stop's hand-back, which could not see it: left to its lease");
+        long id = app.commit();
+        assertEquals("running", status(id), "committed after the stop's hand-back, which could not see it: left to its lease");
         assertTrue(ran.isEmpty());
         grant("acme");
         assertEquals(JobStatus.ready, platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "noop").build()).job().getStatus(),
@@ -208,23 +223,14 @@ class StartInEnqueueTest extends PlatformTest {
     void aJobWhoseCommitComesDuringTheStopIsHandedBackNotRunAndItsAttemptNotCounted() throws Exception {
         Worker w = platform.startWorker(config(2), handlers(new CountDownLatch(0)), observer);
         grant("acme");
-        CountDownLatch enqueued = new CountDownLatch(1), commit = new CountDownLatch(1);
-        long[] id = new long[1];
-        Thread app = new Thread(() -> db.dsl().transaction(c -> {
-            id[0] = platform.store.enqueue(c.dsl(), JobRequest.builder("acme", "noop").build()).job().getId();
-            enqueued.countDown();
-            assertTrue(commit.await(30, TimeUnit.SECONDS));
-        }));
-        app.start();
-        assertTrue(enqueued.await(30, TimeUnit.SECONDS));
+        OpenEnqueue app = openEnqueue();
         Thread stop = new Thread(w::close);
         stop.start();
         await().atMost(Duration.ofSeconds(10)).until(w::isStopping);
-        commit.countDown(); // the stop waits for it, then hands the job back
-        app.join(30_000);
+        long id = app.commit(); // the stop waits for it, then hands the job back
         stop.join(30_000);
-        assertEquals("ready", status(id[0]));
-        assertEquals(0, db.count("SELECT attempts FROM jobs WHERE id = ?", id[0]), "the attempt that never ran is not counted");
+        assertEquals("ready", status(id));
+        assertEquals(0, db.count("SELECT attempts FROM jobs WHERE id = ?", id), "the attempt that never ran is not counted");
         assertTrue(ran.isEmpty());
     }
 
