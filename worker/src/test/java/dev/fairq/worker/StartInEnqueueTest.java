@@ -94,14 +94,20 @@ class StartInEnqueueTest extends PlatformTest {
         assertEquals(1, db.count("SELECT count(*) FROM admission_grants"), "an ordering key takes no grant");
     }
 
+    /** A one-thread worker whose thread runs a job started in its enqueue until {@code hold} opens; the job's id. */
+    private long holdTheOnlyThread(CountDownLatch hold) {
+        platform.startWorker(config(1), handlers(hold), observer);
+        grant("acme");
+        long id = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "hold").build()).job().getId();
+        await().atMost(Duration.ofSeconds(10)).until(() -> ran.contains(id));
+        return id;
+    }
+
     @Test
     void noFreeThreadNoStartInTheEnqueue() {
         CountDownLatch hold = new CountDownLatch(1);
-        platform.startWorker(config(1), handlers(hold), observer);
         try {
-            grant("acme");
-            long busy = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "hold").build()).job().getId();
-            await().atMost(Duration.ofSeconds(10)).until(() -> ran.contains(busy));
+            holdTheOnlyThread(hold);
             grant("acme");
             EnqueueResult r = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "noop").build());
             assertEquals(JobStatus.ready, r.job().getStatus(), "the only thread is busy: the job waits in the ready buffer");
@@ -237,11 +243,8 @@ class StartInEnqueueTest extends PlatformTest {
     @Test
     void aJobStartedInItsEnqueueIsCancelledLikeAClaimedOne() {
         CountDownLatch hold = new CountDownLatch(1);
-        platform.startWorker(config(1), handlers(hold), observer);
         try {
-            grant("acme");
-            long id = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "hold").build()).job().getId();
-            await().atMost(Duration.ofSeconds(10)).until(() -> ran.contains(id));
+            long id = holdTheOnlyThread(hold);
             platform.store.cancel(db.dsl(), "acme", id);
             await().atMost(Duration.ofSeconds(10)).until(() -> "cancelled".equals(status(id)));
         } finally {
