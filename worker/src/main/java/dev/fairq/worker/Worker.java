@@ -139,6 +139,11 @@ public final class Worker implements AutoCloseable {
     /** During a stop, the queue clock's instant after which the completer gives up retrying. */
     private volatile long stopDeadlineNanos = Long.MAX_VALUE;
     private volatile Connection listenConnection;
+    /**
+     * The LISTEN connection is up: only then does this worker take jobs in their enqueue, so that their commit's
+     * notification reaches it (while it is down they go through the ready buffer, as before).
+     */
+    private volatile boolean listening;
     private Thread claimer;
     private Thread completer;
     private Thread listener;
@@ -425,7 +430,8 @@ public final class Worker implements AutoCloseable {
                 }
                 PGConnection pg = c.unwrap(PGConnection.class);
                 wake.release(); // jobs may have been admitted while we were not listening
-                checkAwaitingCommit(0); // and jobs started in their enqueue committed
+                listening = true; // from here a commit's 's:' reaches this worker: it may take jobs in their enqueue
+                checkAwaitingCommit(0); // jobs started in their enqueue may have committed while we were not listening
                 while (!stopped) {
                     // at least 2 ms: on this connection a 1 ms wait returns at once (ListenSocketFactory)
                     PGNotification[] ns = pg.getNotifications((int) Math.max(2, config.pollInterval().toMillis()));
@@ -447,6 +453,7 @@ public final class Worker implements AutoCloseable {
                     break;
                 }
             } finally {
+                listening = false;
                 listenConnection = null;
             }
         }
@@ -482,6 +489,11 @@ public final class Worker implements AutoCloseable {
     static final long SLOT_HOLD_NANOS = 100_000_000L;
     /** Bounds {@link #committedEarly}: far more than the threads, which bound the slots out. */
     private static final int COMMITTED_EARLY_MAX = 1_024;
+
+    /** Whether an enqueue in this process may start a job on this worker now (it listens, it is not stopping). */
+    public boolean takesStartsInEnqueue() {
+        return listening && claiming && !stopping && config.reserved().isEmpty();
+    }
 
     /** For tests: a stop has begun. */
     boolean isStopping() {
@@ -550,7 +562,7 @@ public final class Worker implements AutoCloseable {
     private final class Starts implements LocalStarts {
         @Override
         public Slot reserve(String queue, String type) {
-            if (!claiming || stopping || !route.serves(queue, type)) return null;
+            if (!claiming || stopping || !listening || !route.serves(queue, type)) return null;
             long t0 = clock.nanoTime(); // before the statement: t0 + lease is a lower bound of the lease's end
             synchronized (awaitingCommit) {
                 if (localStartsClosed || outstanding.get() + localStartsHeld(t0) >= config.threads()) return null;

@@ -1,18 +1,22 @@
 package dev.fairq.worker;
 
+import dev.fairq.schema.Database;
 import dev.fairq.schema.EnqueueResult;
 import dev.fairq.schema.JobRequest;
 import dev.fairq.schema.generated.enums.JobStatus;
 import org.jooq.exception.DataAccessException;
 import org.junit.jupiter.api.Test;
 
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -52,6 +56,13 @@ class StartInEnqueueTest extends PlatformTest {
         return TestPlatform.fastConfig("w1", threads).toBuilder().lease(Duration.ofHours(1), Duration.ofMinutes(20)).build();
     }
 
+    /** A worker, once it listens (only then does it take jobs in their enqueue). */
+    private Worker start(WorkerConfig config, HandlerRegistry handlers) {
+        Worker w = platform.startWorker(config, handlers, observer);
+        await().atMost(Duration.ofSeconds(10)).until(w::takesStartsInEnqueue);
+        return w;
+    }
+
     private void grant(String tenant) {
         db.dsl().execute("INSERT INTO admission_grants (tenant_id) VALUES (?)", tenant);
     }
@@ -62,7 +73,7 @@ class StartInEnqueueTest extends PlatformTest {
 
     @Test
     void aGrantedJobIsInsertedRunningAndStartsWithoutAClaim() {
-        Worker w = platform.startWorker(config(2), handlers(new CountDownLatch(0)), observer);
+        Worker w = start(config(2), handlers(new CountDownLatch(0)));
         grant("acme");
         EnqueueResult r = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "noop").build());
         assertEquals(JobStatus.running, r.job().getStatus());
@@ -84,7 +95,7 @@ class StartInEnqueueTest extends PlatformTest {
 
     @Test
     void aJobOfATypeWithoutAHandlerHereOrWithAnOrderingKeyIsInsertedReady() {
-        platform.startWorker(config(2), handlers(new CountDownLatch(0)), observer);
+        start(config(2), handlers(new CountDownLatch(0)));
         grant("acme");
         assertEquals(JobStatus.ready, platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "elsewhere").build()).job().getStatus());
         db.dsl().execute("DELETE FROM jobs");
@@ -96,7 +107,7 @@ class StartInEnqueueTest extends PlatformTest {
 
     /** A one-thread worker whose thread runs a job started in its enqueue until {@code hold} opens; the job's id. */
     private long holdTheOnlyThread(CountDownLatch hold) {
-        platform.startWorker(config(1), handlers(hold), observer);
+        start(config(1), handlers(hold));
         grant("acme");
         long id = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "hold").build()).job().getId();
         await().atMost(Duration.ofSeconds(10)).until(() -> ran.contains(id));
@@ -121,7 +132,7 @@ class StartInEnqueueTest extends PlatformTest {
 
     @Test
     void aRolledBackEnqueueRunsNothingUsesNoGrantAndLeavesNoThreadTaken() {
-        Worker w = platform.startWorker(config(1), handlers(new CountDownLatch(0)), observer);
+        Worker w = start(config(1), handlers(new CountDownLatch(0)));
         grant("acme");
         assertThrows(DataAccessException.class, () -> db.dsl().transaction(c -> {
             EnqueueResult r = platform.store.enqueue(c.dsl(), JobRequest.builder("acme", "noop").build());
@@ -139,7 +150,7 @@ class StartInEnqueueTest extends PlatformTest {
 
     @Test
     void theLeaseRunsFromTheStatementNotFromTheTransactionsStart() {
-        platform.startWorker(config(2), handlers(new CountDownLatch(0)), observer);
+        start(config(2), handlers(new CountDownLatch(0)));
         grant("acme");
         long[] id = new long[1];
         db.dsl().transaction(c -> {
@@ -155,7 +166,7 @@ class StartInEnqueueTest extends PlatformTest {
 
     @Test
     void aCommitLongAfterTheStatementStillStartsTheJobOnce() throws Exception {
-        platform.startWorker(config(2), handlers(new CountDownLatch(0)), observer);
+        start(config(2), handlers(new CountDownLatch(0)));
         grant("acme");
         long[] id = new long[1];
         db.dsl().transaction(c -> {
@@ -170,19 +181,31 @@ class StartInEnqueueTest extends PlatformTest {
     }
 
     @Test
-    void withoutTheCommitsNotificationTheHeartbeatFindsTheCommittedJob() {
-        // the worker's LISTEN connection never opens: it polls, and the commit's 's:' notification never arrives
-        Worker.ConnectionFactory noListen = () -> {
-            throw new SQLException("no LISTEN connection in this test");
-        };
-        platform.startWorker(TestPlatform.fastConfig("w1", 2), handlers(new CountDownLatch(0)), noListen, observer);
+    void aCommitWhoseNotificationIsLostIsFoundByTheHeartbeat() throws Exception {
+        // the worker's one LISTEN connection is closed by the test after the statement, and no other opens
+        AtomicBoolean mayOpen = new AtomicBoolean(true);
+        AtomicReference<Connection> listen = new AtomicReference<>();
+        Worker w = platform.startWorker(TestPlatform.fastConfig("w1", 2), handlers(new CountDownLatch(0)), () -> {
+            if (!mayOpen.get()) throw new SQLException("no more LISTEN connections in this test");
+            Connection c = Database.dedicated(db.jdbcUrl, db.user, db.password, "listen-w1");
+            listen.set(c);
+            return c;
+        }, observer);
+        await().atMost(Duration.ofSeconds(10)).until(w::takesStartsInEnqueue);
         grant("acme");
-        long id = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "noop").build()).job().getId();
+        OpenEnqueue app = openEnqueue();
+        mayOpen.set(false);
+        listen.get().close();
+        await().atMost(Duration.ofSeconds(10)).until(() -> !w.takesStartsInEnqueue());
+        long id = app.commit(); // its 's:' finds nobody listening
         assertEquals("running", status(id));
         // the heartbeat (every second here) sees it committed, long before its 30 s lease would have lapsed
         await().atMost(Duration.ofSeconds(15)).until(() -> "succeeded".equals(status(id)));
         assertEquals(List.of(id), ran);
         assertEquals(1, db.count("SELECT attempts FROM jobs WHERE id = ?", id), "not reaped and run again");
+        grant("acme");
+        assertEquals(JobStatus.ready, platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "noop").build()).job().getStatus(),
+                "a worker that cannot hear commits takes no job in an enqueue");
     }
 
     /** An application's transaction that has enqueued a job (started in it) and holds its commit until told. */
@@ -212,7 +235,7 @@ class StartInEnqueueTest extends PlatformTest {
 
     @Test
     void aStoppedWorkerTakesNoJobInAnEnqueueAndLeavesOneCommittedAfterItsStopToTheLease() throws Exception {
-        Worker w = platform.startWorker(config(2), handlers(new CountDownLatch(0)), observer);
+        Worker w = start(config(2), handlers(new CountDownLatch(0)));
         grant("acme");
         // the commit is held until the worker has stopped (its wait for commits, 2 s, runs out)
         OpenEnqueue app = openEnqueue();
@@ -227,7 +250,7 @@ class StartInEnqueueTest extends PlatformTest {
 
     @Test
     void aJobWhoseCommitComesDuringTheStopIsHandedBackNotRunAndItsAttemptNotCounted() throws Exception {
-        Worker w = platform.startWorker(config(2), handlers(new CountDownLatch(0)), observer);
+        Worker w = start(config(2), handlers(new CountDownLatch(0)));
         grant("acme");
         OpenEnqueue app = openEnqueue();
         Thread stop = new Thread(w::close);
@@ -255,7 +278,7 @@ class StartInEnqueueTest extends PlatformTest {
     /** For the API's path: a caller that owns the commit starts the job itself right after it. */
     @Test
     void aCallerThatOwnsTheCommitStartsTheJobAfterIt() {
-        platform.startWorker(config(2), handlers(new CountDownLatch(0)), observer);
+        start(config(2), handlers(new CountDownLatch(0)));
         grant("acme");
         List<EnqueueResult> results = db.dsl().connectionResult(c -> {
             var one = db.dsl().configuration().derive(c).dsl();
