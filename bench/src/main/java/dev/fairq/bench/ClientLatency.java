@@ -299,17 +299,19 @@ final class ClientLatency {
      * worker (LocalStarts), so no notification and no claim came between their commit and their handler.
      */
     private double startedInEnqueue(List<Sent> jobs) {
-        long from = jobs.get(0).id(), to = jobs.get(jobs.size() - 1).id();
-        Number inline = (Number) db.dsl().fetchValue("SELECT count(*) FILTER (WHERE started_at = created_at)::float8 / count(*) "
-                + "FROM jobs WHERE tenant_id = ? AND id BETWEEN ? AND ?", TENANT, from, to);
-        return Stats.round(inline.doubleValue());
+        return share(jobs, "started_at = created_at");
     }
 
     /** Share of the jobs admitted inside their enqueue's own INSERT (an admission grant), not by a scheduler tick. */
     private double inlineAdmitted(List<Sent> jobs) {
+        return share(jobs, "admitted_at = created_at");
+    }
+
+    /** Share of the measured tenant's jobs in this range that meet {@code condition} (a constant SQL predicate). */
+    private double share(List<Sent> jobs, String condition) {
         long from = jobs.get(0).id(), to = jobs.get(jobs.size() - 1).id();
-        Number inline = (Number) db.dsl().fetchValue("SELECT count(*) FILTER (WHERE admitted_at = created_at)::float8 / count(*) "
+        Number n = (Number) db.dsl().fetchValue("SELECT count(*) FILTER (WHERE " + condition + ")::float8 / count(*) "
                 + "FROM jobs WHERE tenant_id = ? AND id BETWEEN ? AND ?", TENANT, from, to);
-        return Stats.round(inline.doubleValue());
+        return Stats.round(n.doubleValue());
     }
 }

@@ -366,6 +366,10 @@ public final class Enqueue {
         this.localStarts = starts;
     }
 
+    LocalStarts localStarts() {
+        return localStarts;
+    }
+
     /**
      * A thread of this process's worker for a job that a tenant grant may admit in its enqueue (the INSERT decides:
      * no grant, no start). A job with an ordering, concurrency or fairness key, or not due now, never takes a grant

@@ -42,7 +42,6 @@ public final class JobStore {
     private final Retention retention;
     private final SchedulerStates schedulerStates;
     private final SideEffects sideEffects;
-    private volatile LocalStarts localStarts;
 
     /** A store on the database's clock (production). */
     public JobStore() {
@@ -114,12 +113,11 @@ public final class JobStore {
      */
     public synchronized void startLocally(LocalStarts starts) {
         enqueue.startLocally(starts);
-        this.localStarts = starts;
     }
 
     /** The worker that set {@code starts} stops: no enqueue starts a job through it from now on. */
     public synchronized void stopStartingLocally(LocalStarts starts) {
-        if (localStarts == starts) startLocally(null);
+        if (enqueue.localStarts() == starts) startLocally(null);
     }
 
     /**
@@ -128,7 +126,7 @@ public final class JobStore {
      * sends the worker their ids).
      */
     public void startCommitted(List<EnqueueResult> results) {
-        LocalStarts starts = localStarts;
+        LocalStarts starts = enqueue.localStarts();
         if (starts == null) return;
         for (EnqueueResult r : results) {
             if (r.created() && r.job().getStatus() == dev.fairq.schema.generated.enums.JobStatus.running) starts.committed(r.job().getId());

@@ -166,13 +166,13 @@ class StartInEnqueueTest extends PlatformTest {
 
     @Test
     void aCommitLongAfterTheStatementStillStartsTheJobOnce() throws Exception {
-        start(config(2), handlers(new CountDownLatch(0)));
+        Worker w = start(config(2), handlers(new CountDownLatch(0)));
         grant("acme");
         long[] id = new long[1];
         db.dsl().transaction(c -> {
             id[0] = platform.store.enqueue(c.dsl(), JobRequest.builder("acme", "noop").build()).job().getId();
-            // well past the slot's hold: the thread is free for claims meanwhile, the job still starts at the commit
-            Thread.sleep(3 * Worker.SLOT_HOLD_NANOS / 1_000_000);
+            // past the slot's hold: the thread counts as free for claims meanwhile, the job still starts at the commit
+            await().atMost(Duration.ofSeconds(10)).until(() -> w.threadsHeldForStartsInEnqueue() == 0);
             assertTrue(ran.isEmpty(), "nothing starts before the commit");
         });
         await().atMost(Duration.ofSeconds(10)).until(() -> "succeeded".equals(status(id[0])));
