@@ -52,7 +52,11 @@ class AdminOverviewTest {
         assertEquals(List.of(ids.get(0), idle), List.of(second.get("tenants").get(0).get("tenant").asText(),
                 second.get("tenants").get(1).get("tenant").asText()), "then the smaller backlog, then the idle one");
         assertTrue(second.get("page").get("next_offset").isNull());
-        assertTrue(second.get("totals").get("registered_tenants").asLong() >= 4);
+        // a count of the tenants table up to REGISTERED_COUNT_TTL old: an earlier test's page may have taken it
+        // before these four were registered (it failed when this class ran after DashboardApiTest alone)
+        long registered = second.get("totals").get("registered_tenants").asLong();
+        long inTable = app.db.dsl().fetchCount(app.db.dsl().selectOne().from("tenants"));
+        assertTrue(registered >= 1 && registered <= inTable, registered + " of " + inTable);
         assertTrue(second.get("totals").get("active_tenants").asLong() >= 3);
 
         // without a search: the active tenants only, the idle one is not shipped

@@ -110,10 +110,11 @@ class DashboardStoreTest extends StoreTestSupport {
         assertEquals(2, succeeded(T1, m0));
         clock.set(m0.plusSeconds(82));
         rollup.rollup(dsl, List.of(T1)); // settles the first minute
-        OffsetDateTime settledAt = clock.sqlNow();
+        OffsetDateTime settledAt = clock.sqlNow().minus(DashboardStore.COMMIT_LAG); // the time it counted through
         for (int s = 92; s <= 112; s += 10) {
-            clock.set(m0.plusSeconds(s));
+            clock.set(m0.plusSeconds(s - 5)); // before the run's COMMIT_LAG
             finishOne(T1);
+            clock.set(m0.plusSeconds(s));
             rollup.rollup(dsl, List.of(T1));
         }
         assertEquals(settledAt, scalar(OffsetDateTime.class,
@@ -132,6 +133,7 @@ class DashboardStoreTest extends StoreTestSupport {
         // names leaves it out, the first run of a term counts every tenant that finished jobs
         clock.set(m0.plusSeconds(262));
         finishOne(T2);
+        clock.set(m0.plusSeconds(266));
         rollup.rollup(dsl, List.of(T1));
         assertEquals(0, succeeded(T2, m0.plusSeconds(240)), "a steady run counts the tenants it is given");
         rollup.rollup(dsl, List.of(T1), true);
@@ -142,6 +144,33 @@ class DashboardStoreTest extends StoreTestSupport {
                     scalar(Long.class, "SELECT sum(succeeded) FROM tenant_minute_stats WHERE tenant_id = ?", tenant),
                     tenant + ": the rollup against the jobs table");
         }
+    }
+
+    /**
+     * GET /v1/stats adds to the rollup the jobs that finished after the time the rollup's rows carry. A run's
+     * statement takes its snapshot milliseconds after its own now() (the planning of the big statement), so a
+     * completion can begin after a run's time and commit before its snapshot, and another can begin before it
+     * and commit after: each is counted once, by the rollup or by the stats, never by both or neither.
+     */
+    @Test
+    void statsCountACompletionThatRacesTheRollupOnce() {
+        DashboardStore rollup = new DashboardStore(clock);
+        JobQueries queries = new JobQueries();
+        Instant t = clock.instant();
+        finishOne(T1);
+        // the run's time is before the completion, its snapshot after the commit
+        new DashboardStore(new SettableClock(t.minusMillis(500))).rollup(dsl, List.of(T1));
+        assertEquals(1, queries.tenantFigures(dsl, T1, Duration.ofMinutes(5)).orElseThrow().stats().succeededRecent());
+
+        clock.set(t.plusSeconds(10));
+        long late = enqueue(job(T1));
+        int attempt = admitAndClaim("w1", late).attempt();
+        dsl.transaction(c -> { // finished before the run's time, committed after its snapshot
+            store.finish(c.dsl(), "w1", List.of(new JobOutcome.Succeeded(late, attempt)));
+            clock.set(t.plusSeconds(10).plusMillis(500));
+            rollup.rollup(dsl, List.of(T1));
+        });
+        assertEquals(2, queries.tenantFigures(dsl, T1, Duration.ofMinutes(5)).orElseThrow().stats().succeededRecent());
     }
 
     private void finishOne(String tenant) {

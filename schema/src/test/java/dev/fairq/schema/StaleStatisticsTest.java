@@ -127,7 +127,8 @@ class StaleStatisticsTest extends StoreTestSupport {
         assertNoTableWalk("dashboard head", plan(DashboardStore.TENANT_HEAD.bind().clock(clock).set("tenant", T1)
                 .set("window_ms", 3_600_000L).set("recent_ms", 300_000L), DashboardStore.TENANT_HEAD));
         assertNoTableWalk("rollup", plan(DashboardStore.ROLLUP.bind().clock(clock)
-                .set("since", java.time.OffsetDateTime.now().minusMinutes(1)).set("tenant_ids", new String[]{T1, T2}),
+                .set("since", java.time.OffsetDateTime.now().minusMinutes(1)).set("commit_lag_ms", 2_000L)
+                .set("tenant_ids", new String[]{T1, T2}),
                 DashboardStore.ROLLUP));
     }
 
