@@ -5,8 +5,13 @@ import dev.fairq.schema.generated.tables.records.JobsRecord;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.Record;
+import org.jooq.JSONB;
 import org.jooq.Result;
 
+import java.sql.ResultSet;
+import java.sql.ResultSetMetaData;
+import java.sql.SQLException;
+import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -34,22 +39,44 @@ public final class Enqueue {
     /** Rounds of insert-then-sort-out before giving up: each round settles every row a concurrent enqueue did not race. */
     private static final int MAX_ROUNDS = 4;
 
+    /** An INSERT_JOBS statement's input columns: {parameter, element type, column}, in the input rows' order. */
+    private static final String[][] INPUT_COLUMNS = {
+            {"preset_ids", "bigint", "preset_id"}, {"tenant_ids", "text", "tenant_id"}, {"queues", "text", "queue"},
+            {"types", "text", "type"}, {"payloads", "text", "payload"}, {"priorities", "smallint", "priority"},
+            {"run_ats", "text", "run_at"}, {"delays_ms", "bigint", "delay_ms"}, {"job_keys", "text", "job_key"},
+            {"ordering_keys", "text", "ordering_key"}, {"max_attempts", "integer", "max_attempts"},
+            {"request_hashes", "text", "request_hash"}, {"may_head", "boolean", "may_head"},
+            {"timeouts_ms", "integer", "timeout_ms"}, {"payload_versions", "integer", "payload_version"},
+            {"concurrency_keys", "text", "concurrency_key"}, {"fairness_keys", "text", "fairness_key"}};
+
+    /** The input rows of a batch: the arrays side by side, numbered. */
+    private static final String INPUT_ROWS = "unnest("
+            + java.util.Arrays.stream(INPUT_COLUMNS).map(c -> ":" + c[0] + "::" + c[1] + "[]").collect(java.util.stream.Collectors.joining(", "))
+            + ") WITH ORDINALITY AS r("
+            + java.util.Arrays.stream(INPUT_COLUMNS).map(c -> c[2]).collect(java.util.stream.Collectors.joining(", ")) + ", ord)";
+
+    /**
+     * The input row of a single job: each parameter bound as the one element its array would hold. Seventeen
+     * arrays of one were a third of a single-job enqueue's CPU in its JVM (the driver encodes each array, JFR:
+     * 49 of 221 samples).
+     */
+    private static final String INPUT_ROW = "(SELECT "
+            + java.util.Arrays.stream(INPUT_COLUMNS).map(c -> ":" + c[0] + "::" + c[1] + " AS " + c[2])
+                    .collect(java.util.stream.Collectors.joining(", "))
+            + ", 1::bigint AS ord) r";
+
     /** The requests of an INSERT_JOBS statement, one row each, with the ids they get and whether a grant may admit them. */
     private static final String INPUT = """
             WITH input AS MATERIALIZED (
                 SELECT coalesce(r.preset_id, nextval(pg_get_serial_sequence('jobs', 'id'))) AS id, r.*,
                        r.ordering_key IS NULL AND r.concurrency_key IS NULL AND coalesce(r.run_at::timestamptz <= :now, true)
                            AND coalesce(r.delay_ms, 0) <= 0 AS grantable
-                FROM unnest(:preset_ids::bigint[], :tenant_ids::text[], :queues::text[], :types::text[],
-                            :payloads::text[], :priorities::smallint[], :run_ats::text[], :delays_ms::bigint[],
-                            :job_keys::text[], :ordering_keys::text[], :max_attempts::integer[],
-                            :request_hashes::text[], :may_head::boolean[], :timeouts_ms::integer[],
-                            :payload_versions::integer[], :concurrency_keys::text[], :fairness_keys::text[])
-                     WITH ORDINALITY AS r(preset_id, tenant_id, queue, type, payload, priority, run_at,
-                                          delay_ms, job_key, ordering_key, max_attempts, request_hash, may_head,
-                                          timeout_ms, payload_version, concurrency_key, fairness_key, ord)
-                ORDER BY r.ord
-            """;
+            """ + "    FROM " + INPUT_ROWS + "\n    ORDER BY r.ord\n";
+
+    /** The statement for a single job ({@link #INPUT_ROW}). */
+    private static NamedSql oneRow(String text) {
+        return NamedSql.of(NamedSql.variant(text, INPUT_ROWS, INPUT_ROW));
+    }
 
     /**
      * Inserts a batch in one statement. Ids are taken in request order up front (nextval runs after the
@@ -136,7 +163,7 @@ public final class Enqueue {
             FROM input LEFT JOIN inserted ON inserted.id = input.id
             ORDER BY input.ord
             """;
-    static final NamedSql INSERT_JOBS = NamedSql.of(INSERT_JOBS_TEXT);
+    static final NamedSql INSERT_JOBS = NamedSql.of(INSERT_JOBS_TEXT), INSERT_JOB = oneRow(INSERT_JOBS_TEXT);
 
     /**
      * Where the API's statements turn off the commit's wait for the WAL flush: see {@link #INSERT_JOBS_UNFLUSHED}.
@@ -154,7 +181,7 @@ public final class Enqueue {
      */
     private static final String INSERT_JOBS_QUIET_TEXT = NamedSql.variant(INSERT_JOBS_TEXT,
             WAKE_IN_STATEMENT, "(SELECT count(*) FROM used)");
-    static final NamedSql INSERT_JOBS_QUIET = NamedSql.of(INSERT_JOBS_QUIET_TEXT);
+    static final NamedSql INSERT_JOBS_QUIET = NamedSql.of(INSERT_JOBS_QUIET_TEXT), INSERT_JOB_QUIET = oneRow(INSERT_JOBS_QUIET_TEXT);
 
     /**
      * INSERT_JOBS_QUIET for a caller that acknowledges its client itself (the API): the commit does not wait for the WAL
@@ -174,7 +201,9 @@ public final class Enqueue {
      * The trigger's wake-up of the scheduler for pending jobs stays: it names the tenants, which only the inserted
      * rows know.
      */
-    static final NamedSql INSERT_JOBS_UNFLUSHED = NamedSql.of(NamedSql.variant(INSERT_JOBS_QUIET_TEXT, FINAL_SELECT, FINAL_SELECT_UNFLUSHED));
+    private static final String INSERT_JOBS_UNFLUSHED_TEXT = NamedSql.variant(INSERT_JOBS_QUIET_TEXT, FINAL_SELECT, FINAL_SELECT_UNFLUSHED);
+    static final NamedSql INSERT_JOBS_UNFLUSHED = NamedSql.of(INSERT_JOBS_UNFLUSHED_TEXT),
+            INSERT_JOB_UNFLUSHED = oneRow(INSERT_JOBS_UNFLUSHED_TEXT);
 
     /**
      * INSERT_JOBS with key grants (V13__key_grants.sql, described above), for a request with a fairness key; one
@@ -254,15 +283,17 @@ public final class Enqueue {
             FROM input LEFT JOIN inserted ON inserted.id = input.id
             ORDER BY input.ord
             """;
-    static final NamedSql INSERT_KEYED_JOBS = NamedSql.of(INSERT_KEYED_JOBS_TEXT);
+    static final NamedSql INSERT_KEYED_JOBS = NamedSql.of(INSERT_KEYED_JOBS_TEXT), INSERT_KEYED_JOB = oneRow(INSERT_KEYED_JOBS_TEXT);
 
     /**
      * INSERT_KEYED_JOBS for a caller that waits for the flush itself, as {@link #INSERT_JOBS_UNFLUSHED}. It still wakes
      * in the statement (a key grant wakes the scheduler, and only the statement knows which); without the flush in
      * its commit the notification lock is held for a moment only.
      */
-    static final NamedSql INSERT_KEYED_JOBS_UNFLUSHED = NamedSql.of(NamedSql.variant(INSERT_KEYED_JOBS_TEXT,
-            FINAL_SELECT, FINAL_SELECT_UNFLUSHED));
+    private static final String INSERT_KEYED_JOBS_UNFLUSHED_TEXT = NamedSql.variant(INSERT_KEYED_JOBS_TEXT,
+            FINAL_SELECT, FINAL_SELECT_UNFLUSHED);
+    static final NamedSql INSERT_KEYED_JOBS_UNFLUSHED = NamedSql.of(INSERT_KEYED_JOBS_UNFLUSHED_TEXT),
+            INSERT_KEYED_JOB_UNFLUSHED = oneRow(INSERT_KEYED_JOBS_UNFLUSHED_TEXT);
 
     /**
      * The max_queued check counts at most max_queued rows per tenant (an index range scan that stops at
@@ -504,18 +535,17 @@ public final class Enqueue {
         List<Integer> notInserted = new ArrayList<>();
         boolean keyed = false;
         for (String k : fairnessKey) keyed |= k != null;
+        boolean one = n == 1;
         NamedSql insert = switch (commit) {
-            case OWN -> keyed ? INSERT_KEYED_JOBS : INSERT_JOBS;
-            case CALLER_WAKES -> keyed ? INSERT_KEYED_JOBS : INSERT_JOBS_QUIET;
-            case UNFLUSHED -> keyed ? INSERT_KEYED_JOBS_UNFLUSHED : INSERT_JOBS_UNFLUSHED;
+            case OWN -> keyed ? (one ? INSERT_KEYED_JOB : INSERT_KEYED_JOBS) : one ? INSERT_JOB : INSERT_JOBS;
+            case CALLER_WAKES -> keyed ? (one ? INSERT_KEYED_JOB : INSERT_KEYED_JOBS) : one ? INSERT_JOB_QUIET : INSERT_JOBS_QUIET;
+            case UNFLUSHED -> keyed ? (one ? INSERT_KEYED_JOB_UNFLUSHED : INSERT_KEYED_JOBS_UNFLUSHED)
+                    : one ? INSERT_JOB_UNFLUSHED : INSERT_JOBS_UNFLUSHED;
         };
-        NamedSql.Binding binding = insert.bind().clock(clock)
-                .set("preset_ids", ids).set("tenant_ids", tenant).set("queues", queue).set("types", type)
-                .set("payloads", payload).set("priorities", priority).set("run_ats", runAt).set("delays_ms", delay)
-                .set("job_keys", jobKey).set("ordering_keys", orderingKey).set("max_attempts", maxAttempts)
-                .set("request_hashes", hash).set("may_head", head).set("timeouts_ms", timeoutMs)
-                .set("payload_versions", versions)
-                .set("concurrency_keys", concurrencyKey).set("fairness_keys", fairnessKey);
+        NamedSql.Binding binding = insert.bind().clock(clock);
+        Object[][] columns = {ids, tenant, queue, type, payload, priority, runAt, delay, jobKey, orderingKey, maxAttempts,
+                hash, head, timeoutMs, versions, concurrencyKey, fairnessKey};
+        for (int c = 0; c < columns.length; c++) binding.set(INPUT_COLUMNS[c][0], one ? columns[c][0] : columns[c]);
         if (!keyed) { // the keyed statements start nothing in the enqueue (a slot is never reserved for them)
             // the lease runs from this statement, not from :now (now() is the transaction's start, which may lie a
             // lease in the past), so it ends no sooner than the worker's own reckoning from just before the statement;
@@ -524,42 +554,86 @@ public final class Enqueue {
                     .set("start_lease_ms", slot == null ? null : slot.leaseMillis())
                     .set("start_at", clock.sqlNow());
         }
-        Result<Record> rows = binding.fetch(tx);
-        JobRows jobs = new JobRows(rows);
-        int ordAt = rows.indexOf("input_ord"), idAt = rows.indexOf("input_id");
-        for (Record row : rows) {
-            int i = indexes.get(row.get(ordAt, Integer.class) - 1);
-            idByIndex.put(i, row.get(idAt, Long.class));
-            if (row.get(jobs.idAt) != null) inserted.put(i, jobs.of(row));
+        JobRows jobs = JobRows.of(insert);
+        for (InsertedRow row : binding.query(tx, rs -> new InsertedRow(rs.getInt("input_ord"), rs.getLong("input_id"), jobs.of(rs)))) {
+            int i = indexes.get(row.ord() - 1);
+            idByIndex.put(i, row.id());
+            if (row.job() != null) inserted.put(i, row.job());
             else notInserted.add(i);
         }
         return notInserted;
     }
 
+    /** An input row of the insert: its place in the batch, its id, the job inserted (null: a conflict). */
+    private record InsertedRow(int ord, long id, JobsRecord job) {}
+
     /**
-     * A result's rows as JobsRecords, each column found once per result. {@code Record.into(JOBS)} matches every
-     * column by name on every row: 42-50 us of the caller's CPU a row in a 5,000-row enqueue (most of it jOOQ's
-     * field lookups, JFR of the tenants bench's flood), against the statement's own 60-70.
+     * A result's rows as JobsRecords, read with plain JDBC, each column found once per result. {@code
+     * Record.into(JOBS)} matched every column by name on every row: 42-50 us of the caller's CPU a row in a
+     * 5,000-row enqueue (JFR of the tenants bench's flood), against the statement's own 60-70. And jOOQ's fetch of
+     * plain SQL (rendering it, a data type built for each array it binds, a type lookup per result column) was most
+     * of a single-job enqueue's CPU in its JVM (JFR: 110 of 126 samples, the driver 12).
      */
     static final class JobRows {
         private static final Field<?>[] FIELDS = JOBS.fields();
-        private final int[] at = new int[FIELDS.length];
-        final int idAt;
+        private static final Map<NamedSql, JobRows> BY_STATEMENT = new ConcurrentHashMap<>();
+        /** Where each of FIELDS is in the statement's result (0: not there), then the id's column; found once. */
+        private volatile int[] at;
 
-        JobRows(Result<Record> rows) {
-            for (int j = 0; j < FIELDS.length; j++) at[j] = rows.indexOf(FIELDS[j].getName());
-            idAt = rows.indexOf(JOBS.ID.getName());
+        /** The reader of one statement's results: a statement's columns are the same at every execution. */
+        static JobRows of(NamedSql statement) {
+            return BY_STATEMENT.computeIfAbsent(statement, k -> new JobRows());
         }
 
-        JobsRecord of(Record row) {
+        private int[] columns(ResultSet rs) throws SQLException {
+            int[] found = at;
+            if (found == null) {
+                ResultSetMetaData md = rs.getMetaData();
+                Map<String, Integer> byName = new HashMap<>();
+                for (int c = md.getColumnCount(); c >= 1; c--) byName.put(md.getColumnLabel(c), c); // the first wins
+                found = new int[FIELDS.length + 1];
+                for (int j = 0; j < FIELDS.length; j++) found[j] = byName.getOrDefault(FIELDS[j].getName(), 0);
+                found[FIELDS.length] = byName.getOrDefault(JOBS.ID.getName(), 0);
+                at = found;
+            }
+            return found;
+        }
+
+        /** The row's job, or null where the row has no job (a left join that found none). */
+        JobsRecord of(ResultSet rs) throws SQLException {
+            int[] at = columns(rs);
+            rs.getLong(at[FIELDS.length]);
+            if (rs.wasNull()) return null;
             JobsRecord job = new JobsRecord();
-            for (int j = 0; j < FIELDS.length; j++) if (at[j] >= 0) set(job, FIELDS[j], row.get(at[j]));
+            for (int j = 0; j < FIELDS.length; j++) if (at[j] > 0) set(job, FIELDS[j], value(rs, at[j], FIELDS[j].getType()));
             job.changed(false);
             return job;
         }
 
+        private static Object value(ResultSet rs, int c, Class<?> type) throws SQLException {
+            if (type == OffsetDateTime.class) return rs.getObject(c, OffsetDateTime.class);
+            if (type == String.class) return rs.getString(c);
+            if (type == JSONB.class) {
+                String json = rs.getString(c);
+                return json == null ? null : JSONB.valueOf(json);
+            }
+            if (type == JobStatus.class) {
+                String status = rs.getString(c);
+                return status == null ? null : JobStatus.lookupLiteral(status);
+            }
+            Object v = rs.getObject(c);
+            if (v == null) return null;
+            if (type == Long.class) return ((Number) v).longValue();
+            if (type == Integer.class) return ((Number) v).intValue();
+            if (type == Short.class) return ((Number) v).shortValue();
+            if (type == Double.class) return ((Number) v).doubleValue();
+            if (type == Boolean.class) return v;
+            throw new IllegalStateException("no reader for a jobs column of " + type);
+        }
+
+        @SuppressWarnings("unchecked")
         private static <T> void set(JobsRecord job, Field<T> field, Object value) {
-            job.set(field, field.getDataType().convert(value));
+            job.set(field, (T) value);
         }
     }
 
@@ -600,11 +674,9 @@ public final class Enqueue {
         }
         if (keys.isEmpty()) return found;
         Map<String, JobsRecord> byKey = new HashMap<>();
-        Result<Record> rows = BY_JOB_KEY.bind().set("tenant_ids", tenants.toArray(String[]::new))
-                .set("job_keys", keys.toArray(String[]::new)).fetch(tx);
-        JobRows jobs = new JobRows(rows);
-        for (Record row : rows) {
-            JobsRecord r = jobs.of(row);
+        JobRows jobs = JobRows.of(BY_JOB_KEY);
+        for (JobsRecord r : BY_JOB_KEY.bind().set("tenant_ids", tenants.toArray(String[]::new))
+                .set("job_keys", keys.toArray(String[]::new)).query(tx, jobs::of)) {
             byKey.put(r.getTenantId() + "\u0000" + r.getJobKey(), r);
         }
         for (int i : indexes) {

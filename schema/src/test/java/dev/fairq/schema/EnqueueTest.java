@@ -212,6 +212,29 @@ class EnqueueTest extends StoreTestSupport {
         }
         assertEquals(Double.valueOf(Double.NEGATIVE_INFINITY), plain.get(0).job().getReadyRank());
         assertEquals(plain.get(0).job().getCreatedAt(), plain.get(0).job().getAdmittedAt());
+
+        // a single job takes the one-row statements (scalars, not arrays of one), each twin of them
+        store.admission().grant(dsl, List.of(T2));
+        List<EnqueueResult> single = new ArrayList<>();
+        single.add(store.enqueue(dsl, job(T2).payload("{\"b\": [1, \"x\"]}").priority(-2).timeout(Duration.ofSeconds(3)).build()));
+        single.add(store.enqueue(dsl, job(T1).orderingKey("order-10").delay(Duration.ofSeconds(30)).maxAttempts(3).build()));
+        single.addAll(store.enqueueAllUnflushed(dsl, List.of(job(T1).jobKey("k5").payloadVersion(3).build())));
+        single.addAll(store.enqueueAllWakingAfterCommit(dsl, List.of(job(T1).queue("q3").runAt(dbNow().plusHours(2)).build())));
+        single.addAll(store.enqueueAllUnflushed(dsl, List.of(job(T1).fairnessKey("customer-3").build())));
+        single.add(store.enqueue(dsl, job(T1).fairnessKey("customer-3").concurrencyKey("smtp").build()));
+        single.add(store.enqueue(dsl, job(T1).jobKey("k5").build())); // the replay of an existing key
+        assertEquals(List.of(true, true, true, true, true, true, false), single.stream().map(EnqueueResult::created).toList());
+        assertEquals(single.get(2).job().getId(), single.get(6).job().getId());
+        assertEquals(List.of(JobStatus.ready, JobStatus.pending, JobStatus.pending, JobStatus.pending, JobStatus.pending,
+                JobStatus.pending, JobStatus.pending), single.stream().map(r -> r.job().getStatus()).toList());
+        for (EnqueueResult r : single) {
+            JobsRecord stored = row(r.job().getId());
+            for (org.jooq.Field<?> f : JOBS.fields()) {
+                assertEquals(stored.get(f), r.job().get(f), f.getName() + " of job " + stored.getId());
+            }
+        }
+        assertTrue(single.get(1).job().getKeyHead());
+        assertEquals("{\"b\": [1, \"x\"]}", single.get(0).job().getPayload().data());
     }
 
     @Test
