@@ -4,9 +4,8 @@ import dev.fairq.schema.generated.enums.JobStatus;
 import dev.fairq.schema.generated.tables.records.JobsRecord;
 import org.jooq.DSLContext;
 import org.jooq.Field;
-import org.jooq.Record;
 import org.jooq.JSONB;
-import org.jooq.Result;
+import org.jooq.Record;
 
 import java.sql.ResultSet;
 import java.sql.ResultSetMetaData;
