@@ -155,6 +155,42 @@ class EnqueueValidationTest extends StoreTestSupport {
         assertEquals(4, countJobs(T1));
     }
 
+    /**
+     * A single job of a tenant whose room this process has not counted in the last second (a tenant among thousands
+     * submitting now and then) is counted in its own insert: one statement, not a count and then the insert. A full
+     * queue and an unknown tenant are still refused, by the same statement, and nothing is written.
+     */
+    @Test
+    void aSingleJobIsCountedInItsOwnInsert() throws Exception {
+        dsl.execute("UPDATE tenants SET max_queued = 2 WHERE id = ?", T1);
+        try (java.sql.Connection c = Database.dedicated(db.jdbcUrl, db.user, db.password, "enqueue-one-statement")) {
+            java.util.concurrent.atomic.AtomicInteger prepared = new java.util.concurrent.atomic.AtomicInteger();
+            java.sql.Connection counting = (java.sql.Connection) java.lang.reflect.Proxy.newProxyInstance(
+                    getClass().getClassLoader(), new Class<?>[]{java.sql.Connection.class}, (proxy, m, args) -> {
+                        if (m.getName().startsWith("prepare")) prepared.incrementAndGet();
+                        try {
+                            return m.invoke(c, args);
+                        } catch (java.lang.reflect.InvocationTargetException e) {
+                            throw e.getCause();
+                        }
+                    });
+            org.jooq.DSLContext one = org.jooq.impl.DSL.using(counting, org.jooq.SQLDialect.POSTGRES);
+            for (int i = 1; i <= 2; i++) {
+                JobStore fresh = new JobStore(clock); // has counted no tenant's room yet
+                assertTrue(fresh.enqueue(one, job(T1).build()).created());
+                assertEquals(i, prepared.get(), "statements for " + i + " single jobs");
+            }
+            QueueFullException full = assertThrows(QueueFullException.class, () -> new JobStore(clock).enqueue(one, job(T1).build()));
+            assertEquals(2, full.queued());
+            assertEquals(2, full.maxQueued());
+            assertEquals(3, prepared.get());
+            assertThrows(UnknownTenantException.class, () -> new JobStore(clock).enqueue(one, job("nobody").build()));
+            assertEquals(4, prepared.get());
+        }
+        assertEquals(2, countJobs(T1));
+        assertEquals(2, countJobs());
+    }
+
     @Test
     void batchWithinTheLimitIsAccepted() {
         dsl.execute("UPDATE tenants SET max_queued = 10 WHERE id = ?", T1);
