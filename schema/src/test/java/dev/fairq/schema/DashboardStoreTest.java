@@ -156,7 +156,11 @@ class DashboardStoreTest extends StoreTestSupport {
     void statsCountACompletionThatRacesTheRollupOnce() {
         DashboardStore rollup = new DashboardStore(clock);
         JobQueries queries = new JobQueries();
-        Instant t = clock.instant();
+        // the cursor another test left (on its own clock, minutes ahead) would make these runs count from the
+        // current minute only; and 20 s into a minute, both runs fall in the minute of the completions
+        dsl.execute("DELETE FROM rollup_cursor");
+        Instant t = clock.instant().truncatedTo(ChronoUnit.MINUTES).plus(Duration.ofMinutes(1)).plusSeconds(20);
+        clock.set(t);
         finishOne(T1);
         // the run's time is before the completion, its snapshot after the commit
         new DashboardStore(new SettableClock(t.minusMillis(500))).rollup(dsl, List.of(T1));
