@@ -241,7 +241,7 @@ public final class ScheduleFirer {
                 }
                 return;
             } catch (QueueFullException e) {
-                // nothing was written (the room check comes first); leave the tenant out and go again
+                // nothing was written (a batch is counted before its insert, a single job in it); leave the tenant out, go again
                 if (!full.add(e.tenantId())) throw e;
             }
         }

@@ -108,6 +108,13 @@ public final class JobQueries {
      * cost a range of every job finished in it, 205 ms per call at 180,000 recent jobs. The window is whole
      * minutes: from the start of the minute {@code window} ago.
      *
+     * <p>"Since that rollup" is the time the latest minute's row carries (what its run counted through, see
+     * DashboardStore#COMMIT_LAG), not the latest time of any row: a run recounts every minute of its window with
+     * one time, and a minute it no longer recounts is final (its time lies after the minute's end), but a test's or
+     * tool's rollup (rollupMinutes, through its own time) could leave an older minute's row later than the
+     * current minute's row a scheduler run rewrote just after, and the completions between the two times were
+     * then counted by neither. Never before the window.
+     *
      * <p>With the live figures ({@link #LIVE_COLUMNS}) and the tenant's row, in one round trip: what GET /v1/stats
      * answers. Three statements took three round trips of the API's pool per call, each about as costly in CPU
      * (parse, bind, protocol, on both sides) as the index ranges they read.
@@ -115,7 +122,7 @@ public final class JobQueries {
     static final NamedSql STATS = NamedSql.of("""
             WITH r AS (
                 SELECT coalesce(sum(succeeded), 0) AS succeeded, coalesce(sum(dead), 0) AS dead,
-                       max(updated_at) AS rolled_at,
+                       (array_agg(updated_at ORDER BY minute DESC))[1] AS rolled_at,
                        date_trunc('minute', now() - :window_ms * interval '1 millisecond') AS since
                 FROM tenant_minute_stats
                 WHERE tenant_id = :tenant AND minute >= date_trunc('minute', now() - :window_ms * interval '1 millisecond')
@@ -123,9 +130,9 @@ public final class JobQueries {
             SELECT t.*,
             """ + LIVE_COLUMNS + """
                    , r.succeeded + (SELECT count(*) FROM jobs j WHERE j.tenant_id = :tenant AND j.status = 'succeeded'
-                                      AND j.finished_at > coalesce(r.rolled_at, r.since)) AS recent_succeeded,
+                                      AND j.finished_at > greatest(r.rolled_at, r.since)) AS recent_succeeded,
                    r.dead + (SELECT count(*) FROM jobs j WHERE j.tenant_id = :tenant AND j.status = 'dead'
-                               AND j.finished_at > coalesce(r.rolled_at, r.since)) AS recent_dead
+                               AND j.finished_at > greatest(r.rolled_at, r.since)) AS recent_dead
             FROM tenants t CROSS JOIN r
             WHERE t.id = :tenant
             """);

@@ -177,6 +177,30 @@ class DashboardStoreTest extends StoreTestSupport {
         assertEquals(2, queries.tenantFigures(dsl, T1, Duration.ofMinutes(5)).orElseThrow().stats().succeededRecent());
     }
 
+    /**
+     * A tool's rollup through its own time (rollupMinutes), then a scheduler run 1 s later that recounts only the
+     * current minute, through 2 s before its time: the older minute's row now carries a later time than the current
+     * one's. A completion between the two times is in neither row; the stats count it, from the latest minute's
+     * time (counting from the latest time of any row missed it).
+     */
+    @Test
+    void statsCountFromTheLatestMinutesRow() {
+        dsl.execute("DELETE FROM rollup_cursor");
+        JobQueries queries = new JobQueries();
+        Instant m0 = clock.instant().truncatedTo(ChronoUnit.MINUTES).plus(Duration.ofMinutes(1));
+        clock.set(m0.plusSeconds(50));
+        finishOne(T1);
+        clock.set(m0.plusMillis(69_500));
+        finishOne(T1); // in the next minute, between the scheduler run's time and the tool's
+        clock.set(m0.plusSeconds(70));
+        new DashboardStore(clock).rollupMinutes(dsl, 2);
+        dsl.execute("INSERT INTO rollup_cursor (id, rolled_through) VALUES (1, ?::timestamptz)", m0.toString()); // m0 final
+        clock.set(m0.plusSeconds(71));
+        new DashboardStore(clock).rollup(dsl, List.of(T1));
+        assertEquals(0, succeeded(T1, m0.plusSeconds(60)), "the run counted the minute through 69 s");
+        assertEquals(2, queries.tenantFigures(dsl, T1, Duration.ofMinutes(5)).orElseThrow().stats().succeededRecent());
+    }
+
     private void finishOne(String tenant) {
         long id = enqueue(job(tenant));
         int attempt = admitAndClaim("w1", id).attempt();
