@@ -72,9 +72,18 @@ public final class Enqueue {
                            AND coalesce(r.delay_ms, 0) <= 0 AS grantable
             """ + "    FROM " + INPUT_ROWS + "\n    ORDER BY r.ord\n";
 
-    /** The statement for a single job ({@link #INPUT_ROW}). */
-    private static NamedSql oneRow(String text) {
-        return NamedSql.of(NamedSql.variant(text, INPUT_ROWS, INPUT_ROW));
+    /**
+     * The three forms of an insert statement: for a batch (arrays), for a single job ({@link #INPUT_ROW}), and for
+     * a single job that counts its tenant's room in the statement ({@link #oneRowCounted}).
+     */
+    record Forms(NamedSql batch, NamedSql one, NamedSql counted) {
+        static Forms of(String text) {
+            return new Forms(NamedSql.of(text), NamedSql.of(NamedSql.variant(text, INPUT_ROWS, INPUT_ROW)), oneRowCounted(text));
+        }
+
+        NamedSql pick(boolean single, boolean countRoom) {
+            return countRoom ? counted : single ? one : batch;
+        }
     }
 
     /**
@@ -182,8 +191,7 @@ public final class Enqueue {
             FROM input LEFT JOIN inserted ON inserted.id = input.id
             ORDER BY input.ord
             """;
-    static final NamedSql INSERT_JOBS = NamedSql.of(INSERT_JOBS_TEXT), INSERT_JOB = oneRow(INSERT_JOBS_TEXT),
-            INSERT_JOB_COUNTED = oneRowCounted(INSERT_JOBS_TEXT);
+    static final Forms INSERT_JOBS = Forms.of(INSERT_JOBS_TEXT);
 
     /**
      * Where the API's statements turn off the commit's wait for the WAL flush: see {@link #INSERT_JOBS_UNFLUSHED}.
@@ -201,8 +209,7 @@ public final class Enqueue {
      */
     private static final String INSERT_JOBS_QUIET_TEXT = NamedSql.variant(INSERT_JOBS_TEXT,
             WAKE_IN_STATEMENT, "(SELECT count(*) FROM used)");
-    static final NamedSql INSERT_JOBS_QUIET = NamedSql.of(INSERT_JOBS_QUIET_TEXT), INSERT_JOB_QUIET = oneRow(INSERT_JOBS_QUIET_TEXT),
-            INSERT_JOB_QUIET_COUNTED = oneRowCounted(INSERT_JOBS_QUIET_TEXT);
+    static final Forms INSERT_JOBS_QUIET = Forms.of(INSERT_JOBS_QUIET_TEXT);
 
     /**
      * INSERT_JOBS_QUIET for a caller that acknowledges its client itself (the API): the commit does not wait for the WAL
@@ -222,9 +229,7 @@ public final class Enqueue {
      * The trigger's wake-up of the scheduler for pending jobs stays: it names the tenants, which only the inserted
      * rows know.
      */
-    private static final String INSERT_JOBS_UNFLUSHED_TEXT = NamedSql.variant(INSERT_JOBS_QUIET_TEXT, FINAL_SELECT, FINAL_SELECT_UNFLUSHED);
-    static final NamedSql INSERT_JOBS_UNFLUSHED = NamedSql.of(INSERT_JOBS_UNFLUSHED_TEXT),
-            INSERT_JOB_UNFLUSHED = oneRow(INSERT_JOBS_UNFLUSHED_TEXT), INSERT_JOB_UNFLUSHED_COUNTED = oneRowCounted(INSERT_JOBS_UNFLUSHED_TEXT);
+    static final Forms INSERT_JOBS_UNFLUSHED = Forms.of(NamedSql.variant(INSERT_JOBS_QUIET_TEXT, FINAL_SELECT, FINAL_SELECT_UNFLUSHED));
 
     /**
      * INSERT_JOBS with key grants (V13__key_grants.sql, described above), for a request with a fairness key; one
@@ -304,19 +309,15 @@ public final class Enqueue {
             FROM input LEFT JOIN inserted ON inserted.id = input.id
             ORDER BY input.ord
             """;
-    static final NamedSql INSERT_KEYED_JOBS = NamedSql.of(INSERT_KEYED_JOBS_TEXT), INSERT_KEYED_JOB = oneRow(INSERT_KEYED_JOBS_TEXT),
-            INSERT_KEYED_JOB_COUNTED = oneRowCounted(INSERT_KEYED_JOBS_TEXT);
+    static final Forms INSERT_KEYED_JOBS = Forms.of(INSERT_KEYED_JOBS_TEXT);
 
     /**
      * INSERT_KEYED_JOBS for a caller that waits for the flush itself, as {@link #INSERT_JOBS_UNFLUSHED}. It still wakes
      * in the statement (a key grant wakes the scheduler, and only the statement knows which); without the flush in
      * its commit the notification lock is held for a moment only.
      */
-    private static final String INSERT_KEYED_JOBS_UNFLUSHED_TEXT = NamedSql.variant(INSERT_KEYED_JOBS_TEXT,
-            FINAL_SELECT, FINAL_SELECT_UNFLUSHED);
-    static final NamedSql INSERT_KEYED_JOBS_UNFLUSHED = NamedSql.of(INSERT_KEYED_JOBS_UNFLUSHED_TEXT),
-            INSERT_KEYED_JOB_UNFLUSHED = oneRow(INSERT_KEYED_JOBS_UNFLUSHED_TEXT),
-            INSERT_KEYED_JOB_UNFLUSHED_COUNTED = oneRowCounted(INSERT_KEYED_JOBS_UNFLUSHED_TEXT);
+    static final Forms INSERT_KEYED_JOBS_UNFLUSHED = Forms.of(NamedSql.variant(INSERT_KEYED_JOBS_TEXT,
+            FINAL_SELECT, FINAL_SELECT_UNFLUSHED));
 
     /**
      * The max_queued check counts at most max_queued rows per tenant (an index range scan that stops at
@@ -474,10 +475,7 @@ public final class Enqueue {
             for (String tenant : toCount) {
                 Record row = byTenant.get(tenant);
                 if (row == null) throw new UnknownTenantException(tenant);
-                long max = row.get(1, Long.class);
-                long queued = row.get(2, Long.class);
-                queueRoom.put(tenant, new QueueRoom(max, queued, now));
-                if (queued + adding.get(tenant) > max) throw new QueueFullException(tenant, queued, max);
+                counted(tenant, row.get(1, Long.class), row.get(2, Long.class), adding.get(tenant), now);
             }
         }
         adding.forEach((tenant, n) -> queueRoom.computeIfPresent(tenant, (k, room) -> room.plus(n)));
@@ -489,15 +487,20 @@ public final class Enqueue {
         return rs.wasNull() ? null : v;
     }
 
-    /** What the insert of a single job counted ({@link #oneRowCounted}): refuses what does not fit, notes the room. */
+    /** An exact count of a tenant's waiting jobs: remembered, and a refusal if {@code adding} more do not fit. */
+    private void counted(String tenant, long max, long queued, int adding, long now) {
+        queueRoom.put(tenant, new QueueRoom(max, queued, now));
+        if (queued + adding > max) throw new QueueFullException(tenant, queued, max);
+    }
+
+    /**
+     * What the insert of a single job counted ({@link #oneRowCounted}), before it inserted: the job is not there when
+     * it did not fit (refused here) or met a conflict.
+     */
     private void settleCountedRoom(String tenant, InsertedRow row) {
         if (row.roomMax() == null) throw new UnknownTenantException(tenant);
-        long now = clock.nanoTime();
-        if (row.job() == null && row.roomQueued() + 1 > row.roomMax()) {
-            queueRoom.put(tenant, new QueueRoom(row.roomMax(), row.roomQueued(), now));
-            throw new QueueFullException(tenant, row.roomQueued(), row.roomMax());
-        }
-        queueRoom.put(tenant, new QueueRoom(row.roomMax(), row.roomQueued() + (row.job() == null ? 0 : 1), now));
+        counted(tenant, row.roomMax(), row.roomQueued(), row.job() == null ? 1 : 0, clock.nanoTime());
+        if (row.job() != null) queueRoom.computeIfPresent(tenant, (k, room) -> room.plus(1));
     }
 
     private List<EnqueueResult> insertBatch(DSLContext tx, List<JobRequest> batch, Commit commit, LocalStarts.Slot slot,
@@ -584,21 +587,22 @@ public final class Enqueue {
         List<Integer> notInserted = new ArrayList<>();
         boolean keyed = false;
         for (String k : fairnessKey) keyed |= k != null;
-        boolean one = n == 1;
-        NamedSql insert = countRoom ? switch (commit) { // a single job by construction (checkQueueRoom)
-            case OWN -> keyed ? INSERT_KEYED_JOB_COUNTED : INSERT_JOB_COUNTED;
-            case CALLER_WAKES -> keyed ? INSERT_KEYED_JOB_COUNTED : INSERT_JOB_QUIET_COUNTED;
-            case UNFLUSHED -> keyed ? INSERT_KEYED_JOB_UNFLUSHED_COUNTED : INSERT_JOB_UNFLUSHED_COUNTED;
-        } : switch (commit) {
-            case OWN -> keyed ? (one ? INSERT_KEYED_JOB : INSERT_KEYED_JOBS) : one ? INSERT_JOB : INSERT_JOBS;
-            case CALLER_WAKES -> keyed ? (one ? INSERT_KEYED_JOB : INSERT_KEYED_JOBS) : one ? INSERT_JOB_QUIET : INSERT_JOBS_QUIET;
-            case UNFLUSHED -> keyed ? (one ? INSERT_KEYED_JOB_UNFLUSHED : INSERT_KEYED_JOBS_UNFLUSHED)
-                    : one ? INSERT_JOB_UNFLUSHED : INSERT_JOBS_UNFLUSHED;
+        Forms forms = switch (commit) {
+            case OWN -> keyed ? INSERT_KEYED_JOBS : INSERT_JOBS;
+            case CALLER_WAKES -> keyed ? INSERT_KEYED_JOBS : INSERT_JOBS_QUIET;
+            case UNFLUSHED -> keyed ? INSERT_KEYED_JOBS_UNFLUSHED : INSERT_JOBS_UNFLUSHED;
         };
-        NamedSql.Binding binding = insert.bind().clock(clock);
-        Object[][] columns = {ids, tenant, queue, type, payload, priority, runAt, delay, jobKey, orderingKey, maxAttempts,
-                hash, head, timeoutMs, versions, concurrencyKey, fairnessKey};
-        for (int c = 0; c < columns.length; c++) binding.set(INPUT_COLUMNS[c][0], one ? columns[c][0] : columns[c]);
+        boolean one = n == 1; // countRoom only ever for a single job (checkQueueRoom)
+        NamedSql insert = forms.pick(one, countRoom);
+        java.util.function.Function<Object[], Object> v = values -> one ? values[0] : values; // INPUT_ROW: scalars
+        NamedSql.Binding binding = insert.bind().clock(clock)
+                .set("preset_ids", v.apply(ids)).set("tenant_ids", v.apply(tenant)).set("queues", v.apply(queue))
+                .set("types", v.apply(type)).set("payloads", v.apply(payload)).set("priorities", v.apply(priority))
+                .set("run_ats", v.apply(runAt)).set("delays_ms", v.apply(delay)).set("job_keys", v.apply(jobKey))
+                .set("ordering_keys", v.apply(orderingKey)).set("max_attempts", v.apply(maxAttempts))
+                .set("request_hashes", v.apply(hash)).set("may_head", v.apply(head)).set("timeouts_ms", v.apply(timeoutMs))
+                .set("payload_versions", v.apply(versions)).set("concurrency_keys", v.apply(concurrencyKey))
+                .set("fairness_keys", v.apply(fairnessKey));
         if (!keyed) { // the keyed statements start nothing in the enqueue (a slot is never reserved for them)
             // the lease runs from this statement, not from :now (now() is the transaction's start, which may lie a
             // lease in the past), so it ends no sooner than the worker's own reckoning from just before the statement;
@@ -635,8 +639,9 @@ public final class Enqueue {
      */
     static final class JobRows {
         private static final Field<?>[] FIELDS = JOBS.fields();
+        private static final int ID = Arrays.asList(FIELDS).indexOf(JOBS.ID);
         private static final Map<NamedSql, JobRows> BY_STATEMENT = new ConcurrentHashMap<>();
-        /** Where each of FIELDS is in the statement's result (0: not there), then the id's column; found once. */
+        /** Where each of FIELDS is in the statement's result (0: not there); found once. */
         private volatile int[] at;
 
         /** The reader of one statement's results: a statement's columns are the same at every execution. */
@@ -650,9 +655,8 @@ public final class Enqueue {
                 ResultSetMetaData md = rs.getMetaData();
                 Map<String, Integer> byName = new HashMap<>();
                 for (int c = md.getColumnCount(); c >= 1; c--) byName.put(md.getColumnLabel(c), c); // the first wins
-                found = new int[FIELDS.length + 1];
+                found = new int[FIELDS.length];
                 for (int j = 0; j < FIELDS.length; j++) found[j] = byName.getOrDefault(FIELDS[j].getName(), 0);
-                found[FIELDS.length] = byName.getOrDefault(JOBS.ID.getName(), 0);
                 at = found;
             }
             return found;
@@ -661,7 +665,7 @@ public final class Enqueue {
         /** The row's job, or null where the row has no job (a left join that found none). */
         JobsRecord of(ResultSet rs) throws SQLException {
             int[] at = columns(rs);
-            rs.getLong(at[FIELDS.length]);
+            rs.getLong(at[ID]);
             if (rs.wasNull()) return null;
             JobsRecord job = new JobsRecord();
             for (int j = 0; j < FIELDS.length; j++) if (at[j] > 0) set(job, FIELDS[j], value(rs, at[j], FIELDS[j].getType()));
