@@ -716,7 +716,7 @@ public final class Enqueue {
             """);
 
     public void awaitDurable(DSLContext ctx) {
-        AWAIT_DURABLE.bind().fetch(ctx);
+        AWAIT_DURABLE.bind().run(ctx);
     }
 
     /** The jobs already holding the given job keys: one probe of jobs_job_key_uidx per key. */

@@ -361,11 +361,11 @@ public final class Leases {
     }
 
     public void wakeScheduler(DSLContext ctx) {
-        WAKE_SCHEDULER.bind().fetch(ctx);
+        WAKE_SCHEDULER.bind().run(ctx);
     }
 
     /** See {@link #WAKE_WORKERS}. */
     public void wakeWorkers(DSLContext ctx) {
-        WAKE_WORKERS.bind().fetch(ctx);
+        WAKE_WORKERS.bind().run(ctx);
     }
 }
