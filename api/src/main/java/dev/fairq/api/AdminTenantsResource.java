@@ -129,8 +129,8 @@ public final class AdminTenantsResource {
     }
 
     /**
-     * Revoked at once: the next request with the key to this process gets 401, to another API process within
-     * {@link ApiKeyStore#VERIFIED_TTL} (a second).
+     * Revoked at once: the next request with the key to this process gets 401, to another API process once it hears
+     * of it (V14's notification; {@link ApiKeyStore#VERIFIED_TTL}, a second, while it hears nothing).
      */
     @DELETE
     @Path("/{id}/keys/{keyId}")

@@ -1,5 +1,7 @@
 package dev.fairq.api;
 
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
 import org.jooq.DSLContext;
 import org.jooq.Record;
 
@@ -7,42 +9,78 @@ import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
 import java.util.function.LongSupplier;
 
 /**
  * Tenant API keys (table api_keys): stored as SHA-256, looked up by hash. A key verified in the database is
- * remembered for {@link #VERIFIED_TTL} (keyed by its SHA-256, never the key itself), with its tenant's API
- * limits: a request then needs no key lookup (one round trip of the two or three a stats or explain request
- * makes). A revocation or a limit change made through this process forgets the tenant's entries at once;
- * one made elsewhere (another API process, SQL) applies within {@link #VERIFIED_TTL}.
+ * remembered (keyed by its SHA-256, never the key itself) with its tenant's API limits, so that a request needs
+ * no key lookup: one round trip of the two or three a submit, stats or explain request makes.
+ *
+ * <p>How long a remembered key is trusted depends on whether this process hears of changes. While its
+ * {@link KeyChangeListener} listens on 'fairq_keys' (V14: every revocation, key change and API-limit change, from
+ * any process or plain SQL, notifies at its commit), a key is trusted for {@link #LISTENED_TTL}, and a change
+ * forgets the tenant's keys as soon as its notification arrives. Otherwise (no listener, or its connection lost
+ * and not yet back) for {@link #VERIFIED_TTL}, which is then what a change made elsewhere may take to apply. A
+ * revocation or limit change made through this process forgets the tenant's keys at once in either case.
  */
 final class ApiKeyStore {
     /** Every tenant key starts with it (the authentication tells keys from admin tokens by it). */
     static final String PREFIX = "fqk_";
     /**
-     * How long a verified key is trusted without asking the database again: what a revocation made by another
-     * process (or in SQL) may take to apply. A second keeps that prompt and makes the lookup one per key and
-     * second instead of one per request (2,000 requests/s of one key in the tenants benchmark).
+     * How long a verified key is trusted without asking the database again while no listener hears of changes:
+     * what a revocation made by another process (or in SQL) may take to apply then. A second keeps that prompt and
+     * makes the lookup one per key and second instead of one per request (2,000 requests/s of one key in the
+     * tenants benchmark).
      */
     static final long VERIFIED_TTL_NANOS = 1_000_000_000L;
     static final java.time.Duration VERIFIED_TTL = java.time.Duration.ofNanos(VERIFIED_TTL_NANOS);
-    /** The most verified keys remembered (about 300 bytes each: the hash, the owner, the map node); past it, expired ones are dropped, then all. */
+    /**
+     * How long a verified key is trusted while the listener hears of changes: a safety net only, since a change
+     * forgets the key when its notification arrives. With a second, a tenant that submits less often than once a
+     * second (each of the tenants benchmark's 1,000 trickling tenants: once every 10 s; most tenants of a large
+     * platform) paid a key lookup on every request, one more round trip before its insert.
+     */
+    static final long LISTENED_TTL_NANOS = 60_000_000_000L;
+    static final java.time.Duration LISTENED_TTL = java.time.Duration.ofNanos(LISTENED_TTL_NANOS);
+    /**
+     * The most verified keys remembered (about 300 bytes each: the hash, the owner, the cache's node); past it the
+     * cache evicts the ones least likely to be asked for again (Caffeine's frequency sketch), so the memory stays
+     * bounded whatever the number of tenants, and a tenant beyond it simply pays its lookup.
+     */
     static final int MAX_VERIFIED = 10_000;
 
     private final DSLContext db;
     private final LongSupplier nanoTime;
-    private final ConcurrentHashMap<String, Verified> verified = new ConcurrentHashMap<>();
+    private final Function<String, Optional<Owner>> lookup;
+    private final Cache<String, Verified> verified = Caffeine.newBuilder().maximumSize(MAX_VERIFIED)
+            .executor(Runnable::run).build();
+    /** Whether the listener hears of changes now (set by {@link KeyChangeListener}). */
+    private volatile boolean listening;
+    /**
+     * Moves at every change heard of, every local forget and every start or loss of listening: a lookup that saw it
+     * move while it read the database may have read a key from before a change it will not hear of again, so what
+     * it read is not remembered (the next request reads again).
+     */
+    private final AtomicLong changes = new AtomicLong();
+    private final AtomicLong lookups = new AtomicLong();
 
-    private record Verified(Owner owner, long atNanos) {}
+    private record Verified(Owner owner, long atNanos, long ttlNanos) {}
 
     ApiKeyStore(DSLContext db) {
         this(db, System::nanoTime);
     }
 
     ApiKeyStore(DSLContext db, LongSupplier nanoTime) {
+        this(db, nanoTime, null);
+    }
+
+    /** {@code lookup}: the database read of a key hash's owner (null: the real one); tests interleave with it. */
+    ApiKeyStore(DSLContext db, LongSupplier nanoTime, Function<String, Optional<Owner>> lookup) {
         this.db = db;
         this.nanoTime = nanoTime;
+        this.lookup = lookup != null ? lookup : this::read;
     }
 
     record CreatedKey(String keyId, String key, String tenantId, OffsetDateTime createdAt) {}
@@ -63,32 +101,40 @@ final class ApiKeyStore {
 
     /**
      * The owner of a live key: one probe of the unique index on key_hash and one of the tenants primary key; a
-     * revoked key finds nothing. The limits come along so that a live change applies at the next request (within
-     * {@link #VERIFIED_TTL} when another process made it).
+     * revoked key finds nothing. The limits come along so that a live change applies at the next request (when
+     * another process made it: once its notification arrives, or within {@link #VERIFIED_TTL} while none is heard).
      */
     Optional<Owner> ownerOf(String key) {
         return ownerOfHash(Tokens.sha256(key));
     }
 
-    /** {@link #ownerOf} for a key's SHA-256 (hex): from the verified keys while fresh, else from the database. */
+    /** {@link #ownerOf} for a key's SHA-256 (hex): from the verified keys while trusted, else from the database. */
     Optional<Owner> ownerOfHash(String hash) {
         long now = nanoTime.getAsLong();
-        Verified v = verified.get(hash);
-        if (v != null && now - v.atNanos() < VERIFIED_TTL_NANOS) return Optional.of(v.owner());
-        Optional<Owner> owner = db.resultQuery("""
+        Verified v = verified.getIfPresent(hash);
+        if (v != null && now - v.atNanos() < v.ttlNanos()) return Optional.of(v.owner());
+        boolean heard = listening;
+        long before = changes.get();
+        lookups.incrementAndGet();
+        Optional<Owner> owner = lookup.apply(hash);
+        if (owner.isEmpty()) {
+            verified.invalidate(hash);
+            return owner;
+        }
+        boolean trusted = heard && listening && changes.get() == before;
+        Verified remembered = new Verified(owner.get(), now, trusted ? LISTENED_TTL_NANOS : VERIFIED_TTL_NANOS);
+        verified.put(hash, remembered);
+        // a change heard between the check above and the put found nothing of this key to forget: forget it now
+        // (a change counts before it forgets, so either this sees it or its forgetting sees the entry)
+        if (changes.get() != before) verified.asMap().remove(hash, remembered);
+        return owner;
+    }
+
+    private Optional<Owner> read(String hash) {
+        return db.resultQuery("""
                 SELECT k.tenant_id, t.api_rate_per_second, t.api_burst FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
                 WHERE k.key_hash = ? AND k.revoked_at IS NULL""", hash).fetchOptional()
                 .map(r -> new Owner(r.get(0, String.class), r.get(1, Double.class), r.get(2, Integer.class)));
-        if (owner.isEmpty()) {
-            verified.remove(hash);
-            return owner;
-        }
-        if (verified.size() >= MAX_VERIFIED) {
-            verified.values().removeIf(x -> now - x.atNanos() >= VERIFIED_TTL_NANOS);
-            if (verified.size() >= MAX_VERIFIED) verified.clear();
-        }
-        verified.put(hash, new Verified(owner.get(), now));
-        return owner;
     }
 
     /**
@@ -96,12 +142,44 @@ final class ApiKeyStore {
      * reads them from the database. A revocation in flight with a request may let that one request through.
      */
     void forget(String tenantId) {
-        verified.values().removeIf(v -> v.owner().tenant().equals(tenantId));
+        changes.incrementAndGet();
+        verified.asMap().values().removeIf(v -> v.owner().tenant().equals(tenantId));
+    }
+
+    /** A change heard on 'fairq_keys' (V14): a tenant id, or '*' for every tenant. */
+    void keyChanged(String payload) {
+        if ("*".equals(payload)) {
+            changes.incrementAndGet();
+            verified.invalidateAll();
+        } else {
+            forget(payload);
+        }
+    }
+
+    /**
+     * The listener started hearing of changes (true) or may have missed some (false: its connection failed, or it
+     * stopped). Either way everything remembered so far is forgotten: what was verified before the listening began,
+     * or while it was lost, is not covered by it.
+     */
+    void listening(boolean heard) {
+        changes.incrementAndGet();
+        listening = heard;
+        verified.invalidateAll();
+    }
+
+    boolean listening() {
+        return listening;
+    }
+
+    /** Database lookups of keys so far (tests: a remembered key costs none). */
+    long lookups() {
+        return lookups.get();
     }
 
     /** Verified keys remembered now (tests). */
     int verifiedCount() {
-        return verified.size();
+        verified.cleanUp();
+        return (int) verified.estimatedSize();
     }
 
     /** Revokes a key of the tenant; false when the tenant has no such key. Revoking twice is fine. */

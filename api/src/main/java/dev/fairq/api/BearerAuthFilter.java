@@ -19,9 +19,9 @@ import java.util.Optional;
  * Authentication: {@code Authorization: Bearer <token>} on everything under /v1 says who calls. A tenant key
  * ({@code fqk_...}) is the tenant (never the body's), in the role {@link Role#TENANT}; an admin token is the
  * token's name (FAIRQ_ADMIN_TOKEN is {@code bootstrap}), in the role {@link Role#ADMIN}. Missing, unknown or
- * revoked: 401. Admin tokens are checked against the database on every request; a tenant key once a second at
- * most ({@link ApiKeyStore#VERIFIED_TTL}): a revocation through this process applies at once, one made elsewhere
- * within that second. What a caller may do is decided on the resources themselves ({@code @RolesAllowed}, {@link RolesFeature}),
+ * revoked: 401. Admin tokens are checked against the database on every request; a tenant key only when this
+ * process does not remember it ({@link ApiKeyStore}): a revocation through this process applies at once, one made
+ * elsewhere as its notification arrives. What a caller may do is decided on the resources themselves ({@code @RolesAllowed}, {@link RolesFeature}),
  * not here. A tenant's request takes a token from its API request limit ({@link ApiRateLimiter}) first.
  */
 @Priority(Priorities.AUTHENTICATION)

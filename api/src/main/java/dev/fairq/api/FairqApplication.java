@@ -120,6 +120,12 @@ public class FairqApplication extends Application<FairqConfiguration> {
         env.getObjectMapper().setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE);
         env.getObjectMapper().disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS);
         ApiKeyStore keys = new ApiKeyStore(db);
+        // remembered keys are trusted for a minute while this hears of every key change (V14), a second otherwise
+        KeyChangeListener keyChanges = new KeyChangeListener(keys, () -> target.dedicated("fairq-keys"));
+        env.lifecycle().manage(new Managed() {
+            @Override public void start() { keyChanges.start(); }
+            @Override public void stop() { keyChanges.close(); }
+        });
         TenantAdminStore tenants = new TenantAdminStore(db);
         AdminTokenStore adminTokens = new AdminTokenStore(db);
         env.jersey().register(new BearerAuthFilter(adminHash, keys, adminTokens, new ApiRateLimiter(System::nanoTime)));
