@@ -173,17 +173,18 @@ public final class Scheduler {
     static final int GRANT_PASS_EVERY_TENANTS = 1_000;
     static final long GRANT_PASS_EVERY_NANOS = 20_000_000L;
     /**
-     * Above this many tenant grants outstanding, LOAD reads them at most every {@link #GRANT_READ_EVERY_NANOS}, and
-     * the ticks between take them from memory (the scheduler alone makes and revokes them; only a used one goes
-     * without its knowing). Each grant is a row of every LOAD: with the tenants bench's 1,000 trickling tenants
-     * holding one each, LOAD took 3.1 ms of PostgreSQL 15 against 0.5 ms without them (pgbench), and decoding and
-     * hashing them was most of the scheduler thread's tick (JFR), at 130 ticks a second; the scheduler's backend
-     * alone used a third of a core. The price: a used grant is noticed, and its tenant granted again, up to 20 ms
-     * later. Those tenants are quiet (that is what a grant is for: their next job is typically seconds away), and
-     * a job that finds no grant is admitted by the tick its wake-up causes. With few grants, every tick reads them.
+     * Above this many tenant grants outstanding, LOAD reads the unused ones at most every
+     * {@link #GRANT_READ_EVERY_NANOS}, and the ticks between take them from memory: the scheduler alone makes and
+     * revokes them, and every LOAD reads the used ones (V15: an enqueue marks the grant it takes, and the grant pass
+     * clears it), so a used grant is noticed at the next tick whatever the cadence. The full read is a safety net (a
+     * grant gone another way: its tenant deleted, SQL) and what a new leader starts from. Each unused grant is a row
+     * of the full read: with the tenants bench's 1,000 trickling tenants holding one each, LOAD took 3.1 ms of
+     * PostgreSQL 15 against 0.5 ms without them (pgbench), and decoding and hashing them was most of the scheduler
+     * thread's tick (JFR), at 130 ticks a second. Before V15 they were read every 20 ms, because a used grant was
+     * noticed only there. With few grants, every tick reads them.
      */
     static final int GRANT_READ_EVERY_TICK_UP_TO = 64;
-    static final long GRANT_READ_EVERY_NANOS = 20_000_000L;
+    static final long GRANT_READ_EVERY_NANOS = 1_000_000_000L;
     /**
      * With shares by worker time, finished attempts are read this often: corrections land within it plus the
      * read's one-second lag (plus a turn of SETTLE_BATCH with more busy tenants), and the read costs one index
@@ -427,10 +428,11 @@ public final class Scheduler {
         if (readGrants) {
             grantAges = load.grantAgeSeconds();
             lastGrantRead = now;
-        } else { // the grants as the last tick left them, aged in memory
+        } else { // the grants as the last tick left them, aged in memory, less those an enqueue has taken since
             double since = (now - lastTickNanos) / 1e9;
             Map<String, Double> aged = new HashMap<>(grantsAfterLastTick.size() * 2);
             grantsAfterLastTick.forEach((t, ageSeconds) -> aged.put(t, ageSeconds + since));
+            aged.keySet().removeAll(load.usedGrants());
             grantAges = aged;
         }
         refreshRoutes(ctx, now);
@@ -470,6 +472,8 @@ public final class Scheduler {
                 || now - lastGrantPass >= GRANT_PASS_EVERY_NANOS)) {
             grantToQuietTenants(ctx, now, load, capacity, grants, result);
             lastGrantPass = now;
+        } else if (!grantsOn() && !load.usedGrants().isEmpty()) {
+            store.admission().grant(ctx, List.of(), load.usedGrants()); // grants made before they were turned off
         }
         grantsAfterLastTick = grants; // ages as of now (a grant made this tick: 0)
         lastTickNanos = now;
@@ -1259,7 +1263,10 @@ public final class Scheduler {
                                      Map<String, Double> grants, TickResult admitted) {
         int budget = Math.max(Math.max(config.minBuffer(), capacity), config.maxGrants()) - grants.size()
                 - keyGrantsHeld();
-        if (budget <= 0) return;
+        if (budget <= 0) {
+            store.admission().grant(ctx, List.of(), load.usedGrants()); // the used ones are cleared all the same
+            return;
+        }
         Map<String, Integer> admittedNow = new HashMap<>();
         for (String t : admitted.admittedTenants()) admittedNow.merge(t, 1, Integer::sum);
         List<TenantState> quiet = new ArrayList<>();
@@ -1285,7 +1292,9 @@ public final class Scheduler {
             ids.add(t.id());
         }
         Set<String> withAdmission = new HashSet<>();
-        for (String id : store.admission().grant(ctx, ids)) {
+        // the used grants this tick's LOAD read are cleared in the same statement (those of tenants granted again
+        // become their new grant)
+        for (String id : store.admission().grant(ctx, ids, load.usedGrants())) {
             TenantState t = tenants.get(id);
             t.bucket().reserve();
             policy.chargeGrant(t, load.nextRank());

@@ -27,8 +27,13 @@ class AdmissionGrantsTest extends SimulatedSchedulerTest {
         return new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(8, 4).build());
     }
 
+    /** Grants outstanding: an enqueue marks the one it takes used (V15) and the scheduler clears it. */
     private long grants(SimulatedScheduler s) {
-        return s.count("SELECT count(*) FROM admission_grants");
+        return s.count("SELECT count(*) FROM admission_grants WHERE used_at IS NULL");
+    }
+
+    private long usedGrants(SimulatedScheduler s) {
+        return s.count("SELECT count(*) FROM admission_grants WHERE used_at IS NOT NULL");
     }
 
     private long status(SimulatedScheduler s, String tenant, String status) {
@@ -60,7 +65,7 @@ class AdmissionGrantsTest extends SimulatedSchedulerTest {
         SimulatedScheduler s = scheduler();
         runOneJob(s, "q");
         s.tick();
-        assertEquals(List.of("q"), s.dsl.fetchValues("SELECT tenant_id FROM admission_grants"),
+        assertEquals(List.of("q"), s.dsl.fetchValues("SELECT tenant_id FROM admission_grants WHERE used_at IS NULL"),
                 "one grant, for the tenant that was active; none for one that never was");
 
         s.enqueue(jobs("q", 3));
@@ -96,7 +101,7 @@ class AdmissionGrantsTest extends SimulatedSchedulerTest {
         s.dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now(), locked_by = NULL, locked_until = NULL "
                 + "WHERE status = 'running'");
         s.tick();
-        assertEquals(List.of("capped"), s.dsl.fetchValues("SELECT tenant_id FROM admission_grants"));
+        assertEquals(List.of("capped"), s.dsl.fetchValues("SELECT tenant_id FROM admission_grants WHERE used_at IS NULL"));
         s.enqueue(jobs("capped", 2));
         s.tick();
         assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE tenant_id = 'capped' AND status IN ('ready', 'running')"),
@@ -123,12 +128,13 @@ class AdmissionGrantsTest extends SimulatedSchedulerTest {
     }
 
     /**
-     * With more grants out than {@link Scheduler#GRANT_READ_EVERY_TICK_UP_TO}, the ticks between two reads of them take
-     * them from memory: a used one is noticed, and its tenant granted again, at the next read; and the remembered ages
-     * still take a grant back when its window ends on a tick that does not read them.
+     * With more grants out than {@link Scheduler#GRANT_READ_EVERY_TICK_UP_TO}, the ticks between two full reads take
+     * the unused ones from memory, and every tick reads the used ones (V15): a used grant is noticed, and its tenant
+     * granted again, at the next tick, not at the next full read; and the remembered ages still take a grant back
+     * when its window ends on a tick that does not read them.
      */
     @Test
-    void withManyGrantsOutAUsedOneIsNoticedAtTheNextReadAndTheirAgesAreKept() {
+    void withManyGrantsOutAUsedOneIsNoticedAtTheNextTickAndTheirAgesAreKept() {
         int n = Scheduler.GRANT_READ_EVERY_TICK_UP_TO + 6;
         List<String> ids = new ArrayList<>();
         for (int i = 0; i < n; i++) {
@@ -144,21 +150,36 @@ class AdmissionGrantsTest extends SimulatedSchedulerTest {
 
         s.enqueue(jobs("m000", 1));
         assertEquals(1, status(s, "m000", "ready"), "the job took m000's grant");
-        s.clock.advance(Duration.ofMillis(1));
+        assertEquals(1, usedGrants(s), "and marked it used");
+        s.clock.advance(Duration.ofMillis(100)); // well before the next full read
         s.tick();
-        assertEquals(n - 1, grants(s), "between two reads the used grant still counts as held: none made for m000");
-        s.clock.advance(readEvery);
-        s.tick();
-        assertEquals(n, grants(s), "the read found it used: m000 (its job only ready, nothing waiting) is granted again");
+        assertEquals(n, grants(s), "the next tick saw it used: m000 (its job only ready, nothing waiting) is granted again");
+        assertEquals(0, usedGrants(s), "the used row became the new grant");
 
         // the first grants end their window between a read and the next tick, which does not read them
-        s.clock.advance(Duration.ofNanos(Scheduler.GRANT_WINDOW_NANOS).minus(readEvery.multipliedBy(2)).minusMillis(10));
+        s.clock.advance(Duration.ofNanos(Scheduler.GRANT_WINDOW_NANOS).minus(readEvery).minusMillis(100).minusMillis(10));
         s.tick();
         assertEquals(n, grants(s), "a read 10 ms before the window ends keeps them all");
         s.clock.advance(Duration.ofMillis(15));
         s.tick();
-        assertEquals(List.of("m000"), s.dsl.fetchValues("SELECT tenant_id FROM admission_grants"),
+        assertEquals(List.of("m000"), s.dsl.fetchValues("SELECT tenant_id FROM admission_grants WHERE used_at IS NULL"),
                 "taken back by their remembered age; m000's newer grant stays");
+    }
+
+    /** A used grant whose tenant is not granted again (work waits behind it now) is deleted: used rows do not pile up. */
+    @Test
+    void aUsedGrantIsClearedWhenItsTenantIsNotGrantedAgain() {
+        db.createTenant("c");
+        SimulatedScheduler s = scheduler();
+        runOneJob(s, "c");
+        s.tick();
+        assertEquals(1, grants(s));
+        s.enqueue(jobs("c", 1)); // takes the grant
+        s.enqueue(jobs("c", 30, b -> b.concurrencyKey("k"))); // and more than a round's worth waits behind it
+        assertEquals(1, usedGrants(s));
+        s.tick();
+        assertEquals(0, usedGrants(s), "the tick that saw it used cleared it");
+        assertEquals(0, grants(s), "and made none: c has work waiting");
     }
 
     /** A grant taken back unused gives its token back. */
@@ -296,17 +317,17 @@ class AdmissionGrantsTest extends SimulatedSchedulerTest {
         runOneJob(s, "q");
         s.tick();
         assertEquals(1, grants(s));
-        s.dsl.execute("DELETE FROM admission_grants"); // as if used by a job that came without a grant in time
+        s.dsl.execute("UPDATE admission_grants SET used_at = now()"); // as if used by a job that came without a grant in time
 
         s.enqueue(jobs("q", 1));
         s.scheduler.rescanSoon();
         s.clock.advance(SchedulerConfig.DEFAULT_ACTIVE_RESCAN); // the rescan finds the job, its wake-up is not read yet
         assertEquals(List.of("q"), s.scheduler.tick(s.dsl).admittedTenants());
         assertEquals(1, grants(s), "granted in the round that admitted its last waiting job");
-        String grantRow = s.dsl.fetchValue("SELECT xmin::text FROM admission_grants").toString();
+        String grantRow = s.dsl.fetchValue("SELECT xmin::text FROM admission_grants WHERE used_at IS NULL").toString();
         s.tick(); // delivers the job's wake-up, late: nothing is waiting
         // the same row: taken back and made again within the tick, an enqueue in between would have found none
-        assertEquals(List.of(grantRow), s.dsl.fetchValues("SELECT xmin::text FROM admission_grants"),
+        assertEquals(List.of(grantRow), s.dsl.fetchValues("SELECT xmin::text FROM admission_grants WHERE used_at IS NULL"),
                 "the late wake-up left the grant");
         s.enqueue(jobs("q", 1));
         assertEquals(0, status(s, "q", "pending"), "the next job took the grant");

@@ -54,7 +54,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         SimulatedScheduler s = floodWithOneOfY();
         assertEquals(List.of("y", "y"), s.dsl.fetchValues("SELECT fairness_key FROM key_grants WHERE tenant_id = 't'"),
                 "y had its second job admitted, its last waiting: granted (two slots) in the same tick");
-        assertEquals(0, s.count("SELECT count(*) FROM admission_grants"), "a tenant with jobs waiting holds no tenant grant");
+        assertEquals(0, s.count("SELECT count(*) FROM admission_grants WHERE used_at IS NULL"), "a tenant with jobs waiting holds no tenant grant");
 
         s.dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE fairness_key = 'y'");
         s.enqueue(keyed("t", "y", 2));
@@ -114,7 +114,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
             s.clock.advance(Duration.ofMillis(10));
             s.tick();
             long held = s.count("SELECT count(*) FROM jobs WHERE tenant_id = 't' AND status IN ('ready', 'running')")
-                    + keyGrants(s) + s.count("SELECT count(*) FROM admission_grants");
+                    + keyGrants(s) + s.count("SELECT count(*) FROM admission_grants WHERE used_at IS NULL");
             assertTrue(held <= 12, "round " + round + ": " + held + " places held under max_running 12");
             grantsSeen += (int) keyGrants(s);
             // the workers finish what runs and start what is ready: every other round, so the cap binds
@@ -149,7 +149,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         assertEquals(0, keyGrants(s), "unused for longer than the window: taken back");
         // the bucket refilled to its burst over the window: all of it is available but what a grant now reserves
         // (t, quiet now, holds a tenant grant)
-        assertEquals(1_000_000 - s.count("SELECT count(*) FROM admission_grants"),
+        assertEquals(1_000_000 - s.count("SELECT count(*) FROM admission_grants WHERE used_at IS NULL"),
                 s.scheduler.tenants().get("t").bucket().available(), "the key grant's token came back");
 
         SimulatedScheduler p = floodWithPaused();

@@ -8,6 +8,7 @@ import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -131,11 +132,11 @@ public final class Admission {
     /** ADMIT without the wake-up, for a caller that sends it once the statement committed, off its thread ({@link Waker}). */
     static final NamedSql ADMIT_QUIETLY = NamedSql.of(NamedSql.variant(ADMIT_TEXT, ", pg_notify('fairq_ready', '')", ""));
 
-    /** LOAD's branch that reads the tenant grants (left out by {@link #LOAD_WITHOUT_GRANTS}). */
+    /** LOAD's branch that reads the unused tenant grants (left out by {@link #LOAD_WITHOUT_GRANTS}). */
     private static final String GRANT_BRANCH = """
             UNION ALL
             SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL, NULL, NULL, NULL, NULL
-            FROM admission_grants
+            FROM admission_grants WHERE used_at IS NULL
             """;
 
     /**
@@ -175,7 +176,10 @@ public final class Admission {
             SELECT 'last_rank', NULL, (SELECT max(ready_rank) FROM jobs WHERE status = 'ready'), NULL, NULL, NULL, NULL, NULL, NULL
             UNION ALL
             SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL, NULL, NULL, NULL, NULL
-            FROM admission_grants
+            FROM admission_grants WHERE used_at IS NULL
+            UNION ALL
+            SELECT 'used_grant', tenant_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+            FROM admission_grants WHERE used_at IS NOT NULL
             UNION ALL
             SELECT 'key_grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, slot::text, NULL, NULL,
                    fairness_key, NULL, NULL
@@ -184,11 +188,12 @@ public final class Admission {
     static final NamedSql LOAD = NamedSql.of(LOAD_TEXT);
 
     /**
-     * LOAD without the tenant grants, for the ticks between two reads of them (the scheduler keeps them in memory
-     * meanwhile, see Scheduler#GRANT_READ_EVERY_NANOS). Every grant is a row of LOAD: with the tenants bench's 1,000
-     * trickling tenants each holding one, LOAD took 3.1 ms of PostgreSQL 15 with them and 0.5 ms without (pgbench,
-     * the statement as the scheduler runs it), and the scheduler's thread spent most of a tick decoding and hashing
-     * them, at 130 ticks a second.
+     * LOAD without the unused tenant grants, for the ticks between two reads of them: the scheduler keeps them in
+     * memory meanwhile (it alone makes and takes back unused grants; see Scheduler#GRANT_READ_EVERY_NANOS), and every
+     * LOAD reads the used ones (V15's partial index: the grants taken since they were last cleared, a row or two a
+     * tick). Every unused grant is a row of LOAD: with the tenants bench's 1,000 trickling tenants each holding one,
+     * LOAD took 3.1 ms of PostgreSQL 15 with them and 0.5 ms without (pgbench, the statement as the scheduler runs
+     * it), and the scheduler's thread spent most of a tick decoding and hashing them, at 130 ticks a second.
      */
     static final NamedSql LOAD_WITHOUT_GRANTS = NamedSql.of(NamedSql.variant(LOAD_TEXT, GRANT_BRANCH, ""));
 
@@ -252,15 +257,22 @@ public final class Admission {
             """);
 
     /**
-     * Grants each tenant one admission in advance (see Enqueue.INSERT_JOBS). The scheduler only grants to
-     * tenants the last LOAD showed without a grant, and it alone inserts grants, so ON CONFLICT never meets a
-     * row an enqueue is deleting, and no enqueue makes the tick wait.
+     * Grants each tenant one admission in advance (see Enqueue.INSERT_JOBS), and deletes the used grants
+     * (V15) of :spent, the ones the tick's LOAD read, that it does not grant again. The scheduler only grants to
+     * tenants the last LOAD showed without an unused grant, and it alone makes grants: a tenant's row is either
+     * absent, or used (committed: no enqueue locks a used row), which becomes a grant again in place. So ON
+     * CONFLICT never meets a row an enqueue is taking, and no enqueue makes the tick wait.
      */
     static final NamedSql GRANT = NamedSql.of("""
+            WITH spent AS (
+                DELETE FROM admission_grants
+                WHERE tenant_id = ANY(:spent::text[]) AND used_at IS NOT NULL AND NOT tenant_id = ANY(:tenant_ids::text[])
+            )
             INSERT INTO admission_grants (tenant_id, granted_at)
             SELECT t, :now FROM unnest(:tenant_ids::text[]) AS t
             WHERE EXISTS (SELECT 1 FROM tenants WHERE id = t) -- a tenant deleted meanwhile gets none
-            ON CONFLICT (tenant_id) DO NOTHING
+            ON CONFLICT (tenant_id) DO UPDATE SET granted_at = excluded.granted_at, used_at = NULL
+                WHERE admission_grants.used_at IS NOT NULL
             RETURNING tenant_id
             """);
 
@@ -303,6 +315,7 @@ public final class Admission {
     static final NamedSql REVOKE_GRANTS = NamedSql.of("""
             DELETE FROM admission_grants
             WHERE tenant_id IN (SELECT tenant_id FROM admission_grants WHERE tenant_id = ANY(:tenant_ids::text[])
+                                  AND used_at IS NULL
                                 FOR UPDATE SKIP LOCKED)
             RETURNING tenant_id
             """);
@@ -441,17 +454,19 @@ public final class Admission {
      *
      * @param nextRank        lowest rank in the ready buffer (the virtual time of the next job to start), or null
      * @param lastRank        highest rank in the ready buffer, or null
-     * @param grantAgeSeconds the tenants holding an admission grant, with how long they have held it
+     * @param grantAgeSeconds the tenants holding an unused admission grant, with how long they have held it (empty
+     *                        when LOAD left them out)
+     * @param usedGrants      the tenants whose grant an enqueue took and the scheduler has not cleared yet (V15)
      */
     public record QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant,
                             int workerCapacity, Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds,
                             List<ReadyGroup> readyGroups, Map<String, Map<String, Integer>> activeByKey,
                             Map<String, Map<String, ReadyKey>> readyKeys, Map<String, Double> readyFirstRanks,
-                            Map<String, Map<String, Double>> keyGrantAgeSeconds) {
+                            Map<String, Map<String, Double>> keyGrantAgeSeconds, Set<String> usedGrants) {
         public QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant, int workerCapacity,
                          Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds) {
             this(readyByTenant, runningByTenant, workerCapacity, nextRank, lastRank, grantAgeSeconds, List.of(), Map.of(),
-                    Map.of(), Map.of(), Map.of());
+                    Map.of(), Map.of(), Map.of(), Set.of());
         }
 
         /** The lowest and highest finite rank of the tenant's jobs in the ready buffer; null when it has none. */
@@ -500,6 +515,7 @@ public final class Admission {
         record Route(String tenantId, String queue, String type) {}
         Map<Route, Integer> groups = new LinkedHashMap<>(); // LOAD's ready rows are per concurrency key too
         Map<String, Double> grants = new HashMap<>();
+        Set<String> usedGrants = new HashSet<>();
         Map<String, Map<String, Integer>> byKey = new HashMap<>();
         Map<String, Map<String, ReadyKey>> readyKeys = new HashMap<>();
         Map<String, Double> firstRanks = new HashMap<>();
@@ -545,6 +561,7 @@ public final class Admission {
                         case "capacity" -> scalars[0] = (int) n;
                         case "next_rank" -> scalars[1] = isNull ? null : n;
                         case "last_rank" -> scalars[2] = isNull ? null : n;
+                        case "used_grant" -> usedGrants.add(tenant);
                         default -> grants.put(tenant, n);
                     }
                 }
@@ -556,7 +573,7 @@ public final class Admission {
         List<ReadyGroup> readyGroups = new ArrayList<>(groups.size());
         groups.forEach((g, count) -> readyGroups.add(new ReadyGroup(g.tenantId(), g.queue(), g.type(), count)));
         return new QueueLoad(ready, running, capacity, nextRank, lastRank, grants, readyGroups, byKey, readyKeys, firstRanks,
-                keyGrants);
+                keyGrants, usedGrants);
     }
 
     /** The tenants with admissible pending jobs (see {@link #TENANTS_WITH_WORK}). */
@@ -763,8 +780,17 @@ public final class Admission {
 
     /** Grants the tenants an admission each; returns those that got one (a deleted tenant gets none). */
     public List<String> grant(DSLContext ctx, List<String> tenants) {
-        if (tenants.isEmpty()) return List.of();
-        return GRANT.bind().clock(clock).set("tenant_ids", tenants.toArray(String[]::new)).fetch(ctx).getValues(0, String.class);
+        return grant(ctx, tenants, Set.of());
+    }
+
+    /**
+     * As {@link #grant(DSLContext, List)}, and deletes the used grants of {@code spent} (read by the tick's LOAD) that
+     * are not granted again: a used grant of a tenant granted again becomes its new grant in place.
+     */
+    public List<String> grant(DSLContext ctx, List<String> tenants, Set<String> spent) {
+        if (tenants.isEmpty() && spent.isEmpty()) return List.of();
+        return GRANT.bind().clock(clock).set("tenant_ids", tenants.toArray(String[]::new))
+                .set("spent", spent.toArray(String[]::new)).fetch(ctx).getValues(0, String.class);
     }
 
     /**

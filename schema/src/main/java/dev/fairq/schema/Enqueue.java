@@ -119,8 +119,9 @@ public final class Enqueue {
      * concurrency key waits for the scheduler, the only one that counts a key's running jobs), ranked at the front of the
      * claim order (-Infinity), and the workers are woken: a quiet tenant's job starts without a scheduler
      * round trip. The grant is locked first (SKIP LOCKED: one that another open transaction is taking is
-     * simply not there, so no enqueue ever waits on another's) and deleted only for a row that was actually
-     * inserted ready, so a job_key replay or a conflict leaves it for the next job.
+     * simply not there, so no enqueue ever waits on another's) and marked used (V15: the scheduler reads the used
+     * ones at every tick, not every grant) only for a row that was actually inserted ready, so a job_key replay or a
+     * conflict leaves it for the next job.
      *
      * <p>A fairness key holding a key grant (V13__key_grants.sql: a quiet key of a busy tenant) has its first due
      * job without an ordering or concurrency key inserted ready the same way, when the key has no due job waiting,
@@ -148,7 +149,7 @@ public final class Enqueue {
     private static final String INSERT_JOBS_TEXT = INPUT + """
             ), granted AS (
                 SELECT a.tenant_id FROM admission_grants a
-                WHERE a.tenant_id IN (SELECT tenant_id FROM input WHERE grantable)
+                WHERE a.tenant_id IN (SELECT tenant_id FROM input WHERE grantable) AND a.used_at IS NULL
                 FOR UPDATE SKIP LOCKED
             ), grant_use AS (
                 SELECT DISTINCT ON (i.tenant_id) i.ord
@@ -181,8 +182,9 @@ public final class Enqueue {
                 ON CONFLICT DO NOTHING
                 RETURNING *
             ), used AS (
-                DELETE FROM admission_grants g
+                UPDATE admission_grants g SET used_at = :now
                 WHERE g.tenant_id IN (SELECT tenant_id FROM inserted WHERE status IN ('ready', 'running'))
+                  AND g.used_at IS NULL
                 RETURNING g.tenant_id
             )
             SELECT input.ord AS input_ord, input.id AS input_id, inserted.*,
@@ -239,7 +241,7 @@ public final class Enqueue {
     private static final String INSERT_KEYED_JOBS_TEXT = INPUT + """
             ), granted AS (
                 SELECT a.tenant_id FROM admission_grants a
-                WHERE a.tenant_id IN (SELECT tenant_id FROM input WHERE grantable)
+                WHERE a.tenant_id IN (SELECT tenant_id FROM input WHERE grantable) AND a.used_at IS NULL
                 FOR UPDATE SKIP LOCKED
             ), key_granted AS (
                 SELECT k.tenant_id, k.fairness_key, k.slot, k.ready_rank FROM key_grants k
@@ -291,9 +293,10 @@ public final class Enqueue {
                 ON CONFLICT DO NOTHING
                 RETURNING *
             ), used AS (
-                DELETE FROM admission_grants g
+                UPDATE admission_grants g SET used_at = :now
                 WHERE g.tenant_id IN (SELECT n.tenant_id FROM grant_use u JOIN input n ON n.ord = u.ord
                                       JOIN inserted i ON i.id = n.id)
+                  AND g.used_at IS NULL
                 RETURNING g.tenant_id
             ), key_used AS (
                 DELETE FROM key_grants g

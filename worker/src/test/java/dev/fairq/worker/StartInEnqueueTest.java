@@ -63,8 +63,10 @@ class StartInEnqueueTest extends PlatformTest {
         return w;
     }
 
+    /** As the scheduler grants (Admission.GRANT): a used grant (V15) becomes the tenant's grant again. */
     private void grant(String tenant) {
-        db.dsl().execute("INSERT INTO admission_grants (tenant_id) VALUES (?)", tenant);
+        db.dsl().execute("INSERT INTO admission_grants (tenant_id) VALUES (?) ON CONFLICT (tenant_id) "
+                + "DO UPDATE SET granted_at = now(), used_at = NULL", tenant);
     }
 
     private String status(long id) {
@@ -83,7 +85,7 @@ class StartInEnqueueTest extends PlatformTest {
         await().atMost(Duration.ofSeconds(10)).until(() -> "succeeded".equals(status(id)));
         assertEquals(List.of(id), ran);
         assertEquals(0, claimedJobs.get(), "no claim took it");
-        assertEquals(0, db.count("SELECT count(*) FROM admission_grants"), "the grant was used");
+        assertEquals(0, db.count("SELECT count(*) FROM admission_grants WHERE used_at IS NULL"), "the grant was used");
         assertEquals(1, db.count("SELECT attempts FROM jobs WHERE id = ?", id));
         await().atMost(Duration.ofSeconds(5)).until(() -> w.heldCount() == 0);
 
@@ -102,7 +104,7 @@ class StartInEnqueueTest extends PlatformTest {
         grant("acme");
         assertEquals(JobStatus.pending, platform.store.enqueue(db.dsl(),
                 JobRequest.builder("acme", "noop").orderingKey("order-1").build()).job().getStatus());
-        assertEquals(1, db.count("SELECT count(*) FROM admission_grants"), "an ordering key takes no grant");
+        assertEquals(1, db.count("SELECT count(*) FROM admission_grants WHERE used_at IS NULL"), "an ordering key takes no grant");
     }
 
     /** A one-thread worker whose thread runs a job started in its enqueue until {@code hold} opens; the job's id. */
@@ -140,7 +142,7 @@ class StartInEnqueueTest extends PlatformTest {
             throw new SQLException("the application's transaction fails after the enqueue");
         }));
         assertEquals(0, db.count("SELECT count(*) FROM jobs"));
-        assertEquals(1, db.count("SELECT count(*) FROM admission_grants"), "the grant's use was rolled back with it");
+        assertEquals(1, db.count("SELECT count(*) FROM admission_grants WHERE used_at IS NULL"), "the grant's use was rolled back with it");
         // the thread counts as free again once the slot's hold is over: the next granted job starts in its enqueue
         await().atMost(Duration.ofSeconds(10)).until(() -> w.threadsHeldForStartsInEnqueue() == 0);
         assertEquals(JobStatus.running, platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "noop").build()).job().getStatus());
