@@ -154,6 +154,12 @@ public final class Admission {
      * admission commits. That makes the key limits exact, across failovers too: nothing about them lives only
      * in memory.
      *
+     * <p>The used grants are read in index order (the ORDER BY): a plain index scan marks the entries of rows gone
+     * since the last vacuum dead, and the next scan skips them, where a bitmap scan (the planner's choice without the
+     * ORDER BY) visited every grant used and cleared in the last 10 s at every tick: LOAD cost 2.05 ms a tick against
+     * 0.65 ms without the branch in the tenants bench's trickle (PostgreSQL 15, pg_stat_statements), 0.21 against 0.03
+     * ms for the branch alone after 1,000 grants used and cleared (EXPLAIN ANALYZE, the second scan).
+     *
      * <p>The lowest rank is read by ORDER BY ... LIMIT 1, not min(): the ready buffer looks empty to the planner
      * between analyses, and min() was then planned as an aggregate over the whole of jobs_claim_idx, dead entries
      * of claimed jobs included: 5-8 ms of every tick (measured with EXPLAIN ANALYZE during the tenants bench's
@@ -178,8 +184,8 @@ public final class Admission {
             SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL, NULL, NULL, NULL, NULL
             FROM admission_grants WHERE used_at IS NULL
             UNION ALL
-            SELECT 'used_grant', tenant_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-            FROM admission_grants WHERE used_at IS NOT NULL
+            SELECT 'used_grant', u.tenant_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+            FROM (SELECT tenant_id FROM admission_grants WHERE used_at IS NOT NULL ORDER BY tenant_id) u
             UNION ALL
             SELECT 'key_grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, slot::text, NULL, NULL,
                    fairness_key, NULL, NULL
