@@ -113,19 +113,19 @@ final class ApiKeyStore {
         long now = nanoTime.getAsLong();
         Verified v = verified.getIfPresent(hash);
         if (v != null && now - v.atNanos() < v.ttlNanos()) return Optional.of(v.owner());
+        long before = changes.get(); // before the flag: listening(...) sets the flag before it counts the change
         boolean heard = listening;
-        long before = changes.get();
         lookups.incrementAndGet();
         Optional<Owner> owner = lookup.apply(hash);
         if (owner.isEmpty()) {
             verified.invalidate(hash);
             return owner;
         }
-        boolean trusted = heard && listening && changes.get() == before;
-        Verified remembered = new Verified(owner.get(), now, trusted ? LISTENED_TTL_NANOS : VERIFIED_TTL_NANOS);
+        Verified remembered = new Verified(owner.get(), now, heard ? LISTENED_TTL_NANOS : VERIFIED_TTL_NANOS);
         verified.put(hash, remembered);
-        // a change heard between the check above and the put found nothing of this key to forget: forget it now
-        // (a change counts before it forgets, so either this sees it or its forgetting sees the entry)
+        // a change heard (or listening started or lost) since the read began may postdate what it read, and its
+        // forgetting may have come before the put: forget it now (a change counts before it forgets, so either this
+        // sees it or its forgetting sees the entry)
         if (changes.get() != before) verified.asMap().remove(hash, remembered);
         return owner;
     }
@@ -162,8 +162,8 @@ final class ApiKeyStore {
      * or while it was lost, is not covered by it.
      */
     void listening(boolean heard) {
+        listening = heard; // before the count: a lookup that sees the new count sees the new flag
         changes.incrementAndGet();
-        listening = heard;
         verified.invalidateAll();
     }
 

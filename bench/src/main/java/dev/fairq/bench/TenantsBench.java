@@ -666,16 +666,17 @@ final class TenantsBench implements Bench.Benchmark {
                     out.put("flood_s", Stats.round(floodEnd - floodFrom));
                     out.put("flood_jobs_per_s", Math.round(((Number) out.get("flood_started_by_end")).doubleValue() / (floodEnd - floodFrom)));
                     // enqueue-to-start from the client's send (clientLatencies); the database's clock alone as before
-                    List<Double> aloneClient = clientLatencies(db, trickle, aloneFrom, aloneTo),
-                            floodClient = clientLatencies(db, trickle, floodFrom, floodEnd);
+                    List<double[]> aloneRows = clientRows(db, trickle, aloneFrom, aloneTo),
+                            floodRows = clientRows(db, trickle, floodFrom, floodEnd);
+                    List<Double> aloneClient = clientLatencies(aloneRows), floodClient = clientLatencies(floodRows);
                     out.put("trickle_p50_ms_alone", Stats.round(Stats.percentile(aloneClient, 50)));
                     out.put("trickle_p99_ms_alone", Stats.round(Stats.percentile(aloneClient, 99)));
                     out.put("trickle_p50_ms_flood", Stats.round(Stats.percentile(floodClient, 50)));
                     out.put("trickle_p99_ms_flood", Stats.round(Stats.percentile(floodClient, 99)));
                     out.put("trickle_max_ms_flood", Stats.round(Stats.percentile(floodClient, 100)));
                     out.put("trickle_p99_ratio", Stats.ratio(Stats.percentile(floodClient, 99), Stats.percentile(aloneClient, 99)));
-                    out.put("trickle_client_slowest_alone", clientSlowest(db, trickle, aloneFrom, aloneTo));
-                    out.put("trickle_client_slowest_flood", clientSlowest(db, trickle, floodFrom, floodEnd));
+                    out.put("trickle_client_slowest_alone", clientSlowest(aloneRows));
+                    out.put("trickle_client_slowest_flood", clientSlowest(floodRows));
                     out.put("trickle_started_in_enqueue_alone", startedInEnqueue(db, aloneFrom, aloneTo));
                     out.put("trickle_started_in_enqueue_flood", startedInEnqueue(db, floodFrom, floodEnd));
                     out.put("trickle_db_p50_ms_alone", Stats.round(Stats.percentile(alone, 50)));
@@ -723,21 +724,33 @@ final class TenantsBench implements Bench.Benchmark {
 
     /**
      * Enqueue-to-start on the client's clock: from just before the trickle sent the submit to the job's started_at
-     * (the machine's one clock, read by the bench and by the database), of the jobs created in [from, to). A job
+     * (the machine's one clock, read by the bench and by the database), of the jobs {@link #clientRows} read. A job
      * started in its enqueue (a free thread of the server's worker, stop 30) has started_at = created_at, the
      * insert's own time, so the database's clock alone gives it 0 ms and the ratio had nothing to divide by
      * (alone, 99% of the trickle started so). This counts what the server did before its insert; it still stops short
      * of the handler's first line (the commit and the hand-off to the thread, 0.1-1 ms), which only makes the alone
      * figure smaller and the ratio larger.
      */
-    private static List<Double> clientLatencies(PhaseDatabase db, Trickle trickle, double from, double to) {
-        List<Double> ms = new ArrayList<>();
-        for (Record r : db.dsl().fetch("SELECT id, fairq_epoch(started_at) FROM jobs "
+    private static List<Double> clientLatencies(List<double[]> rows) {
+        List<Double> ms = new ArrayList<>(rows.size());
+        for (double[] r : rows) ms.add(r[0]);
+        return ms;
+    }
+
+    /**
+     * Per trickle job created in [from, to) and answered to the client: enqueue-to-start on the client's clock
+     * (ms), send -> created (ms), created -> started (ms), and when it was sent (seconds after {@code from}).
+     */
+    private static List<double[]> clientRows(PhaseDatabase db, Trickle trickle, double from, double to) {
+        List<double[]> rows = new ArrayList<>();
+        for (Record r : db.dsl().fetch("SELECT id, fairq_epoch(created_at), fairq_epoch(started_at) FROM jobs "
                 + "WHERE tenant_id <> 'flood' AND fairq_epoch(created_at) >= ? AND fairq_epoch(created_at) < ?", from, to)) {
             Double sent = trickle.sentAtById.get(r.get(0, Long.class));
-            if (sent != null) ms.add((r.get(1, Double.class) - sent) * 1000);
+            if (sent == null) continue;
+            double created = r.get(1, Double.class), started = r.get(2, Double.class);
+            rows.add(new double[]{(started - sent) * 1000, (created - sent) * 1000, (started - created) * 1000, sent - from});
         }
-        return ms;
+        return rows;
     }
 
     /**
@@ -746,15 +759,8 @@ final class TenantsBench implements Bench.Benchmark {
      * commit, the claim), with when each was sent, in seconds after {@code from} (a tail made by one event shows as
      * one cluster, a periodic one as a period).
      */
-    private static Map<String, Object> clientSlowest(PhaseDatabase db, Trickle trickle, double from, double to) {
-        List<double[]> rows = new ArrayList<>(); // total ms, send -> created ms, created -> started ms, sent - from s
-        for (Record r : db.dsl().fetch("SELECT id, fairq_epoch(created_at), fairq_epoch(started_at) FROM jobs "
-                + "WHERE tenant_id <> 'flood' AND fairq_epoch(created_at) >= ? AND fairq_epoch(created_at) < ?", from, to)) {
-            Double sent = trickle.sentAtById.get(r.get(0, Long.class));
-            if (sent == null) continue;
-            double created = r.get(1, Double.class), started = r.get(2, Double.class);
-            rows.add(new double[]{(started - sent) * 1000, (created - sent) * 1000, (started - created) * 1000, sent - from});
-        }
+    private static Map<String, Object> clientSlowest(List<double[]> clientRows) {
+        List<double[]> rows = new ArrayList<>(clientRows);
         Map<String, Object> m = new LinkedHashMap<>();
         if (rows.isEmpty()) return m;
         rows.sort((x, y) -> Double.compare(y[0], x[0]));

@@ -1257,18 +1257,33 @@ public final class Scheduler {
      * scheduler round trip (see V4__admission_grants.sql). A grant is an admission like any other: it
      * reserves a token, counts against max_running, and is charged to the tenant by the policy. At most
      * {@link SchedulerConfig#maxGrants()} are outstanding, most recently active tenants first. The
-     * candidates are the cached tenants, which are the active and recently active ones.
+     * candidates are the cached tenants, which are the active and recently active ones. The same statement clears
+     * the grants this tick's LOAD read as used (V15), even when there is no room for a new one.
      */
     private void grantToQuietTenants(DSLContext ctx, long now, Admission.QueueLoad load, int capacity,
                                      Map<String, Double> grants, TickResult admitted) {
         int budget = Math.max(Math.max(config.minBuffer(), capacity), config.maxGrants()) - grants.size()
                 - keyGrantsHeld();
-        if (budget <= 0) {
-            store.admission().grant(ctx, List.of(), load.usedGrants()); // the used ones are cleared all the same
-            return;
-        }
         Map<String, Integer> admittedNow = new HashMap<>();
         for (String t : admitted.admittedTenants()) admittedNow.merge(t, 1, Integer::sum);
+        List<String> ids = budget > 0 ? quietTenantsToGrant(now, load, grants, admittedNow, budget) : List.of();
+        Set<String> withAdmission = new HashSet<>();
+        // the used grants this tick's LOAD read are cleared in the same statement (those of tenants granted again
+        // become their new grant)
+        for (String id : store.admission().grant(ctx, ids, load.usedGrants())) {
+            TenantState t = tenants.get(id);
+            t.bucket().reserve();
+            policy.chargeGrant(t, load.nextRank());
+            if (costs != null) costs.chargedGrant(t, t.unitCost);
+            grants.put(id, 0.0);
+            if (admittedNow.containsKey(id)) withAdmission.add(id);
+        }
+        grantedWithLastAdmission = withAdmission;
+    }
+
+    /** The quiet tenants to grant this pass, most recently active first, at most {@code budget}. */
+    private List<String> quietTenantsToGrant(long now, Admission.QueueLoad load, Map<String, Double> grants,
+                                             Map<String, Integer> admittedNow, int budget) {
         List<TenantState> quiet = new ArrayList<>();
         for (TenantState t : tenants.values()) {
             // quiet: no job waiting, due now (maybeWork) or later (a timer); tested first, since while thousands
@@ -1291,18 +1306,7 @@ public final class Scheduler {
             if (room < 1 || t.bucket().available() < 1) continue;
             ids.add(t.id());
         }
-        Set<String> withAdmission = new HashSet<>();
-        // the used grants this tick's LOAD read are cleared in the same statement (those of tenants granted again
-        // become their new grant)
-        for (String id : store.admission().grant(ctx, ids, load.usedGrants())) {
-            TenantState t = tenants.get(id);
-            t.bucket().reserve();
-            policy.chargeGrant(t, load.nextRank());
-            if (costs != null) costs.chargedGrant(t, t.unitCost);
-            grants.put(id, 0.0);
-            if (admittedNow.containsKey(id)) withAdmission.add(id);
-        }
-        grantedWithLastAdmission = withAdmission;
+        return ids;
     }
 
     private int keyGrantsHeld() {
