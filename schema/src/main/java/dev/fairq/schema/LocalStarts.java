@@ -3,8 +3,9 @@ package dev.fairq.schema;
 /**
  * A worker in this process that can start a job in its own enqueue (issue 16: admit and claim in one step for
  * idle capacity). A single-job enqueue that a tenant grant admits (no ordering, concurrency or fairness key, due
- * now) and that finds a free thread here is inserted running under this worker's lease instead of ready, and
- * starts once its row has committed, without the notification to the workers and the claim round trip that a
+ * now) and that finds a free thread here (or, every thread busy, one freeing up within about a claim's round trip:
+ * the worker decides) is inserted running under this worker's lease instead of ready, and starts once its row has
+ * committed and a thread is free (ahead of prefetched jobs ranked behind it), without the notification to the workers and the claim round trip that a
  * ready job waits for (1.3 of the latency benchmark's 3.3 ms client p50 at stop 24).
  *
  * <p>The grant is the scheduler's decision, taken in advance, that the tenant may start one job now: its
@@ -13,7 +14,7 @@ package dev.fairq.schema;
  * reaper takes back, as for any claim.
  */
 public interface LocalStarts {
-    /** A free thread for a job of this queue and type, held until the slot is used or given back; null when none. */
+    /** A thread for a job of this queue and type, held until the slot is used or given back; null when none soon. */
     Slot reserve(String queue, String type);
 
     /**

@@ -123,6 +123,7 @@ class StartInEnqueueTest extends PlatformTest {
             holdTheOnlyThread(hold);
             grant("acme");
             EnqueueResult r = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "noop").build());
+            // busy, and no thread has freed up yet to say how soon one will (QueuedStartInEnqueueTest: when one has)
             assertEquals(JobStatus.ready, r.job().getStatus(), "the only thread is busy: the job waits in the ready buffer");
             hold.countDown();
             await().atMost(Duration.ofSeconds(10)).until(() -> "succeeded".equals(status(r.job().getId())));
