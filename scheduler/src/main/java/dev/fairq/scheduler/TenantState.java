@@ -18,6 +18,9 @@ public final class TenantState {
     boolean eligibleLastRound;
     /** When a job of the tenant was last admitted or took a grant (Long.MIN_VALUE: never, as leader). */
     long lastActiveNanos = Long.MIN_VALUE;
+    /** When the scheduler last saw one of its grants used, and until when it gets a spare (Scheduler#SPARE_KEEP_NANOS). */
+    long lastGrantUseNanos = Long.MIN_VALUE;
+    long spareUntilNanos = Long.MIN_VALUE;
     /**
      * What one of its jobs costs the virtual clock before the weight, for plans and grants: 1 when shares are
      * by jobs; with shares by worker time, its estimated seconds per job (all types; see WorkerTimeCosts).

@@ -135,7 +135,8 @@ public final class Admission {
     /** LOAD's branch that reads the unused tenant grants (left out by {@link #LOAD_WITHOUT_GRANTS}). */
     private static final String GRANT_BRANCH = """
             UNION ALL
-            SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL, NULL, NULL, NULL, NULL
+            SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, slot::text, NULL, NULL, NULL,
+                   NULL, NULL
             FROM admission_grants WHERE used_at IS NULL
             """;
 
@@ -181,11 +182,12 @@ public final class Admission {
             UNION ALL
             SELECT 'last_rank', NULL, (SELECT max(ready_rank) FROM jobs WHERE status = 'ready'), NULL, NULL, NULL, NULL, NULL, NULL
             UNION ALL
-            SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, NULL, NULL, NULL, NULL, NULL, NULL
+            SELECT 'grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, slot::text, NULL, NULL, NULL,
+                   NULL, NULL
             FROM admission_grants WHERE used_at IS NULL
             UNION ALL
-            SELECT 'used_grant', u.tenant_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-            FROM (SELECT tenant_id FROM admission_grants WHERE used_at IS NOT NULL ORDER BY tenant_id) u
+            SELECT 'used_grant', u.tenant_id, NULL, u.slot::text, NULL, NULL, NULL, NULL, NULL
+            FROM (SELECT tenant_id, slot FROM admission_grants WHERE used_at IS NOT NULL ORDER BY tenant_id) u
             UNION ALL
             SELECT 'key_grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, slot::text, NULL, NULL,
                    fairness_key, NULL, NULL
@@ -263,23 +265,27 @@ public final class Admission {
             """);
 
     /**
-     * Grants each tenant one admission in advance (see Enqueue.INSERT_JOBS), and deletes the used grants
-     * (V15) of :spent, the ones the tick's LOAD read, that it does not grant again. The scheduler only grants to
-     * tenants the last LOAD showed without an unused grant, and it alone makes grants: a tenant's row is either
-     * absent, or used (committed: no enqueue locks a used row), which becomes a grant again in place. So ON
+     * Grants admissions in advance, one per (tenant, slot) pair (see Enqueue.INSERT_JOBS, V16 for the spare slot), and
+     * deletes the used grants (V15) of :spent, the ones the tick's LOAD read, that it does not grant again. The
+     * scheduler only grants slots the last LOAD showed without an unused grant, and it alone makes grants: a slot's
+     * row is either absent, or used (committed: no enqueue locks a used row), which becomes a grant again in place. So ON
      * CONFLICT never meets a row an enqueue is taking, and no enqueue makes the tick wait.
      */
     static final NamedSql GRANT = NamedSql.of("""
-            WITH spent AS (
-                DELETE FROM admission_grants
-                WHERE tenant_id = ANY(:spent::text[]) AND used_at IS NOT NULL AND NOT tenant_id = ANY(:tenant_ids::text[])
+            WITH granting AS (
+                SELECT * FROM unnest(:tenant_ids::text[], :slots::integer[]) AS g(t, s)
+            ), spent AS (
+                DELETE FROM admission_grants a
+                USING unnest(:spent::text[], :spent_slots::integer[]) AS x(t, s)
+                WHERE a.tenant_id = x.t AND a.slot = x.s AND a.used_at IS NOT NULL
+                  AND NOT EXISTS (SELECT 1 FROM granting g WHERE g.t = x.t AND g.s = x.s)
             )
-            INSERT INTO admission_grants (tenant_id, granted_at)
-            SELECT t, :now FROM unnest(:tenant_ids::text[]) AS t
+            INSERT INTO admission_grants (tenant_id, slot, granted_at)
+            SELECT t, s, :now FROM granting
             WHERE EXISTS (SELECT 1 FROM tenants WHERE id = t) -- a tenant deleted meanwhile gets none
-            ON CONFLICT (tenant_id) DO UPDATE SET granted_at = excluded.granted_at, used_at = NULL
+            ON CONFLICT (tenant_id, slot) DO UPDATE SET granted_at = excluded.granted_at, used_at = NULL
                 WHERE admission_grants.used_at IS NOT NULL
-            RETURNING tenant_id
+            RETURNING tenant_id, slot
             """);
 
     /**
@@ -320,10 +326,12 @@ public final class Admission {
     /** Takes grants back. SKIP LOCKED: a grant an enqueue is taking right now is left to that enqueue. */
     static final NamedSql REVOKE_GRANTS = NamedSql.of("""
             DELETE FROM admission_grants
-            WHERE tenant_id IN (SELECT tenant_id FROM admission_grants WHERE tenant_id = ANY(:tenant_ids::text[])
-                                  AND used_at IS NULL
-                                FOR UPDATE SKIP LOCKED)
-            RETURNING tenant_id
+            WHERE (tenant_id, slot) IN (SELECT a.tenant_id, a.slot FROM admission_grants a
+                                        WHERE (a.tenant_id, a.slot) IN (
+                                                  SELECT * FROM unnest(:tenant_ids::text[], :slots::integer[]))
+                                          AND a.used_at IS NULL
+                                        FOR UPDATE SKIP LOCKED)
+            RETURNING tenant_id, slot
             """);
 
     /**
@@ -460,9 +468,9 @@ public final class Admission {
      *
      * @param nextRank        lowest rank in the ready buffer (the virtual time of the next job to start), or null
      * @param lastRank        highest rank in the ready buffer, or null
-     * @param grantAgeSeconds the tenants holding an unused admission grant, with how long they have held it (empty
+     * @param grantAgeSeconds the unused admission grants ({@link #grantId}), with how long they have been held (empty
      *                        when LOAD left them out)
-     * @param usedGrants      the tenants whose grant an enqueue took and the scheduler has not cleared yet (V15)
+     * @param usedGrants      the grants ({@link #grantId}) an enqueue took and the scheduler has not cleared yet (V15)
      */
     public record QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant,
                             int workerCapacity, Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds,
@@ -567,8 +575,8 @@ public final class Admission {
                         case "capacity" -> scalars[0] = (int) n;
                         case "next_rank" -> scalars[1] = isNull ? null : n;
                         case "last_rank" -> scalars[2] = isNull ? null : n;
-                        case "used_grant" -> usedGrants.add(tenant);
-                        default -> grants.put(tenant, n);
+                        case "used_grant" -> usedGrants.add(grantId(tenant, Integer.parseInt(rs.getString(4))));
+                        default -> grants.put(grantId(tenant, Integer.parseInt(rs.getString(4))), n);
                     }
                 }
             }
@@ -784,19 +792,44 @@ public final class Admission {
         return UNADMIT_PAUSED.bind().set("tenant_ids", pausedTenants.toArray(String[]::new)).execute(ctx);
     }
 
-    /** Grants the tenants an admission each; returns those that got one (a deleted tenant gets none). */
-    public List<String> grant(DSLContext ctx, List<String> tenants) {
-        return grant(ctx, tenants, Set.of());
+    /**
+     * How a tenant grant is named: the tenant's id for its first slot, the id + '\0' + the slot for its spare (V16;
+     * a text value never holds a NUL byte, so the two never meet).
+     */
+    public static String grantId(String tenantId, int slot) {
+        return slot == 0 ? tenantId : tenantId + '\0' + slot;
+    }
+
+    public static String tenantOfGrant(String grantId) {
+        int at = grantId.indexOf('\0');
+        return at < 0 ? grantId : grantId.substring(0, at);
+    }
+
+    public static int slotOfGrant(String grantId) {
+        int at = grantId.indexOf('\0');
+        return at < 0 ? 0 : Integer.parseInt(grantId.substring(at + 1));
+    }
+
+    /** Grants an admission each ({@link #grantId} names the slot); returns those made (a deleted tenant gets none). */
+    public List<String> grant(DSLContext ctx, List<String> grantIds) {
+        return grant(ctx, grantIds, Set.of());
     }
 
     /**
      * As {@link #grant(DSLContext, List)}, and deletes the used grants of {@code spent} (read by the tick's LOAD) that
-     * are not granted again: a used grant of a tenant granted again becomes its new grant in place.
+     * are not granted again: a used grant granted again becomes the new grant in place.
      */
-    public List<String> grant(DSLContext ctx, List<String> tenants, Set<String> spent) {
-        if (tenants.isEmpty() && spent.isEmpty()) return List.of();
-        return GRANT.bind().clock(clock).set("tenant_ids", tenants.toArray(String[]::new))
-                .set("spent", spent.toArray(String[]::new)).fetch(ctx).getValues(0, String.class);
+    public List<String> grant(DSLContext ctx, List<String> grantIds, Set<String> spent) {
+        if (grantIds.isEmpty() && spent.isEmpty()) return List.of();
+        List<String> out = new ArrayList<>();
+        for (org.jooq.Record r : GRANT.bind().clock(clock)
+                .set("tenant_ids", grantIds.stream().map(Admission::tenantOfGrant).toArray(String[]::new))
+                .set("slots", grantIds.stream().map(Admission::slotOfGrant).toArray(Integer[]::new))
+                .set("spent", spent.stream().map(Admission::tenantOfGrant).toArray(String[]::new))
+                .set("spent_slots", spent.stream().map(Admission::slotOfGrant).toArray(Integer[]::new)).fetch(ctx)) {
+            out.add(grantId(r.get(0, String.class), r.get(1, Integer.class)));
+        }
+        return out;
     }
 
     /**
@@ -854,9 +887,15 @@ public final class Admission {
         return out;
     }
 
-    /** Returns the tenants whose grant was taken back (not one an enqueue is taking at this moment). */
-    public List<String> revokeGrants(DSLContext ctx, List<String> tenants) {
-        if (tenants.isEmpty()) return List.of();
-        return REVOKE_GRANTS.bind().set("tenant_ids", tenants.toArray(String[]::new)).fetch(ctx).getValues(0, String.class);
+    /** Returns the grants ({@link #grantId}) taken back (not one an enqueue is taking at this moment). */
+    public List<String> revokeGrants(DSLContext ctx, List<String> grantIds) {
+        if (grantIds.isEmpty()) return List.of();
+        List<String> out = new ArrayList<>();
+        for (org.jooq.Record r : REVOKE_GRANTS.bind()
+                .set("tenant_ids", grantIds.stream().map(Admission::tenantOfGrant).toArray(String[]::new))
+                .set("slots", grantIds.stream().map(Admission::slotOfGrant).toArray(Integer[]::new)).fetch(ctx)) {
+            out.add(grantId(r.get(0, String.class), r.get(1, Integer.class)));
+        }
+        return out;
     }
 }

@@ -118,8 +118,9 @@ public final class Enqueue {
      * in advance) has its first due job without an ordering key or a concurrency key inserted ready (a job with a
      * concurrency key waits for the scheduler, the only one that counts a key's running jobs), ranked at the front of the
      * claim order (-Infinity), and the workers are woken: a quiet tenant's job starts without a scheduler
-     * round trip. The grant is locked first (SKIP LOCKED: one that another open transaction is taking is
-     * simply not there, so no enqueue ever waits on another's) and marked used (V15: the scheduler reads the used
+     * round trip. The grant is locked first, the tenant's older one when it holds a spare too (V16), one a statement
+     * (SKIP LOCKED: one that another open transaction is taking is simply not there, so no enqueue ever waits on
+     * another's, and two at once take one each) and marked used (V15: the scheduler reads the used
      * ones at every tick, not every grant) only for a row that was actually inserted ready, so a job_key replay or a
      * conflict leaves it for the next job.
      *
@@ -148,11 +149,14 @@ public final class Enqueue {
 
     private static final String INSERT_JOBS_TEXT = INPUT + """
             ), granted AS (
-                SELECT a.tenant_id FROM admission_grants a
-                WHERE a.tenant_id IN (SELECT tenant_id FROM input WHERE grantable) AND a.used_at IS NULL
-                FOR UPDATE SKIP LOCKED
+                SELECT a.tenant_id, a.slot
+                FROM (SELECT DISTINCT tenant_id FROM input WHERE grantable) t
+                     CROSS JOIN LATERAL (SELECT g.tenant_id, g.slot FROM admission_grants g
+                                         WHERE g.tenant_id = t.tenant_id AND g.used_at IS NULL
+                                         ORDER BY g.granted_at, g.slot LIMIT 1
+                                         FOR UPDATE SKIP LOCKED) a
             ), grant_use AS (
-                SELECT DISTINCT ON (i.tenant_id) i.ord
+                SELECT DISTINCT ON (i.tenant_id) i.ord, g.slot
                 FROM input i JOIN granted g ON g.tenant_id = i.tenant_id
                 WHERE i.grantable
                 ORDER BY i.tenant_id, i.ord
@@ -183,8 +187,9 @@ public final class Enqueue {
                 RETURNING *
             ), used AS (
                 UPDATE admission_grants g SET used_at = :now
-                WHERE g.tenant_id IN (SELECT tenant_id FROM inserted WHERE status IN ('ready', 'running'))
-                  AND g.used_at IS NULL
+                FROM (SELECT n.tenant_id, u.slot FROM grant_use u JOIN input n ON n.ord = u.ord
+                      JOIN inserted i ON i.id = n.id) x
+                WHERE g.tenant_id = x.tenant_id AND g.slot = x.slot AND g.used_at IS NULL
                 RETURNING g.tenant_id
             )
             SELECT input.ord AS input_ord, input.id AS input_id, inserted.*,
@@ -240,9 +245,12 @@ public final class Enqueue {
      */
     private static final String INSERT_KEYED_JOBS_TEXT = INPUT + """
             ), granted AS (
-                SELECT a.tenant_id FROM admission_grants a
-                WHERE a.tenant_id IN (SELECT tenant_id FROM input WHERE grantable) AND a.used_at IS NULL
-                FOR UPDATE SKIP LOCKED
+                SELECT a.tenant_id, a.slot
+                FROM (SELECT DISTINCT tenant_id FROM input WHERE grantable) t
+                     CROSS JOIN LATERAL (SELECT g.tenant_id, g.slot FROM admission_grants g
+                                         WHERE g.tenant_id = t.tenant_id AND g.used_at IS NULL
+                                         ORDER BY g.granted_at, g.slot LIMIT 1
+                                         FOR UPDATE SKIP LOCKED) a
             ), key_granted AS (
                 SELECT k.tenant_id, k.fairness_key, k.slot, k.ready_rank FROM key_grants k
                 WHERE (k.tenant_id, k.fairness_key) IN (SELECT tenant_id, fairness_key FROM input
@@ -270,7 +278,7 @@ public final class Enqueue {
                                     AND coalesce(e.delay_ms, 0) <= 0)
                 ORDER BY i.tenant_id, i.fairness_key, i.ord, g.slot
             ), grant_use AS (
-                SELECT DISTINCT ON (i.tenant_id) i.ord
+                SELECT DISTINCT ON (i.tenant_id) i.ord, g.slot
                 FROM input i JOIN granted g ON g.tenant_id = i.tenant_id
                 WHERE i.grantable AND i.ord NOT IN (SELECT ord FROM key_grant_use)
                 ORDER BY i.tenant_id, i.ord
@@ -294,9 +302,9 @@ public final class Enqueue {
                 RETURNING *
             ), used AS (
                 UPDATE admission_grants g SET used_at = :now
-                WHERE g.tenant_id IN (SELECT n.tenant_id FROM grant_use u JOIN input n ON n.ord = u.ord
-                                      JOIN inserted i ON i.id = n.id)
-                  AND g.used_at IS NULL
+                FROM (SELECT n.tenant_id, u.slot FROM grant_use u JOIN input n ON n.ord = u.ord
+                      JOIN inserted i ON i.id = n.id) x
+                WHERE g.tenant_id = x.tenant_id AND g.slot = x.slot AND g.used_at IS NULL
                 RETURNING g.tenant_id
             ), key_used AS (
                 DELETE FROM key_grants g

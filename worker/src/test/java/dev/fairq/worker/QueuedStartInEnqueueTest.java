@@ -64,7 +64,7 @@ class QueuedStartInEnqueueTest extends PlatformTest {
     }
 
     private EnqueueResult grantedEnqueue(String type) {
-        db.dsl().execute("INSERT INTO admission_grants (tenant_id) VALUES ('acme') ON CONFLICT (tenant_id) "
+        db.dsl().execute("INSERT INTO admission_grants (tenant_id) VALUES ('acme') ON CONFLICT (tenant_id, slot) "
                 + "DO UPDATE SET granted_at = now(), used_at = NULL");
         return platform.store.enqueue(db.dsl(), JobRequest.builder("acme", type).build());
     }

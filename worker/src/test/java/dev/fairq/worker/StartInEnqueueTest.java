@@ -65,7 +65,7 @@ class StartInEnqueueTest extends PlatformTest {
 
     /** As the scheduler grants (Admission.GRANT): a used grant (V15) becomes the tenant's grant again. */
     private void grant(String tenant) {
-        db.dsl().execute("INSERT INTO admission_grants (tenant_id) VALUES (?) ON CONFLICT (tenant_id) "
+        db.dsl().execute("INSERT INTO admission_grants (tenant_id) VALUES (?) ON CONFLICT (tenant_id, slot) "
                 + "DO UPDATE SET granted_at = now(), used_at = NULL", tenant);
     }
 
