@@ -462,7 +462,7 @@ public final class Scheduler {
         unadmitted += unadmitUnroutable(ctx, load, pausedWithReady);
 
         Set<String> deferred = new HashSet<>();
-        Map<String, Double> grants = keepValidGrants(ctx, now, grantAges, deferred);
+        Map<String, Double> grants = keepValidGrants(ctx, now, grantAges, deferred, load.nextRank());
         keepValidKeyGrants(ctx, now, load);
         int capacity = config.fixedCapacity() > 0 ? config.fixedCapacity() : load.workerCapacity();
         keysBusy.clear();
@@ -471,7 +471,7 @@ public final class Scheduler {
         TickResult result = admit(ctx, now, load, capacity, unadmitted, grants);
         // the round found work waiting after all: the grant goes back now
         deferred.removeIf(id -> !maybeWork.contains(Admission.tenantOfGrant(id)));
-        if (!deferred.isEmpty()) revoke(ctx, new ArrayList<>(deferred), grants);
+        if (!deferred.isEmpty()) revoke(ctx, new ArrayList<>(deferred), grants, load.nextRank());
         revokeKeyGrantsOfBusyKeys(ctx, load);
         if (grantsOn()) grantToQuietKeys(ctx, now, load, capacity, grants, result);
         Set<String> pairs = new HashSet<>();
@@ -1225,7 +1225,7 @@ public final class Scheduler {
      * tenant is active. A grant this scheduler did not make (it just became the leader) reserves a token.
      */
     private Map<String, Double> keepValidGrants(DSLContext ctx, long now, Map<String, Double> grantAges,
-                                                Set<String> deferred) {
+                                                Set<String> deferred, Double nextRank) {
         Map<String, Double> grants = new HashMap<>(grantAges);
         for (String used : grantsAfterLastTick.keySet()) {
             TenantState t = tenants.get(Admission.tenantOfGrant(used));
@@ -1255,17 +1255,24 @@ public final class Scheduler {
             }
         });
         grantedWithLastAdmission = Set.of();
-        revoke(ctx, revoke, grants);
+        revoke(ctx, revoke, grants, nextRank);
         return grants;
     }
 
-    /** Takes grants back; one an enqueue is taking right now is not (SKIP LOCKED): it stays counted until gone. */
-    private void revoke(DSLContext ctx, List<String> grantIds, Map<String, Double> grants) {
+    /**
+     * Takes grants back; one an enqueue is taking right now is not (SKIP LOCKED): it stays counted until gone. The token
+     * returns, and so does the charge on the tenant's virtual time, as for a key grant: a grant goes back mostly because
+     * its tenant has jobs waiting again, and a busy tenant is never lifted to the virtual time, so a charge kept would
+     * put it a turn behind (two with a spare, V16) for a job it never ran.
+     */
+    private void revoke(DSLContext ctx, List<String> grantIds, Map<String, Double> grants, Double nextRank) {
         for (String revoked : store.admission().revokeGrants(ctx, grantIds)) {
             grants.remove(revoked);
             TenantState t = tenants.get(Admission.tenantOfGrant(revoked));
-            if (t != null) t.bucket().settleReservation(false);
-            if (t != null && costs != null) costs.grantRevoked(t);
+            if (t == null) continue;
+            t.bucket().settleReservation(false);
+            if (costs != null) costs.grantRevoked(t);
+            policy.correct(t, -t.unitCost, nextRank);
         }
     }
 
