@@ -341,4 +341,90 @@ class AdmissionGrantsTest extends SimulatedSchedulerTest {
         assertTrue(status(s, "q", "pending") > 0, "more than a round's worth");
         assertEquals(0, grants(s), "a tenant with work waiting holds no grant");
     }
+
+    // The spare tenant grant (V16__spare_tenant_grants.sql): a tenant whose grants are used faster than a tick renews
+    // them holds a second one, so two enqueues between two ticks both start without a round; a quiet tenant still holds
+    // one; the spare goes back after a second unused, and a tenant without room or tokens for two gets none.
+
+    /** The unused grants' slots of the tenant (V16: 0, and 1 for a spare). */
+    private List<Integer> unusedSlots(SimulatedScheduler s, String tenant) {
+        return s.dsl.fetchValues("SELECT slot::int FROM admission_grants WHERE tenant_id = ? AND used_at IS NULL ORDER BY slot",
+                tenant).stream().map(v -> ((Number) v).intValue()).toList();
+    }
+
+    /** Runs the tenant's first job, then ticks once: active and quiet, it holds one grant. */
+    private void activated(SimulatedScheduler s, String tenant) {
+        runOneJob(s, tenant);
+        s.tick();
+        assertEquals(List.of(0), unusedSlots(s, tenant));
+    }
+
+    /** One enqueue taking the tenant's grant, its job run at once, {@code gap} later a tick. */
+    private void useGrantThenTick(SimulatedScheduler s, String tenant, Duration gap) {
+        s.enqueue(jobs(tenant, 1));
+        s.completeReady();
+        s.clock.advance(gap);
+        s.tick();
+    }
+
+    @Test
+    void aTenantUsingItsGrantsQuicklyHoldsASpareAndTwoEnqueuesBetweenTicksBothStart() {
+        db.createTenant("hot");
+        SimulatedScheduler s = scheduler();
+        activated(s, "hot");
+
+        useGrantThenTick(s, "hot", Duration.ofMillis(20)); // the first use seen: not yet a quick one
+        assertEquals(List.of(0), unusedSlots(s, "hot"), "renewed; one use alone earns no spare");
+        useGrantThenTick(s, "hot", Duration.ofMillis(20)); // the second, 20 ms after the first
+        assertEquals(List.of(0, 1), unusedSlots(s, "hot"), "two uses 20 ms apart: a spare beside the renewed grant");
+
+        s.enqueue(jobs("hot", 1));
+        assertEquals(1, unusedSlots(s, "hot").size(), "an enqueue takes one grant, not both");
+        s.enqueue(jobs("hot", 1)); // before any tick: the spare admits this one
+        assertEquals(2, status(s, "hot", "ready"), "both jobs inserted ready, with no round between them");
+        assertEquals(0, status(s, "hot", "pending"));
+        assertEquals(List.of(), unusedSlots(s, "hot"));
+        s.completeReady();
+        s.clock.advance(Duration.ofMillis(20));
+        s.tick();
+        assertEquals(List.of(0, 1), unusedSlots(s, "hot"), "both renewed while it stays quick");
+
+        s.clock.advance(Duration.ofMillis(1_100)); // quiet for more than a second
+        s.tick();
+        assertEquals(List.of(0), unusedSlots(s, "hot"), "the spare went back unused; the first grant stays (a minute)");
+        s.enqueue(jobs("hot", 1));
+        s.enqueue(jobs("hot", 1));
+        assertEquals(1, status(s, "hot", "ready"), "one grant: the second job waits for a round");
+        assertEquals(1, status(s, "hot", "pending"));
+    }
+
+    @Test
+    void aTenantUsingItsGrantSecondsApartHoldsOne() {
+        db.createTenant("slow");
+        SimulatedScheduler s = scheduler();
+        activated(s, "slow");
+        for (int i = 0; i < 4; i++) {
+            useGrantThenTick(s, "slow", Duration.ofMillis(500));
+            assertEquals(List.of(0), unusedSlots(s, "slow"), "uses 500 ms apart: its grant is renewed in time, no spare");
+        }
+    }
+
+    @Test
+    void noSpareWithoutRoomUnderMaxRunningOrATokenForIt() {
+        db.createTenant("capped", 1, 1_000_000, 1_000_000, 1);
+        db.createTenant("poor", 1, 0.001, 4, 100); // four tokens, then practically none
+        SimulatedScheduler s = scheduler();
+        activated(s, "capped");
+        activated(s, "poor"); // its first job and its grant: two of its four tokens
+        for (int i = 0; i < 3; i++) {
+            useGrantThenTick(s, "capped", Duration.ofMillis(20));
+            assertEquals(List.of(0), unusedSlots(s, "capped"), "max_running 1 holds one grant at most");
+        }
+        useGrantThenTick(s, "poor", Duration.ofMillis(20)); // renewed with the third token
+        useGrantThenTick(s, "poor", Duration.ofMillis(20)); // a quick use: renewed with the fourth, none for a spare
+        assertEquals(List.of(0), unusedSlots(s, "poor"), "no token for the spare");
+        s.enqueue(jobs("poor", 2));
+        assertEquals(4, s.count("SELECT count(*) FROM jobs WHERE tenant_id = 'poor' AND status <> 'pending'"),
+                "four tokens, four jobs admitted, grants included");
+    }
 }

@@ -74,6 +74,19 @@ class SpareGrantEnqueueTest extends StoreTestSupport {
     }
 
     @Test
+    void theApisStatementsAndTheKeyedOneTakeOneGrantEach() {
+        store.admission().grant(dsl, List.of(T1, SPARE));
+        EnqueueResult unflushed = store.enqueueAllUnflushed(dsl, List.of(job(T1).build())).get(0);
+        assertEquals(JobStatus.ready, unflushed.job().getStatus());
+        assertEquals(1, unusedSlots().size(), "the API's statement took one");
+        EnqueueResult keyed = store.enqueueAllUnflushed(dsl, List.of(job(T1).fairnessKey("customer-1").build())).get(0);
+        assertEquals(JobStatus.ready, keyed.job().getStatus(), "a request with a fairness key and no key grant takes the other");
+        assertEquals(List.of(), unusedSlots());
+        assertEquals(2, dsl.fetchCount(dsl.selectFrom("admission_grants").where("used_at IS NOT NULL")));
+        assertEquals(JobStatus.pending, store.enqueue(dsl, job(T1).fairnessKey("customer-1").build()).job().getStatus());
+    }
+
+    @Test
     void aBatchTakesOneGrantOfItsTenant() {
         store.admission().grant(dsl, List.of(T1, SPARE));
         List<EnqueueResult> results = store.enqueueAll(dsl, List.of(job(T1).build(), job(T1).build(), job(T1).build()));
