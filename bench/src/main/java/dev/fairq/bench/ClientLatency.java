@@ -166,6 +166,7 @@ final class ClientLatency {
                 out.putAll(Stats.summary("client_loaded_", clientLoaded));
                 out.put("client_p99_ms_loaded", Stats.round(Stats.percentile(clientLoaded, 99)));
                 out.put("client_loaded_db_steps_ms", dbSteps(loadedMeasured));
+                out.put("client_loaded_slowest", slowest(loadedMeasured, JOBS / 100));
                 out.put("background_jobs_per_s", Math.round(bgSent.get() / loadSeconds));
                 out.put("background_jobs", bgSent.get());
             } finally {
@@ -235,6 +236,29 @@ final class ClientLatency {
         List<Double> ms = new ArrayList<>(jobs.size());
         for (Sent s : jobs) ms.add((firstLine.get(s.id()) - s.t0()) / 1e6);
         return ms;
+    }
+
+    /**
+     * The {@code n} slowest under load, each split where it waited: the enqueue call itself (JVM clock, to its return),
+     * created -> admitted and admitted -> started (database clock; admitted 0 and {@code grant} true for a job an
+     * admission grant inserted ready), so that the tail is named, not only sized.
+     */
+    private List<Map<String, Object>> slowest(List<Sent> jobs, int n) {
+        List<Sent> sorted = new ArrayList<>(jobs);
+        sorted.sort(java.util.Comparator.comparingLong((Sent s) -> firstLine.get(s.id()) - s.t0()).reversed());
+        List<Map<String, Object>> out = new ArrayList<>();
+        for (Sent s : sorted.subList(0, Math.min(n, sorted.size()))) {
+            org.jooq.Record r = db.dsl().fetchOne("SELECT extract(epoch FROM admitted_at - created_at) * 1000, "
+                    + "extract(epoch FROM started_at - admitted_at) * 1000, admitted_at = created_at FROM jobs WHERE id = ?", s.id());
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("client_ms", Stats.round((firstLine.get(s.id()) - s.t0()) / 1e6));
+            m.put("enqueue_call_ms", Stats.round((s.t1() - s.t0()) / 1e6));
+            m.put("created_to_admitted_ms", r == null ? null : Stats.round(r.get(0, Double.class)));
+            m.put("admitted_to_started_ms", r == null ? null : Stats.round(r.get(1, Double.class)));
+            m.put("grant", r == null ? null : r.get(2, Boolean.class));
+            out.add(m);
+        }
+        return out;
     }
 
     /** Each step's p-th percentile, in ms from just before the enqueue call (unloaded: one job in the system). */
