@@ -739,7 +739,7 @@ public final class Scheduler {
                 if (!woken.contains(tenantId) || !t.usesFairnessKeys) continue;
                 keyNewcomersOnly.add(tenantId);
             }
-            int room = room(t, load) - grantsOf(tenantId, grants) - keyGrantsOf(tenantId);
+            int room = room(t, load) - grantsOf(t, grants) - keyGrantsOf(tenantId);
             int tokens = t.bucket().available();
             if (room > 0 && tokens == 0) nextToken[0] = Math.min(nextToken[0], t.bucket().nanosUntilNextToken());
             // a tenant read for its keys' newcomers reads two a lane: its newcomers' prefix is still all a round takes
@@ -1332,7 +1332,7 @@ public final class Scheduler {
         List<String> spares = new ArrayList<>();
         for (TenantState t : quiet) {
             if (ids.size() >= budget) break;
-            int room = room(t, load) - admittedNow.getOrDefault(t.id(), 0) - keyGrantsOf(t.id()) - grantsOf(t.id(), grants);
+            int room = room(t, load) - admittedNow.getOrDefault(t.id(), 0) - keyGrantsOf(t.id()) - grantsOf(t, grants);
             int tokens = t.bucket().available();
             if (!grants.containsKey(t.id())) {
                 if (room < 1 || tokens < 1) continue;
@@ -1340,7 +1340,7 @@ public final class Scheduler {
                 room--;
                 tokens--;
             }
-            if (wantsSpare(now, t, grants) && room >= 1 && tokens >= 1) spares.add(Admission.grantId(t.id(), 1));
+            if (wantsSpare(now, t, grants) && room >= 1 && tokens >= 1) spares.add(t.spareGrantId());
         }
         for (String spare : spares) {
             if (ids.size() >= budget) break;
@@ -1350,13 +1350,12 @@ public final class Scheduler {
     }
 
     private static boolean wantsSpare(long now, TenantState t, Map<String, Double> grants) {
-        return t.spareUntilNanos != Long.MIN_VALUE && now < t.spareUntilNanos
-                && !grants.containsKey(Admission.grantId(t.id(), 1));
+        return now < t.spareUntilNanos && !grants.containsKey(t.spareGrantId());
     }
 
     /** How many tenant grants (its first and its spare) the tenant holds now: each holds a place of max_running. */
-    private static int grantsOf(String tenantId, Map<String, Double> grants) {
-        return (grants.containsKey(tenantId) ? 1 : 0) + (grants.containsKey(Admission.grantId(tenantId, 1)) ? 1 : 0);
+    private static int grantsOf(TenantState t, Map<String, Double> grants) {
+        return (grants.containsKey(t.id()) ? 1 : 0) + (grants.containsKey(t.spareGrantId()) ? 1 : 0);
     }
 
     private int keyGrantsHeld() {
@@ -1515,7 +1514,7 @@ public final class Scheduler {
             for (String id : has) {
                 slotsHeld.computeIfAbsent(Admission.KeyGrant.keyOf(id), x -> new HashSet<>()).add(Admission.KeyGrant.slotOf(id));
             }
-            int room = room(t, load) - admittedNow.getOrDefault(t.id(), 0) - grantsOf(t.id(), grants) - has.size();
+            int room = room(t, load) - admittedNow.getOrDefault(t.id(), 0) - grantsOf(t, grants) - has.size();
             int tokens = t.bucket().available();
             int may = Math.min(Math.min(room, tokens), MAX_KEY_GRANTS_PER_TENANT - has.size());
             if (may <= 0) continue;
@@ -1567,7 +1566,7 @@ public final class Scheduler {
     private void evictIdle(long now, Admission.QueueLoad load, Map<String, Double> grants) {
         double virtualTime = policy.virtualTime(load.nextRank());
         tenants.values().removeIf(t -> !maybeWork.contains(t.id()) && load.ready(t.id()) == 0
-                && load.running(t.id()) == 0 && grantsOf(t.id(), grants) == 0 && !heldByKeys.containsKey(t.id())
+                && load.running(t.id()) == 0 && grantsOf(t, grants) == 0 && !heldByKeys.containsKey(t.id())
                 && !keyGrants.containsKey(t.id())
                 && (t.lastActiveNanos == Long.MIN_VALUE || now - t.lastActiveNanos >= GRANT_WINDOW_NANOS)
                 && t.bucket().isFull() && t.pass() <= virtualTime + t.lastCharge / t.weight());

@@ -21,6 +21,8 @@ public final class TenantState {
     /** When the scheduler last saw one of its grants used, and until when it gets a spare (Scheduler#SPARE_KEEP_NANOS). */
     long lastGrantUseNanos = Long.MIN_VALUE;
     long spareUntilNanos = Long.MIN_VALUE;
+    /** Its spare grant's id (Admission#grantId, slot 1), made once: rounds look it up for every tenant they read. */
+    private String spareGrantId;
     /**
      * What one of its jobs costs the virtual clock before the weight, for plans and grants: 1 when shares are
      * by jobs; with shares by worker time, its estimated seconds per job (all types; see WorkerTimeCosts).
@@ -89,6 +91,11 @@ public final class TenantState {
 
     public TokenBucket bucket() {
         return bucket;
+    }
+
+    String spareGrantId() {
+        if (spareGrantId == null) spareGrantId = dev.fairq.schema.Admission.grantId(id(), 1);
+        return spareGrantId;
     }
 
     public String id() {

@@ -821,14 +821,21 @@ public final class Admission {
      */
     public List<String> grant(DSLContext ctx, List<String> grantIds, Set<String> spent) {
         if (grantIds.isEmpty() && spent.isEmpty()) return List.of();
-        List<String> out = new ArrayList<>();
-        for (org.jooq.Record r : GRANT.bind().clock(clock)
-                .set("tenant_ids", grantIds.stream().map(Admission::tenantOfGrant).toArray(String[]::new))
-                .set("slots", grantIds.stream().map(Admission::slotOfGrant).toArray(Integer[]::new))
-                .set("spent", spent.stream().map(Admission::tenantOfGrant).toArray(String[]::new))
-                .set("spent_slots", spent.stream().map(Admission::slotOfGrant).toArray(Integer[]::new)).fetch(ctx)) {
-            out.add(grantId(r.get(0, String.class), r.get(1, Integer.class)));
-        }
+        NamedSql.Binding b = bindGrants(GRANT.bind().clock(clock), "tenant_ids", "slots", grantIds);
+        return grantIds(bindGrants(b, "spent", "spent_slots", spent).fetch(ctx));
+    }
+
+    /** Binds grants ({@link #grantId}) as two parallel arrays, tenants and slots. */
+    private static NamedSql.Binding bindGrants(NamedSql.Binding b, String tenants, String slots,
+                                               java.util.Collection<String> grantIds) {
+        return b.set(tenants, grantIds.stream().map(Admission::tenantOfGrant).toArray(String[]::new))
+                .set(slots, grantIds.stream().map(Admission::slotOfGrant).toArray(Integer[]::new));
+    }
+
+    /** The grants ({@link #grantId}) of rows (tenant_id, slot). */
+    private static List<String> grantIds(org.jooq.Result<org.jooq.Record> rows) {
+        List<String> out = new ArrayList<>(rows.size());
+        for (org.jooq.Record r : rows) out.add(grantId(r.get(0, String.class), r.get(1, Integer.class)));
         return out;
     }
 
@@ -890,12 +897,6 @@ public final class Admission {
     /** Returns the grants ({@link #grantId}) taken back (not one an enqueue is taking at this moment). */
     public List<String> revokeGrants(DSLContext ctx, List<String> grantIds) {
         if (grantIds.isEmpty()) return List.of();
-        List<String> out = new ArrayList<>();
-        for (org.jooq.Record r : REVOKE_GRANTS.bind()
-                .set("tenant_ids", grantIds.stream().map(Admission::tenantOfGrant).toArray(String[]::new))
-                .set("slots", grantIds.stream().map(Admission::slotOfGrant).toArray(Integer[]::new)).fetch(ctx)) {
-            out.add(grantId(r.get(0, String.class), r.get(1, Integer.class)));
-        }
-        return out;
+        return grantIds(bindGrants(REVOKE_GRANTS.bind(), "tenant_ids", "slots", grantIds).fetch(ctx));
     }
 }

@@ -161,6 +161,16 @@ public final class Enqueue {
                                          FOR UPDATE SKIP LOCKED) a
             """;
 
+    /** Marks used the grant each inserted row took (only a row actually inserted: a replay leaves it). */
+    private static final String USED = """
+            ), used AS (
+                UPDATE admission_grants g SET used_at = :now
+                FROM (SELECT n.tenant_id, u.slot FROM grant_use u JOIN input n ON n.ord = u.ord
+                      JOIN inserted i ON i.id = n.id) x
+                WHERE g.tenant_id = x.tenant_id AND g.slot = x.slot AND g.used_at IS NULL
+                RETURNING g.tenant_id
+            """;
+
     private static final String INSERT_JOBS_TEXT = INPUT + GRANTED + """
             ), grant_use AS (
                 SELECT DISTINCT ON (i.tenant_id) i.ord, g.slot
@@ -192,12 +202,7 @@ public final class Enqueue {
                 ORDER BY i.ord
                 ON CONFLICT DO NOTHING
                 RETURNING *
-            ), used AS (
-                UPDATE admission_grants g SET used_at = :now
-                FROM (SELECT n.tenant_id, u.slot FROM grant_use u JOIN input n ON n.ord = u.ord
-                      JOIN inserted i ON i.id = n.id) x
-                WHERE g.tenant_id = x.tenant_id AND g.slot = x.slot AND g.used_at IS NULL
-                RETURNING g.tenant_id
+            """ + USED + """
             )
             SELECT input.ord AS input_ord, input.id AS input_id, inserted.*,
                    """ + WAKE_IN_STATEMENT + """
@@ -300,12 +305,7 @@ public final class Enqueue {
                 ORDER BY i.ord
                 ON CONFLICT DO NOTHING
                 RETURNING *
-            ), used AS (
-                UPDATE admission_grants g SET used_at = :now
-                FROM (SELECT n.tenant_id, u.slot FROM grant_use u JOIN input n ON n.ord = u.ord
-                      JOIN inserted i ON i.id = n.id) x
-                WHERE g.tenant_id = x.tenant_id AND g.slot = x.slot AND g.used_at IS NULL
-                RETURNING g.tenant_id
+            """ + USED + """
             ), key_used AS (
                 DELETE FROM key_grants g
                 USING (SELECT k.tenant_id, k.fairness_key, k.slot FROM key_grant_use k JOIN input n ON n.ord = k.ord
