@@ -140,7 +140,7 @@ final class KeysBench {
         static final double FROM_S = 2, TO_S = 10;
 
         record Result(List<Double> yLatencies, double windowJobsPerS, List<Double> yAdmission, Map<String, Object> slowestY,
-                      List<Integer> missed) {}
+                      List<Integer> missed, List<String> slowestThree) {}
 
         @Override
         public Map<String, Object> run(BenchDatabase db) throws Exception {
@@ -158,6 +158,8 @@ final class KeysBench {
             out.put("y_flood_admitted_in_enqueue", Stats.round(flood.yAdmission().stream().filter(ms -> ms == 0).count()
                     / (double) flood.yAdmission().size()));
             out.put("y_flood_admitted_later_nth", flood.missed()); // which of y's jobs waited for a round
+            out.put("y_alone_slowest_three", alone.slowestThree()); // "nth: ms": is the max one job or the tail?
+            out.put("y_flood_slowest_three", flood.slowestThree());
             out.put("y_alone_slowest", alone.slowestY());
             out.put("y_flood_slowest", flood.slowestY());
             out.put("key_p99_ratio", Stats.ratio(Stats.percentile(flood.yLatencies(), 99), Stats.percentile(alone.yLatencies(), 99)));
@@ -218,7 +220,10 @@ final class KeysBench {
             List<Integer> missed = db.dsl().fetch("SELECT n FROM (SELECT row_number() OVER (ORDER BY id) AS n, admitted_at, "
                     + "created_at FROM jobs WHERE (payload ->> 'y') IS NOT NULL) x WHERE admitted_at > created_at ORDER BY n")
                     .getValues(0, Integer.class);
-            return new Result(y, window, yAdmission, FairnessBench.slowest(db, "(payload ->> 'y') IS NOT NULL"), missed);
+            List<String> three = db.dsl().fetch("SELECT n || ': ' || round(ms::numeric, 1) FROM (SELECT row_number() OVER (ORDER BY id) AS n, "
+                    + "extract(epoch FROM started_at - created_at) * 1000 AS ms FROM jobs WHERE (payload ->> 'y') IS NOT NULL) x "
+                    + "ORDER BY ms DESC LIMIT 3").getValues(0, String.class);
+            return new Result(y, window, yAdmission, FairnessBench.slowest(db, "(payload ->> 'y') IS NOT NULL"), missed, three);
         }
     }
 
