@@ -59,6 +59,14 @@ class EnvironmentOverridesTest {
     }
 
     @Test
+    void theApiPoolSizeComesFromTheEnvironment() {
+        assertEquals(FairqConfiguration.DEFAULT_API_POOL_SIZE, EnvironmentOverrides.apply(new FairqConfiguration(), Map.of()).apiPoolSize);
+        assertEquals(4, EnvironmentOverrides.apply(new FairqConfiguration(), Map.of("FAIRQ_API_POOL_SIZE", "4")).apiPoolSize);
+        eachRefusedNamingItsVariable(Map.of("FAIRQ_API_POOL_SIZE", "0"), Map.of("FAIRQ_API_POOL_SIZE", "twenty"),
+                Map.of("FAIRQ_API_POOL_SIZE", "1001"));
+    }
+
+    @Test
     void badValuesStopStartUpNamingTheVariable() {
         eachRefusedNamingItsVariable(Map.of("FAIRQ_LEASE_MS", "999"), Map.of("FAIRQ_LEASE_MS", "ten"),
                 Map.of("FAIRQ_SHUTDOWN_GRACE_MS", "-1"), Map.of("FAIRQ_JOB_TIMEOUT_MS", "86400001"),
