@@ -73,10 +73,9 @@ public class FairqConfiguration extends Configuration {
      * HikariCP's usual "a few per core": with fewer connections than requests in flight, a request waits on
      * the pool's hand-off, which is not first come first served. 16 callers of GET /v1/dashboard (two
      * statements a request) on 2 cores: p99 15-27 ms with occasional 100-176 ms runs at 10 connections, 10-14 ms
-     * at 20, same throughput (Stop 37, bench/RESULTS.md). An idle connection costs a PostgreSQL backend's memory.
+     * at 20, same throughput (Stop 37, bench/RESULTS.md). Idle, the pool keeps 2 (Database.pool's minimum).
      */
-    @JsonProperty public int apiPoolSize = DEFAULT_API_POOL_SIZE;
-    static final int DEFAULT_API_POOL_SIZE = 20;
+    @JsonProperty public int apiPoolSize = 20;
     /**
      * Tenants with series of their own in /metrics (the others are summed as tenant="_other"): 100 keeps a
      * scrape near 700 KB whatever the number of tenants (about 7 KB of series per tenant).

@@ -60,7 +60,7 @@ class EnvironmentOverridesTest {
 
     @Test
     void theApiPoolSizeComesFromTheEnvironment() {
-        assertEquals(FairqConfiguration.DEFAULT_API_POOL_SIZE, EnvironmentOverrides.apply(new FairqConfiguration(), Map.of()).apiPoolSize);
+        assertEquals(20, EnvironmentOverrides.apply(new FairqConfiguration(), Map.of()).apiPoolSize);
         assertEquals(4, EnvironmentOverrides.apply(new FairqConfiguration(), Map.of("FAIRQ_API_POOL_SIZE", "4")).apiPoolSize);
         eachRefusedNamingItsVariable(Map.of("FAIRQ_API_POOL_SIZE", "0"), Map.of("FAIRQ_API_POOL_SIZE", "twenty"),
                 Map.of("FAIRQ_API_POOL_SIZE", "1001"));
