@@ -9,6 +9,7 @@ import org.jooq.Record;
 
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -18,6 +19,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -1042,15 +1044,13 @@ final class TenantsBench implements Bench.Benchmark {
                 out.put("explain_reason", why.path("reason").asText());
                 if (!why.path("status").asText().equals("pending")) throw new IllegalStateException("the explained job is not pending: " + why);
 
-                java.util.Optional<java.nio.file.Path> wrk = Wrk.binary();
+                Optional<Path> wrk = Wrk.binary();
                 out.put("client", wrk.map(w -> "wrk -t" + Wrk.THREADS + " -c" + CALLERS + " (" + w + ")").orElse(
                         "java.net.http, " + CALLERS + " threads in the bench JVM (wrk is not on PATH; its CPU per request shares the server's cores)"));
                 Caller caller = wrk.isPresent() ? new WrkCaller(server, wrk.get()) : new JavaCaller(server);
                 List<String> readPaths = List.of("/v1/stats", "/v1/dashboard", "/v1/jobs/" + waiting + "/explain");
                 progress("16 callers: warming the server up on stats, dashboard and explain");
-                Map<String, Object> readWarm = caller.warmUp("GET", readPaths, key, "", 200);
-                readWarm.keySet().removeAll(List.of("accepted", "unseen"));
-                out.putAll(readWarm);
+                out.putAll(caller.warmUp("GET", readPaths, key, "", 200).figures());
                 progress("16 callers: stats, dashboard, explain, then single and batch submits");
                 double from = db.now();
                 Load stats = caller.load("GET", "/v1/stats", key, "", 200);
@@ -1064,10 +1064,9 @@ final class TenantsBench implements Bench.Benchmark {
                 server.send("PATCH", "/v1/admin/tenants/big", server.adminToken,
                         "{\"rate_per_second\": 1000000, \"burst\": 1000000, \"max_running\": 100000}", 200);
                 Thread.sleep(1_500); // limits are live within a second
-                Map<String, Object> postWarm = caller.warmUp("POST", List.of("/v1/jobs"), key, noop, 201);
-                out.put("post_warmup_s", postWarm.get("warmup_s"));
-                out.put("post_warmup_capped", postWarm.get("warmup_capped"));
-                long warmAccepted = (Long) postWarm.get("accepted");
+                Caller.WarmUp postWarm = caller.warmUp("POST", List.of("/v1/jobs"), key, noop, 201);
+                out.put("post_warmup_s", postWarm.figures().get("warmup_s"));
+                out.put("post_warmup_capped", postWarm.figures().get("warmup_capped"));
                 Load post = caller.load("POST", "/v1/jobs", key, noop, 201);
                 StringBuilder batch = new StringBuilder("{\"jobs\": [");
                 for (int i = 0; i < BATCH; i++) batch.append(i == 0 ? "" : ", ").append(noop);
@@ -1078,8 +1077,8 @@ final class TenantsBench implements Bench.Benchmark {
                 awaitNoneWaiting(db, "true", 300_000);
                 awaitNoneRunning(db, 60_000);
                 // wrk stops with up to a request per connection unanswered, which the server may have accepted
-                long expected = 2 + warmAccepted + post.accepted + (long) BATCH * batches.accepted;
-                long unseen = (long) postWarm.get("unseen") + post.unseen + (long) BATCH * batches.unseen;
+                long expected = 2 + postWarm.accepted() + post.accepted + (long) BATCH * batches.accepted;
+                long unseen = postWarm.unseen() + post.unseen + (long) BATCH * batches.unseen;
                 long created = db.count("SELECT count(*) FROM jobs WHERE id > ?", kept[1]);
                 if (created < expected || created > expected + unseen) {
                     throw new IllegalStateException(created + " jobs stored, " + expected + " accepted (and at most " + unseen + " unanswered)");
@@ -1122,6 +1121,9 @@ final class TenantsBench implements Bench.Benchmark {
 
         record Window(long rps, long accepted, long unseen) {}
 
+        /** The warm-up's figures for the JSON, and what its requests may have created (as {@link Load}). */
+        record WarmUp(Map<String, Object> figures, long accepted, long unseen) {}
+
         /**
          * Windows of {@code WARMUP_WINDOW_MS} until the server's JIT compilers used under
          * {@link FairqServer#JIT_QUIET_SHARE} of a core in a window and the rate is within 10% of the window before
@@ -1130,7 +1132,7 @@ final class TenantsBench implements Bench.Benchmark {
          * window for two minutes, 590 -> 2,320 requests/s, then stepped to 4,100 as the compilers went quiet
          * (Stop 37; the JIT was also what the first runs of Stop 23 measured).
          */
-        Map<String, Object> warmUp(String method, List<String> paths, String token, String body, int expect) throws Exception {
+        WarmUp warmUp(String method, List<String> paths, String token, String body, int expect) throws Exception {
             List<Long> rates = new ArrayList<>();
             List<Double> compiler = new ArrayList<>();
             long start = System.nanoTime(), accepted = 0, unseen = 0;
@@ -1152,17 +1154,15 @@ final class TenantsBench implements Bench.Benchmark {
             out.put("warmup_rps_per_window", rates);
             out.put("warmup_compiler_cpu_s_per_window", compiler);
             out.put("warmup_capped", (System.nanoTime() - start) / 1_000_000 >= WARMUP_MAX_MS);
-            out.put("accepted", accepted);
-            out.put("unseen", unseen);
-            return out;
+            return new WarmUp(out, accepted, unseen);
         }
     }
 
     /** wrk with the phase's {@code CALLERS} connections (see {@link Wrk}). */
     private static final class WrkCaller extends Caller {
-        private final java.nio.file.Path wrk;
+        private final Path wrk;
 
-        WrkCaller(FairqServer server, java.nio.file.Path wrk) {
+        WrkCaller(FairqServer server, Path wrk) {
             super(server);
             this.wrk = wrk;
         }
