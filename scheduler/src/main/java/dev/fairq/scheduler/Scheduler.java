@@ -175,6 +175,14 @@ public final class Scheduler {
     /** How long a tenant keeps getting a spare after its last quick use, and how long an unused spare is kept. */
     static final long SPARE_KEEP_NANOS = 1_000_000_000L;
     /**
+     * Most tenant grants (its first and its spares) a tenant holds at once (V17__more_spare_grants.sql allows slots
+     * 0-7). A tenant starts with one spare, and is to hold twice as many grants each time a round admits one of its
+     * jobs while it gets spares, that is each time it found them all used: one spare covered 60-80% of the enqueues of a tenant
+     * enqueueing every 20 ms under the latency bench's load, where a tick renewed a used grant 25-90 ms after the use
+     * (bench/RESULTS.md stop 36); eight cover 160 ms at that rate.
+     */
+    static final int MAX_TENANT_GRANTS = 8;
+    /**
      * Above this many cached tenants, grants are handed out at most every {@link #GRANT_PASS_EVERY_NANOS}: the
      * pass looks at every cached tenant (10,000 at the tenants benchmark's drain, where ticks come every few ms),
      * while a quiet tenant's next job is seconds away, so a grant 20 ms later costs it nothing.
@@ -1233,6 +1241,10 @@ public final class Scheduler {
                 t.bucket().settleReservation(true);
                 t.lastActiveNanos = now;
                 if (t.lastGrantUseNanos != Long.MIN_VALUE && now - t.lastGrantUseNanos <= SPARE_AFTER_USES_WITHIN_NANOS) {
+                    if (now >= t.spareUntilNanos) { // quick again after a pause: one spare to start
+                        t.grantsWanted = 2;
+                        t.sparesSinceNanos = now;
+                    }
                     t.spareUntilNanos = now + SPARE_KEEP_NANOS;
                 }
                 t.lastGrantUseNanos = now;
@@ -1240,14 +1252,21 @@ public final class Scheduler {
         }
         for (String adopted : grants.keySet()) {
             TenantState t = tenants.get(Admission.tenantOfGrant(adopted));
-            if (t != null && !grantsAfterLastTick.containsKey(adopted)) t.bucket().reserve();
+            if (t != null && !grantsAfterLastTick.containsKey(adopted)) {
+                t.bucket().reserve();
+                t.slotsSeen = Math.max(t.slotsSeen, Admission.slotOfGrant(adopted) + 1);
+            }
         }
         List<String> revoke = new ArrayList<>();
         grants.forEach((id, ageSeconds) -> {
             String tenantId = Admission.tenantOfGrant(id);
             TenantState t = tenants.get(tenantId);
-            if (!grantsOn() || t == null || t.limits().paused() || timerOf.containsKey(tenantId)
-                    || ageSeconds * 1e9 > (Admission.slotOfGrant(id) == 0 ? GRANT_WINDOW_NANOS : SPARE_KEEP_NANOS)) {
+            boolean spare = Admission.slotOfGrant(id) > 0;
+            if (t != null && spare && ageSeconds * 1e9 > SPARE_KEEP_NANOS) {
+                t.grantsWanted = Math.max(2, t.grantsWanted - 1); // a spare unused for a second: one fewer is enough
+                revoke.add(id);
+            } else if (!grantsOn() || t == null || t.limits().paused() || timerOf.containsKey(tenantId)
+                    || (!spare && ageSeconds * 1e9 > GRANT_WINDOW_NANOS)) {
                 revoke.add(id);
             } else if (maybeWork.contains(tenantId)) {
                 if (grantedWithLastAdmission.contains(id)) deferred.add(id); // maybe a late wake-up
@@ -1334,13 +1353,29 @@ public final class Scheduler {
             if (ids.size() >= budget) break;
             int room = room(t, load) - admittedNow.getOrDefault(t.id(), 0) - keyGrantsOf(t.id()) - grantsOf(t, grants);
             int tokens = t.bucket().available();
+            int held = grantsOf(t, grants);
             if (!grants.containsKey(t.id())) {
                 if (room < 1 || tokens < 1) continue;
                 ids.add(t.id());
+                held++;
                 room--;
                 tokens--;
             }
-            if (wantsSpare(now, t, grants) && room >= 1 && tokens >= 1) spares.add(t.spareGrantId());
+            if (now >= t.spareUntilNanos) continue;
+            // a round admitted its job while it got spares already: it found every grant used, so it is to hold twice
+            // as many (2, 4, 8: each miss waits a round, so two misses, not six, reach the cap)
+            if (admittedNow.containsKey(t.id()) && t.sparesSinceNanos < now) {
+                t.grantsWanted = Math.min(MAX_TENANT_GRANTS, t.grantsWanted * 2);
+            }
+            for (int slot = 1; slot < MAX_TENANT_GRANTS && held < t.grantsWanted && room >= 1 && tokens >= 1; slot++) {
+                String spare = t.grantId(slot);
+                if (grants.containsKey(spare)) continue;
+                spares.add(spare);
+                t.slotsSeen = Math.max(t.slotsSeen, slot + 1);
+                held++;
+                room--;
+                tokens--;
+            }
         }
         for (String spare : spares) {
             if (ids.size() >= budget) break;
@@ -1349,13 +1384,18 @@ public final class Scheduler {
         return ids;
     }
 
+    /** Whether the tenant gets spares now and holds fewer grants than it is to hold. */
     private static boolean wantsSpare(long now, TenantState t, Map<String, Double> grants) {
-        return now < t.spareUntilNanos && !grants.containsKey(t.spareGrantId());
+        return now < t.spareUntilNanos && grantsOf(t, grants) < t.grantsWanted;
     }
 
-    /** How many tenant grants (its first and its spare) the tenant holds now: each holds a place of max_running. */
+    /** How many tenant grants (its first and its spares) the tenant holds now: each holds a place of max_running. */
     private static int grantsOf(TenantState t, Map<String, Double> grants) {
-        return (grants.containsKey(t.id()) ? 1 : 0) + (grants.containsKey(t.spareGrantId()) ? 1 : 0);
+        int held = 0;
+        for (int slot = 0; slot < t.slotsSeen; slot++) {
+            if (grants.containsKey(t.grantId(slot))) held++;
+        }
+        return held;
     }
 
     private int keyGrantsHeld() {

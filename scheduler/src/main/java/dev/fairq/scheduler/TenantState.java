@@ -18,11 +18,21 @@ public final class TenantState {
     boolean eligibleLastRound;
     /** When a job of the tenant was last admitted or took a grant (Long.MIN_VALUE: never, as leader). */
     long lastActiveNanos = Long.MIN_VALUE;
-    /** When the scheduler last saw one of its grants used, and until when it gets a spare (Scheduler#SPARE_KEEP_NANOS). */
+    /** When the scheduler last saw one of its grants used, and until when it gets spares (Scheduler#SPARE_KEEP_NANOS). */
     long lastGrantUseNanos = Long.MIN_VALUE;
     long spareUntilNanos = Long.MIN_VALUE;
-    /** Its spare grant's id (Admission#grantId, slot 1), made once: rounds look it up for every tenant they read. */
-    private String spareGrantId;
+    /**
+     * How many tenant grants it is to hold while it gets spares (2 to Scheduler#MAX_TENANT_GRANTS): twice as many
+     * each time a round admits one of its jobs meanwhile (it found every grant used), one less for each spare that
+     * goes back unused.
+     */
+    int grantsWanted = 2;
+    /** When it last started getting spares (a round admitting its job at that very tick is not a miss of one). */
+    long sparesSinceNanos = Long.MIN_VALUE;
+    /** One above the highest grant slot it was ever seen holding: the slots a count of its grants looks at. */
+    int slotsSeen = 1;
+    /** Its grants' ids by slot (Admission#grantId), made once: rounds look them up for every tenant they read. */
+    private String[] grantIds;
     /**
      * What one of its jobs costs the virtual clock before the weight, for plans and grants: 1 when shares are
      * by jobs; with shares by worker time, its estimated seconds per job (all types; see WorkerTimeCosts).
@@ -93,9 +103,11 @@ public final class TenantState {
         return bucket;
     }
 
-    String spareGrantId() {
-        if (spareGrantId == null) spareGrantId = dev.fairq.schema.Admission.grantId(id(), 1);
-        return spareGrantId;
+    String grantId(int slot) {
+        if (grantIds == null) grantIds = new String[Scheduler.MAX_TENANT_GRANTS];
+        String id = grantIds[slot];
+        if (id == null) grantIds[slot] = id = dev.fairq.schema.Admission.grantId(id(), slot);
+        return id;
     }
 
     public String id() {

@@ -427,4 +427,67 @@ class AdmissionGrantsTest extends SimulatedSchedulerTest {
         assertEquals(4, s.count("SELECT count(*) FROM jobs WHERE tenant_id = 'poor' AND status <> 'pending'"),
                 "four tokens, four jobs admitted, grants included");
     }
+    // More spares (V17__more_spare_grants.sql): a tenant that finds every grant used gets twice as many, up to eight;
+    // each spare unused for a second goes back, and the count starts again at two after a pause.
+
+    /** {@code n} single-job enqueues between two ticks, the jobs run at once, then a tick 20 ms later. */
+    private void burstThenTick(SimulatedScheduler s, String tenant, int n) {
+        for (int i = 0; i < n; i++) s.enqueue(jobs(tenant, 1));
+        s.completeReady();
+        s.clock.advance(Duration.ofMillis(20));
+        s.tick();
+        s.completeReady();
+    }
+
+    @Test
+    void aTenantThatFindsEveryGrantUsedGetsTwiceAsManyUpToEight() {
+        db.createTenant("hot");
+        SimulatedScheduler s = scheduler();
+        activated(s, "hot");
+        useGrantThenTick(s, "hot", Duration.ofMillis(20));
+        useGrantThenTick(s, "hot", Duration.ofMillis(20));
+        assertEquals(List.of(0, 1), unusedSlots(s, "hot"), "a first spare (V16)");
+
+        burstThenTick(s, "hot", 2);
+        assertEquals(List.of(0, 1), unusedSlots(s, "hot"), "two enqueues, two grants: none missed, no third");
+        burstThenTick(s, "hot", 3); // one more than it holds: the last waits for a round
+        assertEquals(List.of(0, 1, 2, 3), unusedSlots(s, "hot"), "a miss doubles its grants");
+        burstThenTick(s, "hot", 4);
+        assertEquals(4, unusedSlots(s, "hot").size(), "four enqueues, four grants: no miss");
+        burstThenTick(s, "hot", 5);
+        assertEquals(List.of(0, 1, 2, 3, 4, 5, 6, 7), unusedSlots(s, "hot"));
+        s.enqueue(jobs("hot", 8));
+        assertEquals(1, status(s, "hot", "ready"), "eight jobs in one statement take one grant");
+        assertEquals(7, status(s, "hot", "pending"), "the rest wait for a round");
+        s.clock.advance(Duration.ofMillis(20));
+        s.tick();
+        s.completeReady();
+        burstThenTick(s, "hot", 9);
+        assertEquals(8, unusedSlots(s, "hot").size(), "eight at most");
+        assertEquals(0, status(s, "hot", "pending"));
+
+        s.clock.advance(Duration.ofMillis(1_100)); // quiet for more than a second: every spare goes back
+        s.tick();
+        assertEquals(List.of(0), unusedSlots(s, "hot"), "the spares went back unused; the first grant stays");
+        useGrantThenTick(s, "hot", Duration.ofMillis(20));
+        useGrantThenTick(s, "hot", Duration.ofMillis(20));
+        assertEquals(List.of(0, 1), unusedSlots(s, "hot"), "quick again: one spare to start with");
+    }
+
+    @Test
+    void sparesNeverExceedMaxRunning() {
+        db.createTenant("capped", 1, 1_000_000, 1_000_000, 3);
+        SimulatedScheduler s = scheduler();
+        activated(s, "capped");
+        useGrantThenTick(s, "capped", Duration.ofMillis(20));
+        useGrantThenTick(s, "capped", Duration.ofMillis(20));
+        for (int i = 0; i < 6; i++) {
+            burstThenTick(s, "capped", 3); // those without a grant take room at the round; the next tick grants into it
+            assertTrue(unusedSlots(s, "capped").size() <= 3, "max_running 3: three grants at most");
+            s.clock.advance(Duration.ofMillis(20));
+            s.tick();
+            assertTrue(unusedSlots(s, "capped").size() <= 3, "max_running 3: three grants at most");
+        }
+        assertEquals(3, unusedSlots(s, "capped").size(), "and it got there");
+    }
 }
