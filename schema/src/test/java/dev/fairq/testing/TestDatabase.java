@@ -119,7 +119,6 @@ public final class TestDatabase {
                 )""");
     }
 
-    /** A tenant with limits high enough not to matter unless a test sets them. */
     /** The one number a query returns (a count, an attempt, an id); a missing row or a null fails the test. */
     public long count(String sql, Object... binds) {
         Object v = dsl().fetchValue(sql, binds);
@@ -127,6 +126,7 @@ public final class TestDatabase {
         return n.longValue();
     }
 
+    /** A tenant with limits high enough not to matter unless a test sets them. */
     public void createTenant(String id) {
         createTenant(id, 1, 1_000_000, 1_000_000, 100_000);
     }
