@@ -1351,9 +1351,9 @@ public final class Scheduler {
         List<String> spares = new ArrayList<>();
         for (TenantState t : quiet) {
             if (ids.size() >= budget) break;
-            int room = room(t, load) - admittedNow.getOrDefault(t.id(), 0) - keyGrantsOf(t.id()) - grantsOf(t, grants);
-            int tokens = t.bucket().available();
             int held = grantsOf(t, grants);
+            int room = room(t, load) - admittedNow.getOrDefault(t.id(), 0) - keyGrantsOf(t.id()) - held;
+            int tokens = t.bucket().available();
             if (!grants.containsKey(t.id())) {
                 if (room < 1 || tokens < 1) continue;
                 ids.add(t.id());

@@ -104,6 +104,7 @@ public final class TenantState {
     }
 
     String grantId(int slot) {
+        if (slot == 0) return id(); // every round asks for it; no array for a tenant that never gets a spare
         if (grantIds == null) grantIds = new String[Scheduler.MAX_TENANT_GRANTS];
         String id = grantIds[slot];
         if (id == null) grantIds[slot] = id = dev.fairq.schema.Admission.grantId(id(), slot);
