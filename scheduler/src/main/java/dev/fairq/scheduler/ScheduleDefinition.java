@@ -8,7 +8,13 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.annotation.JsonNaming;
+import com.fasterxml.jackson.databind.MapperFeature;
+import com.fasterxml.jackson.databind.cfg.CoercionAction;
+import com.fasterxml.jackson.databind.cfg.CoercionInputShape;
+import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.databind.type.LogicalType;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.fairq.schema.FieldError;
 import dev.fairq.schema.JobRequest;
@@ -67,11 +73,29 @@ public record ScheduleDefinition(String cron, String timeZone, JobTemplate job, 
         }
     }
 
-    /** Reads JSON bodies: snake_case, and an unknown field is an error (a typo is never silently ignored). */
-    public static final ObjectMapper STRICT = new ObjectMapper()
-            .setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
-            .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
-            .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES);
+    /**
+     * Reads JSON bodies: snake_case, an unknown field is an error (a typo is never silently ignored), and no
+     * coercion, as for the job and tenant bodies: {@code "5"} is not a number, {@code 1.5} not a whole number,
+     * {@code "true"} not a boolean, {@code 5} not a string.
+     */
+    public static final ObjectMapper STRICT = strict();
+
+    private static ObjectMapper strict() {
+        ObjectMapper m = JsonMapper.builder()
+                .propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
+                .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
+                .disable(DeserializationFeature.ACCEPT_FLOAT_AS_INT)
+                .disable(MapperFeature.ALLOW_COERCION_OF_SCALARS)
+                .build();
+        for (LogicalType t : List.of(LogicalType.Integer, LogicalType.Boolean, LogicalType.Textual)) {
+            m.coercionConfigFor(t).setCoercion(CoercionInputShape.String, t == LogicalType.Textual ? CoercionAction.TryConvert : CoercionAction.Fail)
+                    .setCoercion(CoercionInputShape.Integer, t == LogicalType.Integer ? CoercionAction.TryConvert : CoercionAction.Fail)
+                    .setCoercion(CoercionInputShape.Float, CoercionAction.Fail)
+                    .setCoercion(CoercionInputShape.Boolean, t == LogicalType.Boolean ? CoercionAction.TryConvert : CoercionAction.Fail)
+                    .setCoercion(CoercionInputShape.EmptyString, t == LogicalType.Textual ? CoercionAction.TryConvert : CoercionAction.Fail);
+        }
+        return m;
+    }
 
     /** A definition from JSON (an API body, a tenants.yml entry); field errors name the JSON field. */
     public static ScheduleDefinition fromJson(JsonNode json) {
@@ -81,11 +105,22 @@ public record ScheduleDefinition(String cron, String timeZone, JobTemplate job, 
         } catch (UnrecognizedPropertyException e) {
             throw new InvalidScheduleException(List.of(new FieldError(path(e), "unknown field (expected one of "
                     + String.join(", ", e.getKnownPropertyIds().stream().map(Object::toString).sorted().toList()) + ")")));
+        } catch (MismatchedInputException e) {
+            throw new InvalidScheduleException(List.of(new FieldError(path(e), wrongType(e.getTargetType()))));
         } catch (JsonMappingException e) {
             throw new InvalidScheduleException(List.of(new FieldError(path(e), "has the wrong type: " + e.getOriginalMessage())));
         } catch (JsonProcessingException e) {
             throw new InvalidScheduleException(List.of(new FieldError("(body)", e.getOriginalMessage())));
         }
+    }
+
+    /** The job and tenant bodies' words for a value of the wrong JSON type. */
+    private static String wrongType(Class<?> target) {
+        if (target == Integer.class || target == int.class || target == Long.class) return "must be a whole number";
+        if (target == Boolean.class || target == boolean.class) return "must be true or false";
+        if (target == String.class) return "must be a string";
+        if (target == JobTemplate.class) return "must be a JSON object";
+        return "has the wrong type";
     }
 
     private static String path(JsonMappingException e) {
