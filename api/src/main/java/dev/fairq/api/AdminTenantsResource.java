@@ -83,8 +83,9 @@ public final class AdminTenantsResource {
             @ApiResponse(responseCode = "422", description = "a bad tenant id or limit")})
     public Response put(@Parameter(description = "1-63 lower-case letters, digits, '_' or '-'") @PathParam("id") String id,
                         @Context SecurityContext sc, @Context UriInfo uri, TenantLimitsChange body) {
+        JsonBodyReader.required(body).checkId(id);
         checkId(id);
-        TenantAdminStore.Change change = tenants.write(id, JsonBodyReader.required(body).given(), true,
+        TenantAdminStore.Change change = tenants.write(id, body.given(), true,
                 BearerAuthFilter.actor(sc)).orElseThrow();
         keys.forget(id); // its verified keys carry the old API limits
         if (change.created()) return Response.created(uri.getAbsolutePath()).entity(change.tenant()).build();
@@ -100,7 +101,8 @@ public final class AdminTenantsResource {
             @ApiResponse(responseCode = "404", description = "no such tenant")})
     public TenantView patch(@PathParam("id") String id,
                             @Context SecurityContext sc, TenantLimitsChange body) {
-        TenantView changed = tenants.write(id, JsonBodyReader.required(body).given(), false, BearerAuthFilter.actor(sc))
+        JsonBodyReader.required(body).checkId(id);
+        TenantView changed = tenants.write(id, body.given(), false, BearerAuthFilter.actor(sc))
                 .orElseThrow(() -> ApiException.notFound("no tenant " + id)).tenant();
         keys.forget(id); // its verified keys carry the old API limits
         return changed;

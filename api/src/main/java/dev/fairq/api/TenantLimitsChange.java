@@ -1,6 +1,5 @@
 package dev.fairq.api;
 
-import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import dev.fairq.schema.TenantLimit;
 import io.swagger.v3.oas.annotations.media.Schema;
 
@@ -12,11 +11,12 @@ import java.util.Map;
  * The limits of a PUT (the rest take the defaults) or a PATCH (the rest stay) on /v1/admin/tenants/{id}. Each
  * is checked by its {@link TenantLimit} (the one declaration of its range, shared with tenants.yml and the
  * tenants table's CHECK constraints); a limit given as null is refused. {@code id} is allowed for symmetry with
- * GET and ignored: the path names the tenant.
+ * GET (a GET's answer can be sent back) when it is the path's tenant; naming another tenant is a 422 (the path
+ * names the tenant, and a body that says otherwise is a mistake, not a rename).
  */
-@JsonIgnoreProperties({"id"})
 @Schema(name = "TenantLimitsChange", description = "Tenant limits; unknown fields are refused (422)")
 public record TenantLimitsChange(
+        @Schema(description = "optional: when given, the path's tenant id") String id,
         @Limit(TenantLimit.WEIGHT) Integer weight,
         @Limit(TenantLimit.RATE_PER_SECOND) Double ratePerSecond,
         @Limit(TenantLimit.BURST) Integer burst,
@@ -30,6 +30,14 @@ public record TenantLimitsChange(
         @Limit(TenantLimit.API_BURST) Integer apiBurst,
         @Limit(TenantLimit.CONCURRENCY_LIMITS) Map<String, Object> concurrencyLimits,
         @Limit(TenantLimit.KEY_WEIGHTS) Map<String, Object> keyWeights) implements RequestBody {
+
+    /** 422 when the body names a tenant other than the path's. */
+    void checkId(String pathId) {
+        if (id != null && !id.equals(pathId)) {
+            throw ApiException.invalid("id", "names tenant '" + id + "' but the path names '" + pathId
+                    + "'; the path names the tenant (leave id out)");
+        }
+    }
 
     /** The limits given, field -> value in their stored form (as {@link TenantLimit#accept} returns it). */
     Map<String, Object> given() {
