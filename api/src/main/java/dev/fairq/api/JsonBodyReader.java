@@ -2,11 +2,18 @@ package dev.fairq.api;
 
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.core.JsonParseException;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonStreamContext;
+import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
+import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import dev.fairq.schema.FieldError;
+import dev.fairq.schema.JobRequest;
 import dev.fairq.schema.Json;
 import dev.fairq.schema.TenantLimit;
 import jakarta.validation.ConstraintViolation;
@@ -77,17 +84,77 @@ final class JsonBodyReader implements MessageBodyReader<RequestBody> {
         return read(readObject(new String(entity.readAllBytes(), StandardCharsets.UTF_8)), type);
     }
 
-    /** 400 for a body that is not JSON, or not an object. */
+    /**
+     * One JSON value and nothing after it ({@code {...} {...}} would otherwise be read as its first object), each
+     * field name once (otherwise the last would silently win).
+     */
+    private static final ObjectReader STRICT_TREE = Json.MAPPER.readerFor(JsonNode.class)
+            .with(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+            .with(StreamReadFeature.STRICT_DUPLICATE_DETECTION);
+
+    /**
+     * 400 for a body that is not JSON, or not an object (or has trailing content, or a field given twice); 422
+     * naming the field for a string holding an unpaired surrogate, anywhere in the body (see
+     * {@link JobRequest#SURROGATE_RULE}).
+     */
     static JsonNode readObject(String body) {
         if (body == null || body.isBlank()) throw ApiException.badRequest("the request body is empty; send a JSON object");
         JsonNode node;
         try {
-            node = Json.MAPPER.readTree(body);
+            node = STRICT_TREE.readValue(body);
+        } catch (JsonParseException e) {
+            String message = e.getOriginalMessage();
+            if (message.startsWith("Duplicate field") && e.getProcessor() != null) {
+                String at = path(e.getProcessor().getParsingContext());
+                throw new ApiException(400, "malformed JSON: " + message, List.of(new FieldError(at, "is given more than once")), Map.of());
+            }
+            throw ApiException.badRequest("malformed JSON: " + message);
+        } catch (MismatchedInputException e) {
+            if (e.getOriginalMessage().startsWith("Trailing token")) {
+                throw ApiException.badRequest("malformed JSON: content after the JSON object; send one JSON object");
+            }
+            throw ApiException.badRequest("malformed JSON: " + e.getOriginalMessage());
         } catch (JsonProcessingException e) {
             throw ApiException.badRequest("malformed JSON: " + e.getOriginalMessage());
         }
         if (node == null || !node.isObject()) throw ApiException.badRequest("the request body must be a JSON object");
+        // a lone surrogate can only come from an escape: a UTF-8 body decodes a bad sequence as U+FFFD
+        if (body.contains("\\u")) {
+            String at = surrogateAt(node, "");
+            if (at != null) throw ApiException.invalid(at.isEmpty() ? "(body)" : at, JobRequest.SURROGATE_RULE);
+        }
         return node;
+    }
+
+    /** The path of the first string or field name holding an unpaired surrogate (a field name: its object's path). */
+    private static String surrogateAt(JsonNode n, String path) {
+        if (n.isTextual()) return JobRequest.unpairedSurrogate(n.textValue()) >= 0 ? path : null;
+        if (n.isArray()) {
+            for (int i = 0; i < n.size(); i++) {
+                String at = surrogateAt(n.get(i), path + "[" + i + "]");
+                if (at != null) return at;
+            }
+        } else if (n.isObject()) {
+            for (var it = n.fields(); it.hasNext(); ) {
+                var e = it.next();
+                if (JobRequest.unpairedSurrogate(e.getKey()) >= 0) return path;
+                String at = surrogateAt(e.getValue(), path.isEmpty() ? e.getKey() : path + "." + e.getKey());
+                if (at != null) return at;
+            }
+        }
+        return null;
+    }
+
+    /** A parser's place as the API names fields: {@code jobs[1].type}. */
+    private static String path(JsonStreamContext c) {
+        List<String> parts = new ArrayList<>();
+        for (; c != null && !c.inRoot(); c = c.getParent()) {
+            if (c.inArray()) parts.add("[" + Math.max(c.getCurrentIndex(), 0) + "]");
+            else if (c.getCurrentName() != null) parts.add((c.getParent() != null && !c.getParent().inRoot() ? "." : "") + c.getCurrentName());
+        }
+        java.util.Collections.reverse(parts);
+        String p = String.join("", parts);
+        return p.isEmpty() ? "(body)" : p;
     }
 
     /** Jersey hands a resource null for an empty body: the same 400 as a blank one. */

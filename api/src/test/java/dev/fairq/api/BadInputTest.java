@@ -95,4 +95,79 @@ class BadInputTest extends AppTest {
         assertEquals(201, ok.status(), ok.toString());
         assertEquals("\\u0000", ok.body().get("payload").get("s").asText());
     }
+    /**
+     * A lone surrogate (the JSON escape \\ud800 without its pair) is no character: it had been stored as '?', so
+     * distinct keys merged, and a repeat of the same job_key answered 500. Now a 422 naming the field, anywhere in
+     * a body, every time; a pair (an emoji) is one character and is stored as sent.
+     */
+    @Test
+    void unpairedSurrogatesAreA422NamingTheFieldEveryTime() {
+        for (int i = 0; i < 2; i++) refused("POST", "/v1/jobs", key, job("\"job_key\": \"repro\\ud800\""), "job_key");
+        refused("POST", "/v1/jobs", key, job("\"fairness_key\": \"\\udc00\""), "fairness_key");
+        refused("POST", "/v1/jobs", key, job("\"concurrency_key\": \"x\\ud800y\""), "concurrency_key");
+        refused("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {\"a\": [1, {\"s\": \"x\\ud800\"}]}}", "payload.a[1].s");
+        refused("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {\"k\\udfff\": 1}}", "payload");
+        refused("POST", "/v1/jobs/batch", key, "{\"jobs\": [" + job("") + ", " + job("\"job_key\": \"b\\ud800\"") + "]}",
+                "jobs[1].job_key");
+        refused("PATCH", "/v1/admin/tenants/" + tenant, TestApp.ADMIN_TOKEN, "{\"key_weights\": {\"a\\ud800\": 2}}", "key_weights");
+        refused("PUT", "/v1/schedules/s", key, "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", "
+                + "\"job\": {\"type\": \"record\", \"payload\": {\"s\": \"\\ud800\"}}}", "job.payload.s");
+
+        TestApp.Res emoji = app.call("POST", "/v1/jobs", key, job("\"job_key\": \"e\\ud83d\\ude00\""));
+        assertEquals(201, emoji.status(), emoji.toString());
+        assertEquals("e\ud83d\ude00", emoji.body().get("job_key").asText());
+        TestApp.Res again = app.call("POST", "/v1/jobs", key, job("\"job_key\": \"e\ud83d\ude00\"")); // raw UTF-8 this time
+        assertEquals(200, again.status(), again.toString());
+        assertEquals(emoji.body().get("id").asLong(), again.body().get("id").asLong());
+    }
+
+    /** One JSON object per body: content after it, or a field given twice (which would silently win), is a 400. */
+    @Test
+    void trailingContentAndDuplicateFieldsAreRefused() {
+        List<Object> before = app.snapshot(tenant);
+        TestApp.Res trailing = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}} {\"x\": 1}");
+        assertEquals(400, trailing.status(), trailing.toString());
+        assertTrue(trailing.body().get("error").asText().contains("after the JSON object"), trailing.toString());
+        assertEquals(400, app.call("PUT", "/v1/schedules/s", key, "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", "
+                + "\"job\": {\"type\": \"record\"}}]").status());
+        TestApp.Res twice = app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [" + job("") + ", "
+                + "{\"type\": \"record\", \"payload\": {}, \"priority\": 1, \"priority\": 100}]}");
+        assertEquals(400, twice.status(), twice.toString());
+        assertEquals("jobs[1].priority", twice.body().get("errors").get(0).get("field").asText(), twice.toString());
+        TestApp.Res limit = app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"weight\": 2, \"weight\": 3}");
+        assertEquals(400, limit.status(), limit.toString());
+        assertEquals("weight", limit.body().get("errors").get(0).get("field").asText(), limit.toString());
+        assertEquals(before, app.snapshot(tenant), "nothing stored");
+    }
+
+    /** A schedule's body is read as strictly as a job's: no coercion, the same words for a wrong type. */
+    @Test
+    void scheduleBodiesAreNotCoerced() {
+        String head = "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", ";
+        refused("PUT", "/v1/schedules/s", key, head + "\"job\": {\"type\": \"record\", \"priority\": \"5\"}}", "job.priority");
+        refused("PUT", "/v1/schedules/s", key, head + "\"job\": {\"type\": \"record\", \"priority\": 1.5}}", "job.priority");
+        refused("PUT", "/v1/schedules/s", key, head + "\"job\": {\"type\": \"record\", \"max_attempts\": \"7\"}}", "job.max_attempts");
+        refused("PUT", "/v1/schedules/s", key, head + "\"job\": {\"type\": \"record\", \"queue\": 5}}", "job.queue");
+        refused("PUT", "/v1/schedules/s", key, head + "\"job\": {\"type\": \"record\"}, \"backfill_limit\": \"5\"}", "backfill_limit");
+        refused("PUT", "/v1/schedules/s", key, head + "\"job\": {\"type\": \"record\"}, \"paused\": \"true\"}", "paused");
+        refused("PUT", "/v1/schedules/s", key, head + "\"job\": \"record\"}", "job");
+        TestApp.Res r = app.call("PUT", "/v1/schedules/s", key, head + "\"job\": {\"type\": \"record\", \"priority\": \"5\"}}");
+        assertEquals("must be a whole number", r.body().get("errors").get(0).get("message").asText(), r.toString());
+        assertEquals(201, app.call("PUT", "/v1/schedules/s", key, head + "\"job\": {\"type\": \"record\", \"priority\": 5}, "
+                + "\"backfill_limit\": 5, \"paused\": true}").status());
+        refused("PATCH", "/v1/schedules/s", key, "{\"paused\": \"false\"}", "paused");
+        refused("PATCH", "/v1/schedules/s", key, "{\"job\": {\"priority\": 2.0}}", "job.priority");
+        assertTrue(app.call("GET", "/v1/schedules/s", key, null).body().get("paused").asBoolean(), "the refused PATCH changed nothing");
+        assertEquals(204, app.call("DELETE", "/v1/schedules/s", key, null).status());
+    }
+
+    /** A tenant body may repeat the path's id (a GET's answer sent back), never name another tenant. */
+    @Test
+    void aTenantBodyNamingAnotherTenantIsRefused() {
+        refused("PATCH", "/v1/admin/tenants/" + tenant, TestApp.ADMIN_TOKEN, "{\"id\": \"other\", \"weight\": 2}", "id");
+        refused("PUT", "/v1/admin/tenants/" + tenant, TestApp.ADMIN_TOKEN, "{\"id\": \"other\"}", "id");
+        refused("PATCH", "/v1/admin/tenants/" + tenant, TestApp.ADMIN_TOKEN, "{\"id\": 5}", "id");
+        TestApp.Res same = app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"id\": \"" + tenant + "\", \"weight\": 1}");
+        assertEquals(200, same.status(), same.toString());
+    }
 }

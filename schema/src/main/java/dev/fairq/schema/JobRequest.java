@@ -79,8 +79,14 @@ public record JobRequest(String tenantId, String queue, String type, String payl
     /** run_at: within a year of now, either way, like delay_ms ahead (PostgreSQL's timestamptz has a range too). */
     public static final String RUN_AT_RULE = "must be within one year of now";
     /** job_key, ordering_key, concurrency_key and fairness_key: a key is an identifier, and a NUL cannot be stored in a PostgreSQL text at all. */
-    public static final String KEY_RULE = "must be 1-" + MAX_KEY_LENGTH + " characters, none of them a control character";
+    public static final String KEY_RULE = "must be 1-" + MAX_KEY_LENGTH + " characters, none of them a control character"
+            + " or an unpaired UTF-16 surrogate";
     public static final String NUL_RULE = "must not contain the character U+0000 (PostgreSQL's jsonb cannot store it)";
+    /**
+     * A lone {@code \ud800} is no character: PostgreSQL's UTF-8 cannot hold it, and the driver would store '?'
+     * instead, so two different keys would become one (and an enqueue would never find the key it wrote).
+     */
+    public static final String SURROGATE_RULE = "must not contain an unpaired UTF-16 surrogate (\\ud800-\\udfff alone is not a character)";
 
     /** Every problem with this request, empty when it can be stored; run_at is checked against this JVM's clock. */
     public List<FieldError> validate() {
@@ -104,8 +110,8 @@ public record JobRequest(String tenantId, String queue, String type, String payl
         } else if (!isJson(payloadJson)) {
             errors.add(new FieldError("payload", "must be valid JSON"));
         } else {
-            String at = nulAt(payloadJson);
-            if (at != null) errors.add(new FieldError(at, NUL_RULE));
+            FieldError at = unstorableAt(payloadJson);
+            if (at != null) errors.add(at);
         }
         if (priority < MIN_PRIORITY || priority > MAX_PRIORITY) {
             errors.add(new FieldError("priority", "must be between " + MIN_PRIORITY + " and " + MAX_PRIORITY));
@@ -139,38 +145,60 @@ public record JobRequest(String tenantId, String queue, String type, String payl
     static boolean isKey(String key) {
         if (key.isEmpty() || key.length() > MAX_KEY_LENGTH) return false;
         for (int i = 0; i < key.length(); i++) if (Character.isISOControl(key.charAt(i))) return false;
-        return true;
+        return unpairedSurrogate(key) < 0;
+    }
+
+    /** The index of the first unpaired UTF-16 surrogate in {@code s}, or -1: text UTF-8 (and so PostgreSQL) can hold. */
+    public static int unpairedSurrogate(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (!Character.isSurrogate(c)) continue;
+            if (Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
+                i++;
+            } else {
+                return i;
+            }
+        }
+        return -1;
     }
 
     /**
-     * Where a payload holds U+0000, in a string or as a key ({@code payload.a[2].b}), or null. PostgreSQL's jsonb
-     * refuses {@code \u0000} (its text type cannot hold the character), so without this the insert fails. The
-     * tree is walked only when the text has the escape at all (Jackson writes U+0000 as it).
+     * Where a payload holds what PostgreSQL cannot store, in a string or as a key ({@code payload.a[2].b}), or
+     * null: U+0000 (jsonb's text type cannot hold it, so the insert would fail) or an unpaired surrogate (stored
+     * as '?'). The tree is walked only when the text may hold one: an escape, or a surrogate (a Java caller's raw
+     * string; Jackson writes U+0000 as an escape).
      */
-    static String nulAt(String json) {
-        if (!json.contains("\\u0000")) return null;
+    static FieldError unstorableAt(String json) {
+        if (!json.contains("\\u") && unpairedSurrogate(json) < 0) return null;
         try {
-            return nulAt(Json.MAPPER.readTree(json), "payload");
+            return unstorableAt(Json.MAPPER.readTree(json), "payload");
         } catch (JsonProcessingException e) {
             return null; // not JSON: reported as such
         }
     }
 
-    private static String nulAt(com.fasterxml.jackson.databind.JsonNode n, String path) {
-        if (n.isTextual()) return n.textValue().indexOf('\0') >= 0 ? path : null;
+    private static FieldError unstorableAt(com.fasterxml.jackson.databind.JsonNode n, String path) {
+        if (n.isTextual()) return unstorable(n.textValue(), path);
         if (n.isArray()) {
             for (int i = 0; i < n.size(); i++) {
-                String at = nulAt(n.get(i), path + "[" + i + "]");
+                FieldError at = unstorableAt(n.get(i), path + "[" + i + "]");
                 if (at != null) return at;
             }
         } else if (n.isObject()) {
             for (var it = n.fields(); it.hasNext(); ) {
                 var e = it.next();
-                if (e.getKey().indexOf('\0') >= 0) return path;
-                String at = nulAt(e.getValue(), path + "." + e.getKey());
+                FieldError key = unstorable(e.getKey(), path);
+                if (key != null) return key;
+                FieldError at = unstorableAt(e.getValue(), path + "." + e.getKey());
                 if (at != null) return at;
             }
         }
+        return null;
+    }
+
+    private static FieldError unstorable(String s, String path) {
+        if (s.indexOf('\0') >= 0) return new FieldError(path, NUL_RULE);
+        if (unpairedSurrogate(s) >= 0) return new FieldError(path, SURROGATE_RULE);
         return null;
     }
 

@@ -90,6 +90,33 @@ class EnqueueValidationTest extends StoreTestSupport {
         assertEquals(1, countJobs());
     }
 
+    /**
+     * A lone surrogate is no character: the driver would store '?' for it, so "k\\ud800" and "k\\udc00" would
+     * become one key, and an enqueue would look for a key that was never stored (the API's repeat had answered
+     * 500). Refused in every key, in payload strings and keys; a pair (an emoji) is one character and fine.
+     */
+    @Test
+    void unpairedSurrogatesAreRefusedNamingTheFieldAndPairsAreFine() {
+        assertEquals(List.of("job_key"), fieldsOf(rejectSingle(job(T1).jobKey("repro\ud800"))));
+        assertEquals(List.of("ordering_key"), fieldsOf(rejectSingle(job(T1).orderingKey("\udc00x"))));
+        assertEquals(List.of("concurrency_key"), fieldsOf(rejectSingle(job(T1).concurrencyKey("a\udbffb"))));
+        assertEquals(List.of("fairness_key"), fieldsOf(rejectSingle(job(T1).fairnessKey("\udc00\ud800"))));
+        assertEquals(JobRequest.KEY_RULE, rejectSingle(job(T1).jobKey("repro\ud800")).errors().get(0).message());
+        for (TenantLimit limit : List.of(TenantLimit.CONCURRENCY_LIMITS, TenantLimit.KEY_WEIGHTS)) {
+            TenantLimit.InvalidLimitException e = assertThrows(TenantLimit.InvalidLimitException.class,
+                    () -> limit.accept(java.util.Map.of("x\ud800", 2)));
+            assertEquals(limit.field(), e.field());
+        }
+        InvalidJobException escaped = rejectSingle(job(T1).payload("{\"a\": [0, {\"b\": \"x\\ud800\"}]}"));
+        assertEquals(List.of("payload.a[1].b"), fieldsOf(escaped));
+        assertEquals(JobRequest.SURROGATE_RULE, escaped.errors().get(0).message());
+        assertEquals(List.of("payload.a"), fieldsOf(rejectSingle(job(T1).payload("{\"a\": {\"k\ud800\": 1}}")))); // a raw char
+        assertEquals(0, countJobs());
+        store.enqueue(dsl, job(T1).jobKey("emoji \ud83d\ude00").payload("{\"s\": \"\\ud83d\\ude00 \ud83d\ude00\"}").build());
+        store.enqueue(dsl, job(T1).jobKey("emoji \ud83d\ude00").build()); // the same key: a duplicate, not a second job
+        assertEquals(1, countJobs());
+    }
+
     @Test
     void builderValidatesToo() {
         InvalidJobException e = assertThrows(InvalidJobException.class, () -> job(T1).priority(500).maxAttempts(0).build());
