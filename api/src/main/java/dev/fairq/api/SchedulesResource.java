@@ -81,11 +81,17 @@ public final class SchedulesResource {
 
     @GET
     @Path("/{name}")
+    @Operation(summary = "A schedule, with its next five fires and its last fire's job", responses = {
+            @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = ScheduleInfo.class))),
+            @ApiResponse(responseCode = "404", description = "no schedule of that name")})
     public ScheduleInfo get(@Context SecurityContext sc, @PathParam("name") String name) {
         return schedules.get(db, BearerAuthFilter.tenant(sc), name).orElseThrow(() -> notFound(name));
     }
 
     @GET
+    @Operation(summary = "The tenant's schedules by name, a page at a time (pass next back as after)", responses = {
+            @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = Page.class))),
+            @ApiResponse(responseCode = "422", description = "a bad limit")})
     public Page list(@Context SecurityContext sc, @QueryParam("limit") String limit, @QueryParam("after") String after) {
         String tenant = BearerAuthFilter.tenant(sc);
         ScheduleService.Page p = schedules.list(db, tenant, after == null ? null : tenant, blank(after), limit(limit));
@@ -109,6 +115,9 @@ public final class SchedulesResource {
     /** 204; the jobs it fired stay, a fire created ahead is withdrawn. */
     @DELETE
     @Path("/{name}")
+    @Operation(summary = "Delete a schedule; the jobs it fired stay", responses = {
+            @ApiResponse(responseCode = "204", description = "deleted"),
+            @ApiResponse(responseCode = "404", description = "no schedule of that name")})
     public Response delete(@Context SecurityContext sc, @PathParam("name") String name) {
         if (!schedules.delete(db, BearerAuthFilter.tenant(sc), name)) throw notFound(name);
         return Response.noContent().build();
@@ -120,6 +129,12 @@ public final class SchedulesResource {
      */
     @POST
     @Path("/{name}/trigger")
+    @Operation(summary = "Run the schedule's job now (idempotent within the second)", responses = {
+            @ApiResponse(responseCode = "201", description = "the job, created", headers = @Header(name = "Location", description = "the job's URL"),
+                    content = @Content(schema = @Schema(implementation = JobView.class))),
+            @ApiResponse(responseCode = "200", description = "the same second's job, again", headers = @Header(name = "Idempotent-Replay", description = "true"),
+                    content = @Content(schema = @Schema(implementation = JobView.class))),
+            @ApiResponse(responseCode = "404", description = "no schedule of that name")})
     public Response trigger(@Context SecurityContext sc, @Context UriInfo uri, @PathParam("name") String name) {
         EnqueueResult r = schedules.trigger(db, BearerAuthFilter.tenant(sc), name).orElseThrow(() -> notFound(name));
         JobView job = JobView.of(r.job());
@@ -176,6 +191,9 @@ public final class SchedulesResource {
         }
 
         @GET
+        @Operation(summary = "Any tenant's schedules, a page at a time (next is <tenant>:<name>)", responses = {
+                @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = Page.class))),
+                @ApiResponse(responseCode = "422", description = "a bad limit or after")})
         public Page list(@QueryParam("tenant") String tenant, @QueryParam("limit") String limit,
                          @QueryParam("after") String after) {
             String afterTenant = null, afterName = null;
@@ -191,6 +209,9 @@ public final class SchedulesResource {
 
         @GET
         @Path("/{tenant}/{name}")
+        @Operation(summary = "A tenant's schedule", responses = {
+                @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = ScheduleInfo.class))),
+                @ApiResponse(responseCode = "404", description = "no schedule of that name")})
         public ScheduleInfo get(@PathParam("tenant") String tenant, @PathParam("name") String name) {
             return schedules.get(db, tenant, name).orElseThrow(() -> notFound(name));
         }

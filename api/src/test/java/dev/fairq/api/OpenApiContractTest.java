@@ -120,6 +120,16 @@ class OpenApiContractTest extends AppTest {
         assertEquals(1, limits.at("/weight/minimum").asInt());
         assertEquals(1000, limits.at("/weight/maximum").asInt());
         assertTrue(limits.at("/rate_per_second/exclusiveMinimum").asBoolean());
+
+        // every operation names its success code: a bare "default" tells a generated client nothing
+        List<String> undeclared = new java.util.ArrayList<>();
+        doc.get("paths").fields().forEachRemaining(p -> p.getValue().fields().forEachRemaining(op -> {
+            JsonNode responses = op.getValue().get("responses");
+            boolean success = false;
+            for (var it = responses.fieldNames(); it.hasNext(); ) success |= it.next().startsWith("2");
+            if (!success || responses.has("default")) undeclared.add(op.getKey().toUpperCase() + " " + p.getKey());
+        }));
+        assertEquals(List.of(), undeclared, "operations without a declared success code");
     }
 
     /** The schemas name exactly the fields the server answers with (snake_case), checked on real answers. */
