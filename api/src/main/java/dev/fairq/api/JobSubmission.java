@@ -13,7 +13,6 @@ import jakarta.validation.constraints.Min;
 import jakarta.validation.constraints.NotBlank;
 import jakarta.validation.constraints.NotNull;
 import jakarta.validation.constraints.Pattern;
-import jakarta.validation.constraints.Size;
 
 import java.time.Duration;
 import java.time.OffsetDateTime;
@@ -51,11 +50,9 @@ public record JobSubmission(
         @Max(value = JobRequest.MAX_DELAY_MS, message = DELAY_RULE)
         @RequestBody.WrongType("must be a whole number of milliseconds")
         Long delayMs,
-        @Schema(description = "idempotency key: a second identical request answers the first job (200, Idempotent-Replay), a different one 409")
-        @Size(min = 1, max = JobRequest.MAX_KEY_LENGTH, message = KEY_RULE)
+        @Schema(description = "idempotency key: a second identical request answers the first job (200, Idempotent-Replay), a different one 409", minLength = 1, maxLength = JobRequest.MAX_KEY_LENGTH)
         String jobKey,
-        @Schema(description = "jobs with the same key run one at a time, in submission order")
-        @Size(min = 1, max = JobRequest.MAX_KEY_LENGTH, message = KEY_RULE)
+        @Schema(description = "jobs with the same key run one at a time, in submission order", minLength = 1, maxLength = JobRequest.MAX_KEY_LENGTH)
         String orderingKey,
         @Schema(description = "default " + JobRequest.DEFAULT_MAX_ATTEMPTS)
         @Min(value = JobRequest.MIN_MAX_ATTEMPTS, message = ATTEMPTS_RULE)
@@ -72,12 +69,10 @@ public record JobSubmission(
         @Max(value = JobRequest.MAX_PAYLOAD_VERSION, message = VERSION_RULE)
         Integer payloadVersion,
         @Schema(description = "a shared resource the job uses: the tenant limit concurrency_limits caps how many jobs "
-                + "of one key are admitted or running at once (a key without a limit is unlimited)", example = "stripe-api")
-        @Size(min = 1, max = JobRequest.MAX_KEY_LENGTH, message = KEY_RULE)
+                + "of one key are admitted or running at once (a key without a limit is unlimited)", example = "stripe-api", minLength = 1, maxLength = JobRequest.MAX_KEY_LENGTH)
         String concurrencyKey,
         @Schema(description = "the tenant's own customer, project or user the job is for: the tenant's share is split "
-                + "among its keys with jobs waiting (tenant limit key_weights)", example = "customer-42")
-        @Size(min = 1, max = JobRequest.MAX_KEY_LENGTH, message = KEY_RULE)
+                + "among its keys with jobs waiting (tenant limit key_weights)", example = "customer-42", minLength = 1, maxLength = JobRequest.MAX_KEY_LENGTH)
         String fairnessKey) implements RequestBody {
 
     static final String PRIORITY_RULE = "must be between " + JobRequest.MIN_PRIORITY + " and " + JobRequest.MAX_PRIORITY;

@@ -119,6 +119,13 @@ class BadInputTest extends AppTest {
         TestApp.Res again = app.call("POST", "/v1/jobs", key, job("\"job_key\": \"e\ud83d\ude00\"")); // raw UTF-8 this time
         assertEquals(200, again.status(), again.toString());
         assertEquals(emoji.body().get("id").asLong(), again.body().get("id").asLong());
+
+        // a key's 255 characters are characters, as PostgreSQL counts them: 255 emoji fit, 256 do not
+        String e255 = "\ud83d\ude00".repeat(255);
+        TestApp.Res long255 = app.call("POST", "/v1/jobs", key, job("\"ordering_key\": \"" + e255 + "\""));
+        assertEquals(201, long255.status(), long255.toString());
+        assertEquals(e255, long255.body().get("ordering_key").asText());
+        refused("POST", "/v1/jobs", key, job("\"ordering_key\": \"" + e255 + "\ud83d\ude00\""), "ordering_key");
     }
 
     /** One JSON object per body: content after it, or a field given twice (which would silently win), is a 400. */
