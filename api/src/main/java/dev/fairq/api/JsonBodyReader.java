@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.JsonParseException;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonStreamContext;
 import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -34,6 +35,9 @@ import java.lang.reflect.Field;
 import java.lang.reflect.ParameterizedType;
 import java.lang.reflect.RecordComponent;
 import java.lang.reflect.Type;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.time.OffsetDateTime;
 import java.time.format.DateTimeParseException;
@@ -81,7 +85,26 @@ final class JsonBodyReader implements MessageBodyReader<RequestBody> {
     @Override
     public RequestBody readFrom(Class<RequestBody> type, Type genericType, Annotation[] annotations, MediaType mediaType,
                                 MultivaluedMap<String, String> headers, InputStream entity) throws IOException {
-        return read(readObject(new String(entity.readAllBytes(), StandardCharsets.UTF_8)), type);
+        // the largest body there is reason to send: a full batch of full payloads, each with its other fields
+        long cap = (long) BatchSubmission.MAX_BATCH * (maxPayloadBytes + 8 * 1024);
+        byte[] bytes = entity.readNBytes((int) Math.min(cap + 1, Integer.MAX_VALUE - 16));
+        if (bytes.length > cap) {
+            throw new ApiException(Response.Status.REQUEST_ENTITY_TOO_LARGE.getStatusCode(),
+                    "the request body is over " + cap + " bytes (" + BatchSubmission.MAX_BATCH + " jobs of at most "
+                            + maxPayloadBytes + " payload bytes each)", List.of(), Map.of());
+        }
+        return read(readObject(utf8(bytes)), type);
+    }
+
+    /** The body as text: 400 when it is not UTF-8 (RFC 8259), rather than storing U+FFFD for the bytes at fault. */
+    static String utf8(byte[] body) {
+        if (body == null) return "";
+        try {
+            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(body)).toString();
+        } catch (CharacterCodingException e) {
+            throw ApiException.badRequest("the request body is not UTF-8 (JSON must be)");
+        }
     }
 
     /**
@@ -109,6 +132,10 @@ final class JsonBodyReader implements MessageBodyReader<RequestBody> {
                 throw new ApiException(400, "malformed JSON: " + message, List.of(new FieldError(at, "is given more than once")), Map.of());
             }
             throw ApiException.badRequest("malformed JSON: " + message);
+        } catch (StreamConstraintsException e) {
+            // Jackson's own bounds (a string of 20,000,000 characters, nesting 1,000 deep): far past any field's limit
+            throw new ApiException(Response.Status.REQUEST_ENTITY_TOO_LARGE.getStatusCode(),
+                    "the request body is too large: " + e.getOriginalMessage(), List.of(), Map.of());
         } catch (MismatchedInputException e) {
             if (e.getOriginalMessage().startsWith("Trailing token")) {
                 throw ApiException.badRequest("malformed JSON: content after the JSON object; send one JSON object");

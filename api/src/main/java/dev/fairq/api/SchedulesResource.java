@@ -72,8 +72,8 @@ public final class SchedulesResource {
             @ApiResponse(responseCode = "200", description = "replaced", content = @Content(schema = @Schema(implementation = ScheduleInfo.class))),
             @ApiResponse(responseCode = "409", description = "the tenant is at max_schedules")})
     public Response put(@Context SecurityContext sc, @Context UriInfo uri, @PathParam("name") String name,
-                        @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true, content = @Content(schema = @Schema(implementation = ScheduleDefinition.class))) String body) {
-        ScheduleDefinition definition = checked(() -> ScheduleDefinition.fromJson(JsonBodyReader.readObject(body)));
+                        @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true, content = @Content(schema = @Schema(implementation = ScheduleDefinition.class))) byte[] body) {
+        ScheduleDefinition definition = checked(() -> ScheduleDefinition.fromJson(JsonBodyReader.readObject(JsonBodyReader.utf8(body))));
         ScheduleService.Written w = checked(() -> schedules.put(db, BearerAuthFilter.tenant(sc), name, definition));
         if (w.created()) return Response.created(uri.getAbsolutePath()).entity(w.schedule()).build();
         return Response.ok(w.schedule()).build();
@@ -107,8 +107,8 @@ public final class SchedulesResource {
             @ApiResponse(responseCode = "404", description = "no schedule of that name")})
     public ScheduleInfo patch(@Context SecurityContext sc, @PathParam("name") String name,
                               @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true, description = "any subset of a schedule's fields",
-                                      content = @Content(schema = @Schema(implementation = ScheduleDefinition.class))) String body) {
-        JsonNode patch = JsonBodyReader.readObject(body);
+                                      content = @Content(schema = @Schema(implementation = ScheduleDefinition.class))) byte[] body) {
+        JsonNode patch = JsonBodyReader.readObject(JsonBodyReader.utf8(body));
         return checked(() -> schedules.patch(db, BearerAuthFilter.tenant(sc), name, patch)).orElseThrow(() -> notFound(name));
     }
 

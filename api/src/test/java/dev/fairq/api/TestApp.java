@@ -126,9 +126,18 @@ final class TestApp {
 
     /** Any fairq on localhost (the integration test's own process too). */
     static Res callPort(int port, String method, String path, String token, String body) {
+        return callPort(port, method, path, token, body == null ? null : HttpRequest.BodyPublishers.ofString(body));
+    }
+
+    /** A body of raw bytes (not UTF-8, say), as application/json. */
+    Res callBytes(String method, String path, String token, byte[] body) {
+        return callPort(support.getLocalPort(), method, path, token, HttpRequest.BodyPublishers.ofByteArray(body));
+    }
+
+    private static Res callPort(int port, String method, String path, String token, HttpRequest.BodyPublisher body) {
         HttpClient http = CLIENT;
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : body);
         if (body != null) b.header("Content-Type", "application/json");
         if (token != null) b.header("Authorization", "Bearer " + token);
         try {
