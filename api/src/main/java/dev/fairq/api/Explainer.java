@@ -164,6 +164,15 @@ final class Explainer {
         if (status == JobStatus.ready) {
             return new Explanation(job.getId(), st, "ready", "admitted; waiting for a free worker", data);
         }
+        Integer keyLimit = job.getConcurrencyKey() == null ? null
+                : TenantLimits.keyMap(tenant.getConcurrencyLimits()).get(job.getConcurrencyKey());
+        if (keyLimit != null && keyLimit == 0) { // a closed key outlasts a full tenant: name what will still hold
+            data.put("concurrency_key", job.getConcurrencyKey());
+            data.put("key_running_or_admitted", queries.keyActive(db, job.getTenantId(), job.getConcurrencyKey()));
+            data.put("key_limit", 0);
+            return new Explanation(job.getId(), st, "concurrency_key_full", "concurrency key '" + job.getConcurrencyKey()
+                    + "' has limit 0: none of its jobs start until concurrency_limits raises it", data);
+        }
         JobQueries.Admitted stats = context.admitted();
         if (stats.running() + stats.ready() >= tenant.getMaxRunning()) {
             data.put("running", stats.running());
@@ -172,8 +181,6 @@ final class Explainer {
             return new Explanation(job.getId(), st, "concurrency_full", "the tenant has " + stats.running()
                     + " jobs running (and " + stats.ready() + " admitted) of max_running " + tenant.getMaxRunning(), data);
         }
-        Integer keyLimit = job.getConcurrencyKey() == null ? null
-                : TenantLimits.keyMap(tenant.getConcurrencyLimits()).get(job.getConcurrencyKey());
         if (keyLimit != null) {
             long active = queries.keyActive(db, job.getTenantId(), job.getConcurrencyKey());
             if (active >= keyLimit) {
