@@ -147,29 +147,10 @@ final class JsonBodyReader implements MessageBodyReader<RequestBody> {
         if (node == null || !node.isObject()) throw ApiException.badRequest("the request body must be a JSON object");
         // a lone surrogate can only come from an escape: a UTF-8 body decodes a bad sequence as U+FFFD
         if (body.contains("\\u")) {
-            String at = surrogateAt(node, "");
+            String at = JobRequest.pathOf(node, "", t -> JobRequest.unpairedSurrogate(t) >= 0);
             if (at != null) throw ApiException.invalid(at.isEmpty() ? "(body)" : at, JobRequest.SURROGATE_RULE);
         }
         return node;
-    }
-
-    /** The path of the first string or field name holding an unpaired surrogate (a field name: its object's path). */
-    private static String surrogateAt(JsonNode n, String path) {
-        if (n.isTextual()) return JobRequest.unpairedSurrogate(n.textValue()) >= 0 ? path : null;
-        if (n.isArray()) {
-            for (int i = 0; i < n.size(); i++) {
-                String at = surrogateAt(n.get(i), path + "[" + i + "]");
-                if (at != null) return at;
-            }
-        } else if (n.isObject()) {
-            for (var it = n.fields(); it.hasNext(); ) {
-                var e = it.next();
-                if (JobRequest.unpairedSurrogate(e.getKey()) >= 0) return path;
-                String at = surrogateAt(e.getValue(), path.isEmpty() ? e.getKey() : path + "." + e.getKey());
-                if (at != null) return at;
-            }
-        }
-        return null;
     }
 
     /** A parser's place as the API names fields: {@code jobs[1].type}. */

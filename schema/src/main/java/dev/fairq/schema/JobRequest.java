@@ -171,35 +171,37 @@ public record JobRequest(String tenantId, String queue, String type, String payl
      */
     static FieldError unstorableAt(String json) {
         if (!json.contains("\\u") && unpairedSurrogate(json) < 0) return null;
+        com.fasterxml.jackson.databind.JsonNode tree;
         try {
-            return unstorableAt(Json.MAPPER.readTree(json), "payload");
+            tree = Json.MAPPER.readTree(json);
         } catch (JsonProcessingException e) {
             return null; // not JSON: reported as such
         }
+        String at = pathOf(tree, "payload", s -> s.indexOf('\0') >= 0);
+        if (at != null) return new FieldError(at, NUL_RULE);
+        at = pathOf(tree, "payload", s -> unpairedSurrogate(s) >= 0);
+        return at == null ? null : new FieldError(at, SURROGATE_RULE);
     }
 
-    private static FieldError unstorableAt(com.fasterxml.jackson.databind.JsonNode n, String path) {
-        if (n.isTextual()) return unstorable(n.textValue(), path);
+    /**
+     * The path of the first string in {@code n} (a value, or a field name: then its object's path) that is
+     * {@code bad}, as the API names fields ({@code payload.a[2].b}; {@code path} "" for a body's top level), or null.
+     */
+    public static String pathOf(com.fasterxml.jackson.databind.JsonNode n, String path, java.util.function.Predicate<String> bad) {
+        if (n.isTextual()) return bad.test(n.textValue()) ? path : null;
         if (n.isArray()) {
             for (int i = 0; i < n.size(); i++) {
-                FieldError at = unstorableAt(n.get(i), path + "[" + i + "]");
+                String at = pathOf(n.get(i), path + "[" + i + "]", bad);
                 if (at != null) return at;
             }
         } else if (n.isObject()) {
             for (var it = n.fields(); it.hasNext(); ) {
                 var e = it.next();
-                FieldError key = unstorable(e.getKey(), path);
-                if (key != null) return key;
-                FieldError at = unstorableAt(e.getValue(), path + "." + e.getKey());
+                if (bad.test(e.getKey())) return path;
+                String at = pathOf(e.getValue(), path.isEmpty() ? e.getKey() : path + "." + e.getKey(), bad);
                 if (at != null) return at;
             }
         }
-        return null;
-    }
-
-    private static FieldError unstorable(String s, String path) {
-        if (s.indexOf('\0') >= 0) return new FieldError(path, NUL_RULE);
-        if (unpairedSurrogate(s) >= 0) return new FieldError(path, SURROGATE_RULE);
         return null;
     }
 
