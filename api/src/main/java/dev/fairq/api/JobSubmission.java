@@ -1,10 +1,14 @@
 package dev.fairq.api;
 
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.SerializerProvider;
+import com.fasterxml.jackson.databind.module.SimpleModule;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.ser.std.StdSerializer;
 import dev.fairq.schema.FieldError;
 import dev.fairq.schema.JobRequest;
 import io.swagger.v3.oas.annotations.media.Schema;
@@ -14,6 +18,7 @@ import jakarta.validation.constraints.NotBlank;
 import jakarta.validation.constraints.NotNull;
 import jakarta.validation.constraints.Pattern;
 
+import java.math.BigDecimal;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
@@ -82,7 +87,17 @@ public record JobSubmission(
             + " and " + JobRequest.MAX_TIMEOUT_MS;
     static final String VERSION_RULE = "must be between " + JobRequest.MIN_PAYLOAD_VERSION + " and " + JobRequest.MAX_PAYLOAD_VERSION;
     static final String ATTEMPTS_RULE = "must be between " + JobRequest.MIN_MAX_ATTEMPTS + " and " + JobRequest.MAX_MAX_ATTEMPTS;
-    private static final ObjectMapper CANONICAL = new ObjectMapper().configure(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS, true);
+    private static final ObjectMapper CANONICAL = new ObjectMapper().configure(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS, true)
+            .registerModule(new SimpleModule().addSerializer(BigDecimal.class, new StdSerializer<>(BigDecimal.class) {
+                // payload numbers are read exactly now; one a double holds is written as the double it was read as
+                // before, so that the hash of a request stored then stays the same (a replay stays a replay)
+                @Override
+                public void serialize(BigDecimal v, JsonGenerator g, SerializerProvider p) throws java.io.IOException {
+                    double d = v.doubleValue();
+                    if (Double.isFinite(d) && BigDecimal.valueOf(d).compareTo(v) == 0) g.writeNumber(d);
+                    else g.writeNumber(v);
+                }
+            }));
 
     /** The store's own checks (run_at with delay_ms...), on a stand-in tenant: the caller's is known later. */
     @Override

@@ -330,6 +330,50 @@ class JobsApiTest extends AppTest {
         assertEquals(404, app.admin("POST", "/v1/admin/jobs/999999999/cancel", null).status());
     }
 
+    /**
+     * A payload's numbers are stored as sent, on each way in: read as doubles, 0.12345678901234567890123 had lost
+     * its last digits, 9007199254740993.5 had become ...994, and 1e400 the string "Infinity".
+     */
+    @Test
+    void payloadNumbersAreStoredExactly() throws Exception {
+        String tenant = TestApp.uniqueTenant("numbers");
+        String key = app.newTenantKey(tenant);
+        String numbers = "{\"x\": 0.12345678901234567890123, \"y\": 9007199254740993.5, \"z\": 1e400, \"n\": -1e400, "
+                + "\"i\": 123456789012345678901234567890, \"s\": 19.990000000000000001}";
+        var exact = new com.fasterxml.jackson.databind.ObjectMapper()
+                .enable(com.fasterxml.jackson.databind.DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS);
+        java.util.Map<?, ?> sent = exact.readValue(numbers, java.util.Map.class);
+        TestApp.Res one = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"delay_ms\": 3600000, \"payload\": " + numbers + "}");
+        assertEquals(201, one.status(), one.toString());
+        long single = one.body().get("id").asLong();
+        long batched = app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [{\"type\": \"record\", \"delay_ms\": 3600000, \"payload\": "
+                + numbers + "}]}").body().get("jobs").get(0).get("job").get("id").asLong();
+        for (long id : List.of(single, batched)) {
+            String stored = app.db.dsl().fetchValue("SELECT payload::text FROM jobs WHERE id = ?", id).toString();
+            java.util.Map<?, ?> got = exact.readValue(stored, java.util.Map.class);
+            for (Object k : sent.keySet()) {
+                assertEquals(0, new java.math.BigDecimal(sent.get(k).toString()).compareTo(new java.math.BigDecimal(got.get(k).toString())),
+                        k + ": sent " + sent.get(k) + ", stored " + got.get(k));
+            }
+        }
+        assertEquals(201, app.call("PUT", "/v1/schedules/exact", key, "{\"cron\": \"@yearly\", \"time_zone\": \"UTC\", \"paused\": true, "
+                + "\"job\": {\"type\": \"record\", \"payload\": " + numbers + "}}").status());
+        String template = app.db.dsl().fetchValue("SELECT job_payload::text FROM schedules WHERE name = 'exact' AND tenant_id = ?",
+                tenant).toString();
+        java.util.Map<?, ?> stored = exact.readValue(template, java.util.Map.class);
+        for (Object k : sent.keySet()) {
+            assertEquals(0, new java.math.BigDecimal(sent.get(k).toString()).compareTo(new java.math.BigDecimal(stored.get(k).toString())),
+                    "schedule template " + k + ": sent " + sent.get(k) + ", stored " + stored.get(k));
+        }
+        assertEquals(201, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"job_key\": \"n1\", \"payload\": {\"a\": 0.1, \"b\": 1.50}}").status());
+        // a replay of an identical request stays a replay; the same job_key with a payload that differs only beyond
+        // a double's digits is a different request
+        assertEquals(200, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"job_key\": \"n1\", \"payload\": {\"b\": 1.5, \"a\": 0.1}}").status());
+        app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"job_key\": \"n2\", \"payload\": {\"a\": 0.12345678901234567890123}}");
+        app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"job_key\": \"n2\", \"payload\": {\"a\": 0.12345678901234567890124}}")
+                .assertRefused(409, "job_key");
+    }
+
     private static String status(String key, long id) {
         return app.call("GET", "/v1/jobs/" + id, key, null).body().get("status").asText();
     }
