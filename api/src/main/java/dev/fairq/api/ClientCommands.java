@@ -118,12 +118,25 @@ final class ClientCommands {
             return p;
         }
 
+        /** As strict as the API's own reading: one value, each field once, no lone surrogate, numbers as given. */
         static JsonNode parseJson(String what, String text) {
+            if (text == null || text.isBlank()) throw new UsageException(what + " is empty: give a JSON value, e.g. '{}'");
             try {
-                return JSON.readTree(text);
-            } catch (JsonProcessingException e) {
-                throw new UsageException(what + " is not JSON: " + e.getOriginalMessage());
+                return JsonBodyReader.readValue(text);
+            } catch (ApiException e) {
+                if (e.errors.isEmpty()) throw new UsageException(what + " is not JSON: " + e.getMessage().replaceFirst("^malformed JSON: ", ""));
+                String field = e.errors.get(0).field();
+                throw new UsageException(what + ": " + ("(body)".equals(field) ? "" : field + " ") + e.errors.get(0).message());
             }
+        }
+
+        /** A tenant id argument, checked here: '' or '../jobs/5' would otherwise name another endpoint. */
+        static String tenantId(String what, String id) {
+            if (id == null || !AdminTenantsResource.TENANT_ID.matcher(id).matches()) {
+                throw new UsageException(what + " '" + id + "' is not a tenant id: 1-63 lower-case letters, digits, '_' or '-', "
+                        + "starting with a letter or digit");
+            }
+            return id;
         }
 
         void job(Model.Job j) {
@@ -174,7 +187,7 @@ final class ClientCommands {
             for (String a : List.of("get", "cancel", "retry", "explain")) {
                 leaf(actions, a, switch (a) {
                     case "get" -> "show a job";
-                    case "cancel" -> "cancel a pending or ready job";
+                    case "cancel" -> "cancel a job (a running one is asked to stop)";
                     case "retry" -> "run a dead or cancelled job again";
                     default -> "say why a job is not running";
                 }).addArgument("id").metavar("ID").type(Long.class).help("the job id");
@@ -211,8 +224,10 @@ final class ClientCommands {
                     FairqClient.Answer a = action.equals("get") ? client.send("GET", "/v1/jobs/" + id, null, true)
                             : client.send("POST", "/v1/jobs/" + id + "/" + action, null, false);
                     if (printedAsJson(json, a.body())) return;
-                    if (!action.equals("get")) out.println(action.equals("cancel") ? "cancelled" : "queued again");
-                    job(read(a.body(), Model.Job.class));
+                    Model.Job j = read(a.body(), Model.Job.class);
+                    if (action.equals("retry")) out.println("queued again");
+                    if (action.equals("cancel")) out.println(cancelled(a.status(), j.status()));
+                    job(j);
                 }
                 case "explain" -> {
                     JsonNode body = client.send("GET", "/v1/jobs/" + ns.getLong("id") + "/explain", null, true).body();
@@ -234,10 +249,31 @@ final class ClientCommands {
                                 j.attempts() + "/" + j.maxAttempts(), j.createdAt());
                     }
                     if (page.jobs().isEmpty()) out.println("(no jobs)");
-                    if (page.next() != null) out.println("more: jobs list --after " + page.next());
+                    if (page.next() != null) out.println("more: jobs list" + again(ns) + " --after " + page.next());
                 }
                 default -> throw new UsageException("unknown action " + action);
             }
+        }
+
+        /** What a cancel did, from its answer: 202 asks a running job to stop; 200 is the job as it is now. */
+        static String cancelled(int status, String jobStatus) {
+            if (status == 202) return "cancel requested: the job is running and ends cancelled when its handler stops (jobs get shows it)";
+            if ("cancelled".equals(jobStatus)) return "cancelled";
+            return "not cancelled: the job had already ended (" + jobStatus + ")";
+        }
+
+        /** The list's filters, to print the next page's command whole. */
+        private static String again(Namespace ns) {
+            StringBuilder b = new StringBuilder();
+            for (String f : List.of("status", "queue", "type", "limit")) {
+                Object v = ns.get(f);
+                if (v != null) b.append(" --").append(f).append(' ').append(shellQuoted(String.valueOf(v)));
+            }
+            return b.toString();
+        }
+
+        private static String shellQuoted(String s) {
+            return s.matches("[A-Za-z0-9_.:-]+") ? s : "'" + s.replace("'", "'\\''") + "'";
         }
     }
 
@@ -316,11 +352,11 @@ final class ClientCommands {
                                 x.maxRunning(), x.maxQueued(), x.paused() ? "yes" : "no");
                     }
                 }
-                case "get" -> tenant(client.send("GET", "/v1/admin/tenants/" + enc(ns.getString("id")), null, true).body(), json, null);
+                case "get" -> tenant(client.send("GET", "/v1/admin/tenants/" + tenantId("ID", ns.getString("id")), null, true).body(), json, null);
                 case "set" -> {
+                    String path = "/v1/admin/tenants/" + tenantId("ID", ns.getString("id"));
                     JsonNode limits = parseJson("--json", ns.getString("limits"));
                     if (!limits.isObject()) throw new UsageException("--json must be a JSON object of limits, e.g. '{\"max_running\": 20}'");
-                    String path = "/v1/admin/tenants/" + enc(ns.getString("id"));
                     FairqClient.Answer a;
                     if (Boolean.TRUE.equals(ns.getBoolean("replace"))) {
                         a = client.send("PUT", path, limits, true);
@@ -339,7 +375,7 @@ final class ClientCommands {
         }
 
         private void keys(FairqClient client, Namespace ns, boolean json) {
-            String tenant = ns.getString("tenant");
+            String tenant = tenantId("TENANT", ns.getString("tenant"));
             String action = ns.getString("key_action");
             switch (action) {
                 case "create" -> {

@@ -127,6 +127,13 @@ final class JsonBodyReader implements MessageBodyReader<RequestBody> {
      */
     static JsonNode readObject(String body) {
         if (body == null || body.isBlank()) throw ApiException.badRequest("the request body is empty; send a JSON object");
+        JsonNode node = readValue(body);
+        if (node == null || !node.isObject()) throw ApiException.badRequest("the request body must be a JSON object");
+        return node;
+    }
+
+    /** Any one JSON value, read as strictly as a body (the command line's --payload and --json too). */
+    static JsonNode readValue(String body) {
         JsonNode node;
         try {
             node = STRICT_TREE.readValue(body);
@@ -149,7 +156,6 @@ final class JsonBodyReader implements MessageBodyReader<RequestBody> {
         } catch (JsonProcessingException e) {
             throw ApiException.badRequest("malformed JSON: " + e.getOriginalMessage());
         }
-        if (node == null || !node.isObject()) throw ApiException.badRequest("the request body must be a JSON object");
         // a lone surrogate can only come from an escape: a UTF-8 body decodes a bad sequence as U+FFFD
         if (body.contains("\\u")) {
             String at = JobRequest.pathOf(node, "", t -> JobRequest.unpairedSurrogate(t) >= 0);

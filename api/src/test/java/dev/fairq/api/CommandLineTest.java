@@ -10,6 +10,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
@@ -163,5 +164,64 @@ class CommandLineTest extends AppTest {
         Run badId = run(key, "jobs", "get", "abc");
         assertFalse(badId.ok());
         assertTrue(badId.err().contains("abc"), badId.err());
+    }
+
+    /**
+     * The command line reads JSON as strictly as the API: a lone surrogate (stored as '?'), content after the value
+     * (dropped), a field given twice (the last had won) and an empty payload (stored as null) are refused, nothing
+     * is stored; a tenant id that is not one ('' is the list endpoint, '../jobs/5' another) never reaches the server.
+     */
+    @Test
+    void payloadsLimitsAndTenantIdsAreCheckedLikeTheApiDoes() {
+        String tenant = TestApp.uniqueTenant("cli-strict");
+        String key = app.newTenantKey(tenant);
+        List<Object> before = app.snapshot(tenant);
+        for (String payload : List.of("{\"a\": \"\\ud800\"}", "{\"a\": 1} {\"b\": 2}", "{\"a\": 1, \"a\": 2}", "", " ")) {
+            Run r = run(key, "jobs", "submit", "--type", "record", "--payload", payload);
+            assertFalse(r.ok(), payload + ": " + r.out());
+            assertTrue(r.err().startsWith("fairq: --payload"), r.err());
+        }
+        assertTrue(run(key, "jobs", "submit", "--type", "record", "--payload", "{\"a\": \"\\ud800\"}").err()
+                .contains("a must not contain an unpaired UTF-16 surrogate"));
+        String other = TestApp.uniqueTenant("cli-dup");
+        Run twice = run(TestApp.ADMIN_TOKEN, "tenants", "set", other, "--json", "{\"weight\": 2, \"weight\": 3}");
+        assertFalse(twice.ok());
+        assertTrue(twice.err().contains("weight"), twice.err());
+        assertEquals(404, app.admin("GET", "/v1/admin/tenants/" + other, null).status(), "no tenant created");
+        for (String id : List.of("", "../jobs/5", "Upper")) {
+            for (String[] args : List.of(new String[] {"tenants", "get", id}, new String[] {"tenants", "keys", "list", id},
+                    new String[] {"tenants", "set", id, "--json", "{}"})) {
+                Run r = run(TestApp.ADMIN_TOKEN, args);
+                assertFalse(r.ok(), String.join(" ", args) + ": " + r.out());
+                assertTrue(r.err().contains("is not a tenant id"), r.err());
+                assertEquals("", r.out());
+            }
+        }
+        assertEquals(before, app.snapshot(tenant), "nothing stored");
+        // numbers as given
+        long id = ok(key, "jobs", "submit", "--type", "record", "--delay-ms", "3600000", "--payload", "{\"x\": 0.12345678901234567890123}", "--json")
+                .json().get("id").asLong();
+        assertEquals("{\"x\": 0.12345678901234567890123}", app.db.dsl().fetchValue("SELECT payload::text FROM jobs WHERE id = ?", id).toString());
+    }
+
+    /** Cancel says what the answer says; the next page's command keeps the list's filters. */
+    @Test
+    void cancelAndPagingSayWhatHappened() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("cli-cancel"));
+        long pending = ok(key, "jobs", "submit", "--type", "record", "--payload", "{}", "--delay-ms", "3600000", "--json").json().get("id").asLong();
+        assertTrue(ok(key, "jobs", "cancel", Long.toString(pending)).out().startsWith("cancelled\n"));
+        Run again = ok(key, "jobs", "cancel", Long.toString(pending));
+        assertTrue(again.out().startsWith("cancelled\n"), "cancelling is idempotent: " + again.out());
+        long done = ok(key, "jobs", "submit", "--type", "record", "--payload", "{}", "--json").json().get("id").asLong();
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(20)).until(() ->
+                app.call("GET", "/v1/jobs/" + done, key, null).body().get("status").asText().equals("succeeded"));
+        Run ended = ok(key, "jobs", "cancel", Long.toString(done));
+        assertTrue(ended.out().startsWith("not cancelled: the job had already ended (succeeded)"), ended.out());
+        assertEquals("cancel requested: the job is running and ends cancelled when its handler stops (jobs get shows it)",
+                ClientCommands.Jobs.cancelled(202, "running"));
+
+        for (int i = 0; i < 3; i++) ok(key, "jobs", "submit", "--type", "record", "--payload", "{}", "--delay-ms", "3600000");
+        Run page = ok(key, "jobs", "list", "--status", "pending", "--type", "record", "--limit", "2");
+        assertTrue(page.out().contains("more: jobs list --status pending --type record --limit 2 --after "), page.out());
     }
 }

@@ -284,11 +284,19 @@ public final class FairqClient {
             try {
                 body = mapper.readTree(r.body());
             } catch (JsonProcessingException e) {
-                // not JSON (a proxy's page, a framework's plain answer): keep the text as the message
-                body = mapper.getNodeFactory().objectNode().put("error", r.body().strip());
+                // not JSON (a proxy's page, a framework's plain answer): its gist as the message, one line
+                body = mapper.getNodeFactory().objectNode().put("error", gist(r.body()));
             }
         }
         return new Answer(r.statusCode(), headers, body);
+    }
+
+    /** An HTML page's title, or a text's first line, at most 200 characters: a message, not a page. */
+    static String gist(String text) {
+        java.util.regex.Matcher title = java.util.regex.Pattern.compile("(?is)<title>(.*?)</title>").matcher(text);
+        String line = title.find() ? title.group(1) : text.strip().lines().findFirst().orElse("");
+        line = line.replaceAll("<[^>]*>", "").replaceAll("\\s+", " ").strip();
+        return line.length() > 200 ? line.substring(0, 200) + "..." : line;
     }
 
     private FairqException error(Answer a) {
