@@ -11,9 +11,12 @@ import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.core.metrics.StatefulMetric;
+import io.prometheus.metrics.core.metrics.SummaryWithCallback;
 import io.prometheus.metrics.model.registry.MultiCollector;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+import io.prometheus.metrics.model.snapshots.Quantile;
+import io.prometheus.metrics.model.snapshots.Quantiles;
 import org.jooq.DSLContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -106,16 +109,15 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
                 + "(0 when the job was created ahead)", false);
         perTenant = List.of(starts, successes, retries, deadLetters, leaseLost, admission, claim, duration);
         for (StatefulMetric<?, ?> m : perTenant) m.initLabelValues(OTHER);
-        GaugeWithCallback.builder().name("fairq_scheduler_tick_seconds")
-                .help("this process's active scheduler: tick duration over its recent ticks, by quantile")
-                .labelNames("quantile")
+        // a summary, not a gauge with a quantile label: promtool (and Prometheus's own lint) refuses the latter
+        SummaryWithCallback.builder().name("fairq_scheduler_tick_seconds")
+                .help("this process's active scheduler: tick duration, quantiles over its last 4,096 ticks (1: the longest since it started)")
                 .callback(cb -> {
                     Scheduler s = scheduler.get();
                     if (s == null) return;
                     TickStats.Snapshot t = s.tickStats().snapshot();
-                    cb.call(t.p50Ms() / 1000, "0.5");
-                    cb.call(t.p99Ms() / 1000, "0.99");
-                    cb.call(t.maxMs() / 1000, "1");
+                    cb.call(t.count(), t.totalSeconds(), Quantiles.of(new Quantile(0.5, t.p50Ms() / 1000),
+                            new Quantile(0.99, t.p99Ms() / 1000), new Quantile(1, t.maxMs() / 1000)));
                 }).register(registry);
         GaugeWithCallback.builder().name("fairq_scheduler_tenants")
                 .help("this process's active scheduler: tenants that may have work, and tenants held in memory")

@@ -5,6 +5,7 @@ import org.junit.jupiter.api.Test;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -272,6 +273,23 @@ class JobsApiTest extends AppTest {
                 "fairq_claim_latency_seconds_bucket{", "fairq_admission_latency_seconds_bucket{")) {
             assertTrue(text.contains(m), m + " in\n" + text);
         }
+        // promtool's rule: a quantile label belongs to a summary, an le label to a histogram (the tick's quantiles
+        // had been a gauge's label, which `promtool check metrics` refused)
+        await().atMost(Duration.ofSeconds(20)).until(() -> app.adminPort("/metrics").body().asText().contains("fairq_scheduler_tick_seconds_count"));
+        text = app.adminPort("/metrics").body().asText();
+        Map<String, String> types = new java.util.HashMap<>();
+        for (String line : text.split("\n")) {
+            if (line.startsWith("# TYPE ")) types.put(line.split(" ")[2], line.split(" ")[3]);
+        }
+        for (String line : text.split("\n")) {
+            if (line.startsWith("#") || line.isBlank()) continue;
+            String name = line.replaceAll("[{ ].*", "");
+            String family = types.containsKey(name) ? name : name.replaceAll("_(count|sum|bucket|total|created)$", "");
+            if (line.matches(".*[{,]quantile=\".*")) assertEquals("summary", types.get(family), line);
+            if (line.matches(".*[{,]le=\".*")) assertEquals("histogram", types.get(family), line);
+        }
+        assertEquals("summary", types.get("fairq_scheduler_tick_seconds"));
+        assertTrue(text.contains("fairq_scheduler_tick_seconds{quantile=\"0.99\"}"), text);
         TestApp.Res health = app.adminPort("/healthcheck");
         assertEquals(200, health.status(), health.toString());
         assertTrue(health.body().get("database").get("healthy").asBoolean());
