@@ -14,9 +14,13 @@ import dev.fairq.worker.Worker;
 import io.dropwizard.configuration.EnvironmentVariableSubstitutor;
 import io.dropwizard.configuration.SubstitutingSourceProvider;
 import io.dropwizard.core.Application;
+import io.dropwizard.core.cli.CheckCommand;
+import io.dropwizard.core.cli.Cli;
+import io.dropwizard.core.cli.ServerCommand;
 import io.dropwizard.core.setup.Bootstrap;
 import io.dropwizard.core.setup.Environment;
 import io.dropwizard.lifecycle.Managed;
+import net.sourceforge.argparse4j.inf.Namespace;
 import org.jooq.DSLContext;
 
 import java.nio.file.Path;
@@ -36,6 +40,23 @@ public class FairqApplication extends Application<FairqConfiguration> {
     @Override
     public String getName() {
         return "fairq";
+    }
+
+    /** Dropwizard's server and check commands, with a failure to start said in one line ({@link StartupErrors}). */
+    @Override
+    protected void addDefaultCommands(Bootstrap<FairqConfiguration> bootstrap) {
+        bootstrap.addCommand(new ServerCommand<>(this) {
+            @Override
+            public void onError(Cli cli, Namespace namespace, Throwable e) {
+                StartupErrors.report(cli, e);
+            }
+        });
+        bootstrap.addCommand(new CheckCommand<>(this) {
+            @Override
+            public void onError(Cli cli, Namespace namespace, Throwable e) {
+                StartupErrors.report(cli, e);
+            }
+        });
     }
 
     @Override

@@ -9,6 +9,7 @@ import dev.fairq.worker.HandlerRegistry;
 import dev.fairq.worker.ShutdownSignals;
 import dev.fairq.worker.Worker;
 import dev.fairq.worker.WorkerObserver;
+import io.dropwizard.core.cli.Cli;
 import io.dropwizard.core.cli.ConfiguredCommand;
 import io.dropwizard.core.setup.Bootstrap;
 import net.sourceforge.argparse4j.inf.Namespace;
@@ -26,6 +27,11 @@ final class RoleCommands {
         WorkerCommand(FairqApplication application) {
             super("worker", "Runs a worker pool against FAIRQ_DATABASE_URL (FAIRQ_WORKER_THREADS threads)");
             this.application = application;
+        }
+
+        @Override
+        public void onError(Cli cli, Namespace namespace, Throwable e) {
+            StartupErrors.report(cli, e);
         }
 
         @Override
@@ -51,6 +57,11 @@ final class RoleCommands {
         }
 
         @Override
+        public void onError(Cli cli, Namespace namespace, Throwable e) {
+            StartupErrors.report(cli, e);
+        }
+
+        @Override
         protected void run(Bootstrap<FairqConfiguration> bootstrap, Namespace namespace, FairqConfiguration config) throws Exception {
             DatabaseTarget target = DatabaseTarget.required(config, "scheduler");
             HikariDataSource pool = Roles.pool(target, 2, "fairq-scheduler-setup");
@@ -68,6 +79,11 @@ final class RoleCommands {
     static final class MigrateCommand extends ConfiguredCommand<FairqConfiguration> {
         MigrateCommand() {
             super("migrate", "Applies the database migrations to FAIRQ_DATABASE_URL and exits");
+        }
+
+        @Override
+        public void onError(Cli cli, Namespace namespace, Throwable e) {
+            StartupErrors.report(cli, e);
         }
 
         @Override

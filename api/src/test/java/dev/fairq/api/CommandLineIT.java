@@ -65,4 +65,27 @@ class CommandLineIT extends AppTest {
         assertTrue(nowhere.err().startsWith("fairq: cannot reach fairq at http://127.0.0.1:1"), nowhere.err());
         for (Exit e : List.of(missing, nowhere)) assertFalse(e.err().contains("\tat "), "no stack trace: " + e.err());
     }
+
+    /**
+     * A role command that cannot start says why in one line and exits 1: a setting out of range, no database for a
+     * shared-database role, a database that does not answer, a missing file (each had printed 7-33 frames).
+     */
+    @Test
+    void aProcessThatCannotStartSaysWhyInOneLine() throws Exception {
+        String token = "t".repeat(40);
+        List<Exit> exits = List.of(
+                fairq(Map.of("FAIRQ_LEASE_MS", "abc"), "check"),
+                fairq(Map.of(), "migrate"),
+                fairq(Map.of("FAIRQ_DATABASE_URL", "jdbc:postgresql://127.0.0.1:1/nowhere", "FAIRQ_ADMIN_TOKEN", token), "worker"),
+                fairq(Map.of(), "server", "/nonexistent/fairq.yml"));
+        List<String> expected = List.of("FAIRQ_LEASE_MS must be a whole number", "set FAIRQ_DATABASE_URL",
+                "Connection to 127.0.0.1:1 refused", "/nonexistent/fairq.yml");
+        for (int i = 0; i < exits.size(); i++) {
+            Exit e = exits.get(i);
+            assertEquals(1, e.status(), e.err());
+            assertFalse(e.err().contains("\tat "), "no stack trace: " + e.err());
+            String last = e.err().strip().lines().reduce((a, b) -> b).orElse("");
+            assertTrue(last.startsWith("fairq: ") && last.contains(expected.get(i)), e.err());
+        }
+    }
 }
