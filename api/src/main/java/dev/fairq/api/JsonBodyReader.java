@@ -11,7 +11,6 @@ import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.ObjectReader;
-import com.fasterxml.jackson.databind.cfg.JsonNodeFeature;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import dev.fairq.schema.FieldError;
@@ -112,13 +111,9 @@ final class JsonBodyReader implements MessageBodyReader<RequestBody> {
      * One JSON value and nothing after it ({@code {...} {...}} would otherwise be read as its first object), each
      * field name once (otherwise the last would silently win).
      */
-    private static final ObjectReader STRICT_TREE = Json.MAPPER.readerFor(JsonNode.class)
+    private static final ObjectReader STRICT_TREE = Json.EXACT // a payload's numbers as sent (see Json.EXACT)
             .with(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
-            .with(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
-            // a payload's numbers as sent: as doubles, 0.12345678901234567890123 lost its last digits and 1e400
-            // became the string "Infinity"; jsonb keeps them exactly
-            .with(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
-            .without(JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES);
+            .with(StreamReadFeature.STRICT_DUPLICATE_DETECTION);
 
     /**
      * 400 for a body that is not JSON, or not an object (or has trailing content, or a field given twice); 422

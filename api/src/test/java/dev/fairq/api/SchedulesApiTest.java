@@ -154,6 +154,32 @@ class SchedulesApiTest extends AppTest {
         assertEquals(404, app.call("POST", "/v1/schedules/nope/trigger", key, null).status());
     }
 
+    /** A template carries timeout_ms and payload_version like a job: checked, shown, and on the jobs it fires. */
+    @Test
+    void aTemplatesTimeLimitAndPayloadVersionReachItsJobs() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("tmpl"));
+        String head = "{\"cron\": \"@yearly\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\", ";
+        TestApp.Res created = app.call("PUT", "/v1/schedules/limited", key, head + "\"timeout_ms\": 1500, \"payload_version\": 2}}");
+        assertEquals(201, created.status(), created.toString());
+        assertEquals(1500, created.body().get("job").get("timeout_ms").asInt(), created.toString());
+        assertEquals(2, created.body().get("job").get("payload_version").asInt(), created.toString());
+        TestApp.Res fired = app.call("POST", "/v1/schedules/limited/trigger", key, null);
+        assertEquals(201, fired.status(), fired.toString());
+        assertEquals(1500, fired.body().get("timeout_ms").asInt(), fired.toString());
+        assertEquals(2, fired.body().get("payload_version").asInt(), fired.toString());
+
+        TestApp.Res reset = app.call("PATCH", "/v1/schedules/limited", key, "{\"job\": {\"timeout_ms\": null}}");
+        assertEquals(200, reset.status(), reset.toString());
+        assertTrue(reset.body().get("job").get("timeout_ms").isNull(), reset.toString());
+        assertEquals(2, reset.body().get("job").get("payload_version").asInt(), "the rest stays");
+
+        app.call("PUT", "/v1/schedules/limited", key, head + "\"timeout_ms\": 0}}").assertRefused(422, "job.timeout_ms");
+        app.call("PUT", "/v1/schedules/limited", key, head + "\"timeout_ms\": \"1500\"}}").assertRefused(422, "job.timeout_ms");
+        app.call("PUT", "/v1/schedules/limited", key, head + "\"payload_version\": 0}}").assertRefused(422, "job.payload_version");
+        assertTrue(app.call("GET", "/v1/schedules/limited", key, null).body().get("job").get("timeout_ms").isNull(),
+                "a refused PUT changed nothing");
+    }
+
     /** The README's walk: a schedule every minute, its first fire's job, explain, the dashboard and /metrics. */
     @Test
     void aScheduleFiresItsJobAtTheNextMinuteAndTheTenantSeesIt() {

@@ -67,9 +67,14 @@ public record ScheduleDefinition(String cron, String timeZone, JobTemplate job, 
     @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
     @JsonInclude(JsonInclude.Include.ALWAYS)
     public record JobTemplate(String type, JsonNode payload, String queue, Integer priority, String orderingKey,
-                              Integer maxAttempts) {
+                              Integer maxAttempts, Long timeoutMs, Integer payloadVersion) {
         public static JobTemplate of(String type) {
-            return new JobTemplate(type, null, null, null, null, null);
+            return new JobTemplate(type, null, null, null, null, null, null, null);
+        }
+
+        /** Without a time limit (the type's) or a payload version (1). */
+        public JobTemplate(String type, JsonNode payload, String queue, Integer priority, String orderingKey, Integer maxAttempts) {
+            this(type, payload, queue, priority, orderingKey, maxAttempts, null, null);
         }
     }
 
@@ -170,10 +175,11 @@ public record ScheduleDefinition(String cron, String timeZone, JobTemplate job, 
     public record Resolved(CronSchedule schedule, String cron, String timeZone, String jobType, String jobPayloadJson,
                            String jobQueue, int jobPriority, String jobOrderingKey, Integer jobMaxAttempts,
                            String missedRuns, int backfillLimit, String overlap, boolean paused, Instant startAt,
-                           Instant endAt) {
+                           Instant endAt, Integer jobTimeoutMs, int jobPayloadVersion) {
         Schedules.Write write(String tenantId, String name, Instant nextFireAt) {
             return new Schedules.Write(tenantId, name, cron, timeZone, jobType, jobPayloadJson, jobQueue, jobPriority,
-                    jobOrderingKey, jobMaxAttempts, missedRuns, backfillLimit, overlap, paused, startAt, endAt, nextFireAt);
+                    jobOrderingKey, jobMaxAttempts, missedRuns, backfillLimit, overlap, paused, startAt, endAt, nextFireAt,
+                    jobTimeoutMs, jobPayloadVersion);
         }
     }
 
@@ -201,7 +207,8 @@ public record ScheduleDefinition(String cron, String timeZone, JobTemplate job, 
         String payloadJson = "{}";
         String type = null, queue = JobRequest.DEFAULT_QUEUE, orderingKey = null;
         int priority = 0;
-        Integer maxAttempts = null;
+        Integer maxAttempts = null, timeoutMs = null;
+        int payloadVersion = JobRequest.DEFAULT_PAYLOAD_VERSION;
         if (job == null) {
             errors.add(new FieldError("job", "is required: the job each fire enqueues, e.g. {\"type\": \"report\"}"));
         } else {
@@ -210,6 +217,15 @@ public record ScheduleDefinition(String cron, String timeZone, JobTemplate job, 
             priority = job.priority() == null ? 0 : job.priority();
             orderingKey = job.orderingKey();
             maxAttempts = job.maxAttempts();
+            if (job.payloadVersion() != null) payloadVersion = job.payloadVersion();
+            if (job.timeoutMs() != null) {
+                if (job.timeoutMs() < JobRequest.MIN_TIMEOUT_MS || job.timeoutMs() > JobRequest.MAX_TIMEOUT_MS) {
+                    errors.add(new FieldError("job.timeout_ms", "must be a whole number of milliseconds between "
+                            + JobRequest.MIN_TIMEOUT_MS + " and " + JobRequest.MAX_TIMEOUT_MS + " (24 h)"));
+                } else {
+                    timeoutMs = job.timeoutMs().intValue();
+                }
+            }
             if (job.payload() != null && !job.payload().isNull()) payloadJson = job.payload().toString();
             int bytes = payloadJson.getBytes(StandardCharsets.UTF_8).length;
             if (bytes > maxPayloadBytes) {
@@ -217,7 +233,7 @@ public record ScheduleDefinition(String cron, String timeZone, JobTemplate job, 
             }
             // the job's own checks: the fired jobs are checked again, so a template can never stop the firer
             JobRequest probe = JobRequest.builder("tenant", type).queue(queue).payload(payloadJson).priority(priority)
-                    .orderingKey(orderingKey).maxAttempts(maxAttempts).buildUnchecked();
+                    .orderingKey(orderingKey).maxAttempts(maxAttempts).payloadVersion(payloadVersion).buildUnchecked();
             for (FieldError e : probe.validate()) errors.add(e.prefixed("job."));
         }
         String missed = missedRuns == null ? DEFAULT_MISSED_RUNS : missedRuns.toLowerCase(Locale.ROOT);
@@ -233,7 +249,7 @@ public record ScheduleDefinition(String cron, String timeZone, JobTemplate job, 
         if (start != null && end != null && !end.isAfter(start)) errors.add(new FieldError("end_at", "must be after start_at"));
         if (!errors.isEmpty()) throw new InvalidScheduleException(errors);
         return new Resolved(schedule, cron.strip(), timeZone, type, payloadJson, queue, priority, orderingKey, maxAttempts,
-                missed, backfill, over, Boolean.TRUE.equals(paused), start, end);
+                missed, backfill, over, Boolean.TRUE.equals(paused), start, end, timeoutMs, payloadVersion);
     }
 
     private static boolean check(List<FieldError> errors, Runnable r) {

@@ -231,12 +231,13 @@ public final class ScheduleService {
     static ScheduleDefinition definitionOf(SchedulesRecord s) {
         JsonNode payload;
         try {
-            payload = Json.MAPPER.readTree(s.getJobPayload().data());
+            payload = Json.EXACT.readTree(s.getJobPayload().data());
         } catch (JsonProcessingException e) {
             throw new IllegalStateException("stored payload of schedule " + s.getName() + " is not JSON", e);
         }
         return new ScheduleDefinition(s.getCron(), s.getTimeZone(), new ScheduleDefinition.JobTemplate(s.getJobType(),
-                payload, s.getJobQueue(), (int) s.getJobPriority(), s.getJobOrderingKey(), s.getJobMaxAttempts()),
+                payload, s.getJobQueue(), (int) s.getJobPriority(), s.getJobOrderingKey(), s.getJobMaxAttempts(),
+                s.getJobTimeoutMs() == null ? null : s.getJobTimeoutMs().longValue(), s.getJobPayloadVersion()),
                 s.getMissedRuns(), s.getBackfillLimit(), s.getOverlap(), s.getPaused(),
                 s.getStartAt() == null ? null : s.getStartAt().toInstant().toString(),
                 s.getEndAt() == null ? null : s.getEndAt().toInstant().toString());
@@ -252,7 +253,8 @@ public final class ScheduleService {
         if (orderingKey == null && "queue".equals(s.getOverlap())) orderingKey = ScheduleKeys.orderingKey(s.getName());
         return JobRequest.builder(s.getTenantId(), s.getJobType()).queue(s.getJobQueue())
                 .payload(s.getJobPayload().data()).priority(s.getJobPriority()).orderingKey(orderingKey)
-                .maxAttempts(s.getJobMaxAttempts());
+                .maxAttempts(s.getJobMaxAttempts()).payloadVersion(s.getJobPayloadVersion())
+                .timeout(s.getJobTimeoutMs() == null ? null : java.time.Duration.ofMillis(s.getJobTimeoutMs()));
     }
 
     private Optional<ScheduleInfo> info(DSLContext tx, String tenantId, String name, Instant now) {

@@ -30,7 +30,15 @@ public final class Schedules {
     public record Write(String tenantId, String name, String cron, String timeZone, String jobType, String jobPayloadJson,
                         String jobQueue, int jobPriority, String jobOrderingKey, Integer jobMaxAttempts, String missedRuns,
                         int backfillLimit, String overlap, boolean paused, Instant startAt, Instant endAt,
-                        Instant nextFireAt) {}
+                        Instant nextFireAt, Integer jobTimeoutMs, int jobPayloadVersion) {
+        /** A template without a time limit (the type's) or a payload version (1). */
+        public Write(String tenantId, String name, String cron, String timeZone, String jobType, String jobPayloadJson,
+                     String jobQueue, int jobPriority, String jobOrderingKey, Integer jobMaxAttempts, String missedRuns,
+                     int backfillLimit, String overlap, boolean paused, Instant startAt, Instant endAt, Instant nextFireAt) {
+            this(tenantId, name, cron, timeZone, jobType, jobPayloadJson, jobQueue, jobPriority, jobOrderingKey, jobMaxAttempts,
+                    missedRuns, backfillLimit, overlap, paused, startAt, endAt, nextFireAt, null, JobRequest.DEFAULT_PAYLOAD_VERSION);
+        }
+    }
 
     /** What one firing pass did to a schedule: the new next fire, last and previous fire, counters to add. */
     public record FireUpdate(String tenantId, String name, Instant nextFireAt, Instant lastFireAt, String lastOutcome,
@@ -84,7 +92,8 @@ public final class Schedules {
 
     private static final String COLUMNS = """
             tenant_id, name, cron, time_zone, job_type, job_payload, job_queue, job_priority, job_ordering_key,
-            job_max_attempts, missed_runs, backfill_limit, overlap, paused, start_at, end_at, next_fire_at""";
+            job_max_attempts, missed_runs, backfill_limit, overlap, paused, start_at, end_at, next_fire_at,
+            job_timeout_ms, job_payload_version""";
 
     private static final String INPUT = """
             SELECT * FROM unnest(:tenant_ids::text[], :names::text[], :crons::text[], :time_zones::text[],
@@ -92,7 +101,8 @@ public final class Schedules {
                                  :job_priorities::smallint[], :job_ordering_keys::text[], :job_max_attempts::integer[],
                                  :missed_runs::text[], :backfill_limits::integer[], :overlaps::text[], :paused::boolean[],
                                  :start_ats::text[]::timestamptz[], :end_ats::text[]::timestamptz[],
-                                 :next_fire_ats::text[]::timestamptz[])
+                                 :next_fire_ats::text[]::timestamptz[], :job_timeouts::integer[],
+                                 :job_payload_versions::integer[])
             """;
 
     /**
@@ -106,6 +116,7 @@ public final class Schedules {
                 job_max_attempts = excluded.job_max_attempts, missed_runs = excluded.missed_runs,
                 backfill_limit = excluded.backfill_limit, overlap = excluded.overlap, paused = excluded.paused,
                 start_at = excluded.start_at, end_at = excluded.end_at, next_fire_at = excluded.next_fire_at,
+                job_timeout_ms = excluded.job_timeout_ms, job_payload_version = excluded.job_payload_version,
                 updated_at = now()
             RETURNING *, (xmax = 0) AS inserted
             """);
@@ -276,7 +287,7 @@ public final class Schedules {
                 missed = new String[n], overlaps = new String[n], starts = new String[n], ends = new String[n],
                 nexts = new String[n];
         Short[] priorities = new Short[n];
-        Integer[] maxAttempts = new Integer[n], backfill = new Integer[n];
+        Integer[] maxAttempts = new Integer[n], backfill = new Integer[n], timeouts = new Integer[n], versions = new Integer[n];
         Boolean[] paused = new Boolean[n];
         for (int i = 0; i < n; i++) {
             Write w = writes.get(i);
@@ -297,13 +308,15 @@ public final class Schedules {
             starts[i] = text(w.startAt());
             ends[i] = text(w.endAt());
             nexts[i] = text(w.nextFireAt());
+            timeouts[i] = w.jobTimeoutMs();
+            versions[i] = w.jobPayloadVersion();
         }
         return b.set("tenant_ids", tenants).set("names", names).set("crons", crons).set("time_zones", zones)
                 .set("job_types", types).set("job_payloads", payloads).set("job_queues", queues)
                 .set("job_priorities", priorities).set("job_ordering_keys", orderingKeys)
                 .set("job_max_attempts", maxAttempts).set("missed_runs", missed).set("backfill_limits", backfill)
                 .set("overlaps", overlaps).set("paused", paused).set("start_ats", starts).set("end_ats", ends)
-                .set("next_fire_ats", nexts);
+                .set("next_fire_ats", nexts).set("job_timeouts", timeouts).set("job_payload_versions", versions);
     }
 
     private static String text(Instant t) {
