@@ -64,6 +64,9 @@ final class ClientCommands {
                 throw new UsageException("FAIRQ_TOKEN is not set: a tenant key (fqk_...) for jobs and stats, the admin token for tenants");
             }
             String url = env.getOrDefault("FAIRQ_URL", DEFAULT_URL);
+            if (!url.isBlank() && !url.matches("(?i)https?://.+")) {
+                throw new UsageException("FAIRQ_URL must be an http:// or https:// URL, such as " + DEFAULT_URL + ", not '" + url + "'");
+            }
             FairqClient client;
             try {
                 client = FairqClient.builder(url.isBlank() ? DEFAULT_URL : url).token(token.strip()).build();

@@ -1,6 +1,7 @@
 package dev.fairq.api;
 
 import dev.fairq.schema.FieldError;
+import dev.fairq.schema.JobRequest;
 import jakarta.annotation.Priority;
 import jakarta.ws.rs.Priorities;
 import jakarta.ws.rs.container.ContainerRequestContext;
@@ -10,22 +11,48 @@ import jakarta.ws.rs.core.MultivaluedMap;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Pattern;
 
 /**
  * Path and query parameters with a control character are a 422 naming the parameter, before any resource runs.
  * No id, name, key or filter fairq stores can hold one (JobRequest refuses them in keys; names and ids have
  * patterns), and a NUL would reach PostgreSQL, whose text type cannot hold it (a 500 before this guard:
- * {@code GET /v1/jobs?queue=%00}). Runs after authentication, so an anonymous caller learns nothing new.
+ * {@code GET /v1/jobs?queue=%00}). Runs after authentication, so an anonymous caller learns nothing new. A query
+ * parameter given twice, and a queue, type or tenant filter that no queue, type or tenant can match, are 422s too.
  */
 @Priority(Priorities.HEADER_DECORATOR)
 final class ParameterGuard implements ContainerRequestFilter {
     static final String RULE = "must not contain control characters";
 
+    /**
+     * Filters with the pattern of what they name: a value that no queue, type or tenant can have matches nothing,
+     * and is a mistake ({@code queue=bad queue} had answered an empty page).
+     */
+    private static final Map<String, Pattern> FILTERS = Map.of("queue", Pattern.compile(JobRequest.NAME_REGEX),
+            "type", Pattern.compile(JobRequest.NAME_REGEX), "tenant", AdminTenantsResource.TENANT_ID);
+    private static final Map<String, String> FILTER_RULES = Map.of("queue", JobRequest.NAME_RULE, "type", JobRequest.NAME_RULE,
+            "tenant", "must be a tenant id: 1-63 lower-case letters, digits, '_' or '-', starting with a letter or digit");
+
     @Override
     public void filter(ContainerRequestContext req) {
         List<FieldError> errors = new ArrayList<>();
         check(req.getUriInfo().getPathParameters(true), errors);
-        check(req.getUriInfo().getQueryParameters(true), errors);
+        MultivaluedMap<String, String> query = req.getUriInfo().getQueryParameters(true);
+        check(query, errors);
+        if (errors.isEmpty()) {
+            for (Map.Entry<String, List<String>> e : query.entrySet()) {
+                // one value a parameter: limit=1&limit=2 would silently take the first
+                if (e.getValue().size() > 1) {
+                    errors.add(new FieldError(e.getKey(), "must be given once, not " + e.getValue().size() + " times"));
+                    continue;
+                }
+                Pattern p = FILTERS.get(e.getKey());
+                String v = e.getValue().isEmpty() ? null : e.getValue().get(0);
+                if (p != null && v != null && !v.isEmpty() && !p.matcher(v).matches()) {
+                    errors.add(new FieldError(e.getKey(), FILTER_RULES.get(e.getKey())));
+                }
+            }
+        }
         if (!errors.isEmpty()) throw ApiException.invalid(errors);
     }
 

@@ -187,6 +187,23 @@ class BadInputTest extends AppTest {
         assertEquals(204, app.call("DELETE", "/v1/schedules/s", key, null).status());
     }
 
+    /** A filter no queue, type or tenant can match, or a parameter given twice, is a 422 naming it, not an empty page. */
+    @Test
+    void filtersKeepTheirPatternsAndParametersComeOnce() {
+        refused("GET", "/v1/jobs?queue=bad%20queue", key, null, "queue");
+        refused("GET", "/v1/jobs?type=BAD!", key, null, "type");
+        refused("GET", "/v1/jobs?limit=1&limit=2", key, null, "limit");
+        refused("GET", "/v1/admin/jobs?tenant=BAD!", TestApp.ADMIN_TOKEN, null, "tenant");
+        refused("GET", "/v1/admin/audit?tenant=Nope", TestApp.ADMIN_TOKEN, null, "tenant");
+        refused("GET", "/v1/admin/schedules?tenant=..", TestApp.ADMIN_TOKEN, null, "tenant");
+        TestApp.Res r = app.call("GET", "/v1/jobs?queue=bad%20queue", key, null);
+        assertEquals(dev.fairq.schema.JobRequest.NAME_RULE, r.body().get("errors").get(0).get("message").asText(), r.toString());
+        for (String ok : List.of("/v1/jobs?queue=default&type=record", "/v1/jobs?queue=&status=", "/v1/jobs?limit=5")) {
+            assertEquals(200, app.call("GET", ok, key, null).status(), ok);
+        }
+        assertEquals(200, app.admin("GET", "/v1/admin/jobs?tenant=" + tenant, null).status());
+    }
+
     /** A tenant body may repeat the path's id (a GET's answer sent back), never name another tenant. */
     @Test
     void aTenantBodyNamingAnotherTenantIsRefused() {

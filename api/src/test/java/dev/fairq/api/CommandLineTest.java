@@ -161,6 +161,12 @@ class CommandLineTest extends AppTest {
         assertFalse(unreachable.ok());
         assertTrue(unreachable.err().startsWith("fairq: cannot reach fairq at http://127.0.0.1:1"), unreachable.err());
 
+        for (String url : List.of("ftp://x", "notaurl")) {
+            Run badUrl = run(Map.of("FAIRQ_URL", url, "FAIRQ_TOKEN", key), "stats");
+            assertFalse(badUrl.ok());
+            assertTrue(badUrl.err().startsWith("fairq: FAIRQ_URL must be an http:// or https:// URL"), badUrl.err());
+        }
+
         Run badId = run(key, "jobs", "get", "abc");
         assertFalse(badId.ok());
         assertTrue(badId.err().contains("abc"), badId.err());
