@@ -95,7 +95,7 @@ public final class AdminTenantsResource {
     /** A partial change: only the fields given. */
     @PATCH
     @Path("/{id}")
-    @Consumes(MediaType.APPLICATION_JSON)
+    @Consumes({MediaType.APPLICATION_JSON, JsonBodyReader.MERGE_PATCH})
     @Operation(summary = "Change some of a tenant's limits; the others stay (audited, live within a second)", responses = {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = TenantView.class))),
             @ApiResponse(responseCode = "404", description = "no such tenant")})

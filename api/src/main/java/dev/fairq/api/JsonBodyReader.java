@@ -61,8 +61,10 @@ import java.util.Set;
  * <p>Jackson alone stops at the first problem and coerces scalars, so the binding goes field by field: the
  * JSON type is checked here, the value converted by the application's mapper.
  */
-@Consumes(MediaType.APPLICATION_JSON)
+@Consumes({MediaType.APPLICATION_JSON, JsonBodyReader.MERGE_PATCH})
 final class JsonBodyReader implements MessageBodyReader<RequestBody> {
+    /** RFC 7386's media type: the PATCHes of tenants and schedules are merge patches, and take it too. */
+    static final String MERGE_PATCH = "application/merge-patch+json";
     private static final PropertyNamingStrategies.NamingBase SNAKE =
             (PropertyNamingStrategies.NamingBase) PropertyNamingStrategies.SNAKE_CASE;
     static final String TIME_RULE = "must be an RFC 3339 time such as 2030-01-01T12:00:00Z";

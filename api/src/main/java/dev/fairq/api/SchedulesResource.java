@@ -101,7 +101,7 @@ public final class SchedulesResource {
     /** Only the fields given (a JSON merge patch: {@code {"paused": true}}; null resets a field to its default). */
     @PATCH
     @Path("/{name}")
-    @Consumes(MediaType.APPLICATION_JSON)
+    @Consumes({MediaType.APPLICATION_JSON, JsonBodyReader.MERGE_PATCH})
     @Operation(summary = "Change only the fields given (a JSON merge patch, e.g. {\"paused\": true})", responses = {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = ScheduleInfo.class))),
             @ApiResponse(responseCode = "404", description = "no schedule of that name")})

@@ -152,6 +152,9 @@ class OpenApiContractTest extends AppTest {
         assertFields("CreatedKey", app.admin("POST", "/v1/admin/tenants/" + tenant + "/keys", null).body());
         assertFields("AuditPage", app.admin("GET", "/v1/admin/audit?tenant=" + tenant, null).body());
         assertFields("Overview", app.admin("GET", "/v1/admin/overview", null).body());
+        // the overview's rows come from the rollup (every few seconds): this tenant's backlog shows up there
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).until(() ->
+                app.admin("GET", "/v1/admin/overview", null).body().get("tenants").size() > 0);
         assertFields("OverviewRow", app.admin("GET", "/v1/admin/overview", null).body().get("tenants").get(0));
         assertFields("Error", app.call("POST", "/v1/jobs", key, "{\"priority\": 1000}").body());
         assertFields("FieldError", app.call("POST", "/v1/jobs", key, "{\"priority\": 1000}").body().get("errors").get(0));

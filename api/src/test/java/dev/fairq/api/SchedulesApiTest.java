@@ -154,6 +154,26 @@ class SchedulesApiTest extends AppTest {
         assertEquals(404, app.call("POST", "/v1/schedules/nope/trigger", key, null).status());
     }
 
+    /** The PATCHes are JSON merge patches (RFC 7386), and take its media type as well as application/json. */
+    @Test
+    void patchesTakeTheMergePatchMediaType() throws Exception {
+        String tenant = TestApp.uniqueTenant("merge");
+        String key = app.newTenantKey(tenant);
+        assertEquals(201, app.call("PUT", "/v1/schedules/m", key, NIGHTLY).status());
+        java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        for (String[] call : List.of(new String[] {"/v1/schedules/m", key, "{\"paused\": true}"},
+                new String[] {"/v1/admin/tenants/" + tenant, TestApp.ADMIN_TOKEN, "{\"weight\": 3}"})) {
+            java.net.http.HttpResponse<String> r = http.send(java.net.http.HttpRequest.newBuilder(
+                            java.net.URI.create("http://127.0.0.1:" + app.support.getLocalPort() + call[0]))
+                    .method("PATCH", java.net.http.HttpRequest.BodyPublishers.ofString(call[2]))
+                    .header("Content-Type", "application/merge-patch+json").header("Authorization", "Bearer " + call[1]).build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, r.statusCode(), call[0] + " " + r.body());
+        }
+        assertTrue(app.call("GET", "/v1/schedules/m", key, null).body().get("paused").asBoolean());
+        assertEquals(3, app.admin("GET", "/v1/admin/tenants/" + tenant, null).body().get("weight").asInt());
+    }
+
     /** A template carries timeout_ms and payload_version like a job: checked, shown, and on the jobs it fires. */
     @Test
     void aTemplatesTimeLimitAndPayloadVersionReachItsJobs() {
