@@ -66,6 +66,14 @@ class CommandLineIT extends AppTest {
         for (Exit e : List.of(missing, nowhere)) assertFalse(e.err().contains("\tat "), "no stack trace: " + e.err());
     }
 
+    /** {@code --version} prints the build's version (the jar's Implementation-Version). */
+    @Test
+    void theJarKnowsItsVersion() throws Exception {
+        Exit v = fairq(Map.of(), "--version");
+        assertEquals(0, v.status(), v.err());
+        assertTrue(v.out().strip().matches("\\d+\\.\\d+\\.\\d+.*"), v.out());
+    }
+
     /**
      * A role command that cannot start says why in one line and exits 1: a setting out of range, no database for a
      * shared-database role, a database that does not answer, a missing file (each had printed 7-33 frames).
