@@ -95,7 +95,7 @@ public record JobSubmission(
                 public void serialize(BigDecimal v, JsonGenerator g, SerializerProvider p) throws java.io.IOException {
                     double d = v.doubleValue();
                     if (Double.isFinite(d) && BigDecimal.valueOf(d).compareTo(v) == 0) g.writeNumber(d);
-                    else g.writeNumber(v);
+                    else g.writeNumber(v.stripTrailingZeros()); // by value: 1E+400 and 10e399 are one number
                 }
             }));
 

@@ -65,6 +65,7 @@ import java.util.Set;
 final class JsonBodyReader implements MessageBodyReader<RequestBody> {
     /** RFC 7386's media type: the PATCHes of tenants and schedules are merge patches, and take it too. */
     static final String MERGE_PATCH = "application/merge-patch+json";
+    static final long MAX_BODY_BYTES = 256L * 1024 * 1024;
     private static final PropertyNamingStrategies.NamingBase SNAKE =
             (PropertyNamingStrategies.NamingBase) PropertyNamingStrategies.SNAKE_CASE;
     static final String TIME_RULE = "must be an RFC 3339 time such as 2030-01-01T12:00:00Z";
@@ -88,7 +89,8 @@ final class JsonBodyReader implements MessageBodyReader<RequestBody> {
     public RequestBody readFrom(Class<RequestBody> type, Type genericType, Annotation[] annotations, MediaType mediaType,
                                 MultivaluedMap<String, String> headers, InputStream entity) throws IOException {
         // the largest body there is reason to send: a full batch of full payloads, each with its other fields
-        long cap = (long) BatchSubmission.MAX_BATCH * (maxPayloadBytes + 8 * 1024);
+        // (at most 256 MiB: past it a body is refused unread whatever FAIRQ_MAX_PAYLOAD_BYTES allows a payload)
+        long cap = Math.min((long) BatchSubmission.MAX_BATCH * (maxPayloadBytes + 8 * 1024), MAX_BODY_BYTES);
         byte[] bytes = entity.readNBytes((int) Math.min(cap + 1, Integer.MAX_VALUE - 16));
         if (bytes.length > cap) {
             throw new ApiException(Response.Status.REQUEST_ENTITY_TOO_LARGE.getStatusCode(),
@@ -142,9 +144,13 @@ final class JsonBodyReader implements MessageBodyReader<RequestBody> {
             }
             throw ApiException.badRequest("malformed JSON: " + message);
         } catch (StreamConstraintsException e) {
-            // Jackson's own bounds (a string of 20,000,000 characters, nesting 1,000 deep): far past any field's limit
-            throw new ApiException(Response.Status.REQUEST_ENTITY_TOO_LARGE.getStatusCode(),
-                    "the request body is too large: " + e.getOriginalMessage(), List.of(), Map.of());
+            // Jackson's own bounds: a string of 20,000,000 characters is too large (413); nesting 1,000 deep or a
+            // number of 1,000 digits is malformed for any field (400)
+            if (e.getOriginalMessage().startsWith("String value length")) {
+                throw new ApiException(Response.Status.REQUEST_ENTITY_TOO_LARGE.getStatusCode(),
+                        "the request body is too large: " + e.getOriginalMessage(), List.of(), Map.of());
+            }
+            throw ApiException.badRequest("malformed JSON: " + e.getOriginalMessage());
         } catch (MismatchedInputException e) {
             if (e.getOriginalMessage().startsWith("Trailing token")) {
                 throw ApiException.badRequest("malformed JSON: content after the JSON object; send one JSON object");

@@ -30,6 +30,9 @@ final class ParameterGuard implements ContainerRequestFilter {
      */
     private static final Map<String, Pattern> FILTERS = Map.of("queue", Pattern.compile(JobRequest.NAME_REGEX),
             "type", Pattern.compile(JobRequest.NAME_REGEX), "tenant", AdminTenantsResource.TENANT_ID);
+    /** The query parameters some resource reads (the others are ignored, as unknown ones). */
+    private static final java.util.Set<String> READ = java.util.Set.of("after", "limit", "offset", "ordering_key", "search",
+            "status", "tenant", "type", "queue");
     private static final Map<String, String> FILTER_RULES = Map.of("queue", JobRequest.NAME_RULE, "type", JobRequest.NAME_RULE,
             "tenant", "must be a tenant id: 1-63 lower-case letters, digits, '_' or '-', starting with a letter or digit");
 
@@ -41,14 +44,14 @@ final class ParameterGuard implements ContainerRequestFilter {
         check(query, errors);
         if (errors.isEmpty()) {
             for (Map.Entry<String, List<String>> e : query.entrySet()) {
-                // one value a parameter: limit=1&limit=2 would silently take the first
-                if (e.getValue().size() > 1) {
+                // one value a parameter fairq reads: limit=1&limit=2 would silently take the first
+                if (e.getValue().size() > 1 && READ.contains(e.getKey())) {
                     errors.add(new FieldError(e.getKey(), "must be given once, not " + e.getValue().size() + " times"));
                     continue;
                 }
                 Pattern p = FILTERS.get(e.getKey());
                 String v = e.getValue().isEmpty() ? null : e.getValue().get(0);
-                if (p != null && v != null && !v.isEmpty() && !p.matcher(v).matches()) {
+                if (p != null && v != null && !v.isBlank() && !p.matcher(v).matches()) { // blank: no filter
                     errors.add(new FieldError(e.getKey(), FILTER_RULES.get(e.getKey())));
                 }
             }

@@ -1,12 +1,14 @@
 package dev.fairq.api;
 
 import com.zaxxer.hikari.pool.HikariPool;
+import dev.fairq.scheduler.TenantsFile;
 import io.dropwizard.configuration.ConfigurationException;
 import io.dropwizard.core.cli.Cli;
 import org.flywaydb.core.api.FlywayException;
 
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.util.Set;
 
 /**
  * How {@code server}, {@code worker}, {@code scheduler} and {@code migrate} report a failure to start: a setting, a
@@ -28,11 +30,22 @@ final class StartupErrors {
         err.flush();
     }
 
-    /** The failures a user fixes in a setting, a file or the database, rather than in fairq's code. */
+    /** Where a setting is read and refused: their IllegalArgument/IllegalState exceptions name the setting at fault. */
+    private static final Set<String> SETTINGS = Set.of(DatabaseTarget.class.getName(), EnvironmentOverrides.class.getName(),
+            AdminCredentials.class.getName(), EmbeddedDatabase.class.getName(), Roles.class.getName(),
+            FairqConfiguration.class.getName(), TenantsFile.class.getName());
+
+    /**
+     * The failures a user fixes in a setting, a file or the database, rather than in fairq's code: an
+     * IllegalArgument/IllegalState exception only when a settings class threw it (elsewhere it is a bug).
+     */
     static boolean expected(Throwable e) {
-        return e instanceof IllegalArgumentException || e instanceof IllegalStateException || e instanceof IOException
-                || e instanceof ConfigurationException || e instanceof HikariPool.PoolInitializationException
-                || e instanceof FlywayException;
+        if (e instanceof IllegalArgumentException || e instanceof IllegalStateException) {
+            StackTraceElement[] at = e.getStackTrace();
+            return at.length > 0 && SETTINGS.contains(at[0].getClassName());
+        }
+        return e instanceof IOException || e instanceof ConfigurationException
+                || e instanceof HikariPool.PoolInitializationException || e instanceof FlywayException;
     }
 
     /** The message, then each cause's that adds something, on one line. */

@@ -209,4 +209,22 @@ class AdminApiTest extends AppTest {
         assertTrue(app.call("GET", "/v1/dashboard", key, null).body().get("top_keys").isArray(), "the dashboard lists its keys");
         assertEquals(200, app.call("POST", "/v1/jobs/" + heldId + "/cancel", key, null).status()); // leave nothing waiting
     }
+    /** A closed key (limit 0) is what explain names even while the tenant is full: it still holds when the tenant frees up. */
+    @Test
+    void aClosedKeyIsNamedBeforeAFullTenant() {
+        String t = TestApp.uniqueTenant("closed");
+        String key = app.newTenantKey(t);
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + t, "{\"max_running\": 1, \"concurrency_limits\": {\"closed\": 0}}").status());
+        app.awaitSchedulerSaw(t);
+        long sleeping = app.call("POST", "/v1/jobs", key, "{\"type\": \"sleep\", \"payload\": {\"ms\": 60000}}").body().get("id").asLong();
+        await().atMost(Duration.ofSeconds(20)).until(() ->
+                app.call("GET", "/v1/jobs/" + sleeping, key, null).body().get("status").asText().equals("running"));
+        long held = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"concurrency_key\": \"closed\"}")
+                .body().get("id").asLong();
+        long other = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}").body().get("id").asLong();
+        assertEquals("concurrency_key_full", app.call("GET", "/v1/jobs/" + held + "/explain", key, null).body().get("reason").asText());
+        assertEquals("concurrency_full", app.call("GET", "/v1/jobs/" + other + "/explain", key, null).body().get("reason").asText(),
+                "a job without the key waits for the tenant");
+        for (long id : List.of(sleeping, held, other)) app.call("POST", "/v1/jobs/" + id + "/cancel", key, null);
+    }
 }

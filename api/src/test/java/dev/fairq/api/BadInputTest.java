@@ -177,6 +177,9 @@ class BadInputTest extends AppTest {
         refused("PUT", "/v1/schedules/s", key, head + "\"job\": {\"type\": \"record\"}, \"backfill_limit\": \"5\"}", "backfill_limit");
         refused("PUT", "/v1/schedules/s", key, head + "\"job\": {\"type\": \"record\"}, \"paused\": \"true\"}", "paused");
         refused("PUT", "/v1/schedules/s", key, head + "\"job\": \"record\"}", "job");
+        TestApp.Res range = app.call("PUT", "/v1/schedules/s", key, head + "\"job\": {\"type\": \"record\", \"priority\": 3000000000}}");
+        range.assertRefused(422, "job.priority");
+        assertEquals("is out of range", range.body().get("errors").get(0).get("message").asText(), range.toString());
         TestApp.Res r = app.call("PUT", "/v1/schedules/s", key, head + "\"job\": {\"type\": \"record\", \"priority\": \"5\"}}");
         assertEquals("must be a whole number", r.body().get("errors").get(0).get("message").asText(), r.toString());
         assertEquals(201, app.call("PUT", "/v1/schedules/s", key, head + "\"job\": {\"type\": \"record\", \"priority\": 5}, "
@@ -185,6 +188,29 @@ class BadInputTest extends AppTest {
         refused("PATCH", "/v1/schedules/s", key, "{\"job\": {\"priority\": 2.0}}", "job.priority");
         assertTrue(app.call("GET", "/v1/schedules/s", key, null).body().get("paused").asBoolean(), "the refused PATCH changed nothing");
         assertEquals(204, app.call("DELETE", "/v1/schedules/s", key, null).status());
+    }
+
+    /**
+     * Numbers PostgreSQL cannot store (1e200000 overflows numeric: it had answered 500) or would give back longer
+     * than a JSON reader takes (1e1000 comes back as 1,001 digits) are a 422 naming the field; 1e400 is stored.
+     * Nesting past Jackson's depth, or a 1,200-digit literal, is a 400 (malformed), not a 413.
+     */
+    @Test
+    void numbersPostgresqlCannotGiveBackReadablyAreRefused() {
+        for (String n : List.of("1e200000", "-1e200000", "1e-20000", "1e1000", "1e-999")) {
+            refused("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {\"a\": [" + n + "]}}", "payload.a[0]");
+        }
+        refused("POST", "/v1/jobs/batch", key, "{\"jobs\": [" + job("") + ", {\"type\": \"record\", \"payload\": 1e1000}]}",
+                "jobs[1].payload");
+        refused("PUT", "/v1/schedules/s", key, "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", "
+                + "\"job\": {\"type\": \"record\", \"payload\": {\"a\": 1e200000}}}", "job.payload.a");
+        List<Object> before = app.snapshot(tenant);
+        assertEquals(400, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": " + "[".repeat(1100)
+                + "]".repeat(1100) + "}").status());
+        assertEquals(400, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": " + "9".repeat(1200) + "}").status());
+        assertEquals(before, app.snapshot(tenant), "nothing stored");
+        TestApp.Res ok = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {\"a\": 1e400}, \"delay_ms\": 3600000}");
+        assertEquals(201, ok.status(), ok.toString());
     }
 
     /** A filter no queue, type or tenant can match, or a parameter given twice, is a 422 naming it, not an empty page. */
@@ -202,6 +228,8 @@ class BadInputTest extends AppTest {
             assertEquals(200, app.call("GET", ok, key, null).status(), ok);
         }
         assertEquals(200, app.admin("GET", "/v1/admin/jobs?tenant=" + tenant, null).status());
+        assertEquals(200, app.call("GET", "/v1/jobs?queue=%20", key, null).status(), "a blank filter is no filter");
+        assertEquals(200, app.call("GET", "/v1/jobs?_=1&_=2", key, null).status(), "a parameter fairq does not read is ignored");
     }
 
     /** A tenant body may repeat the path's id (a GET's answer sent back), never name another tenant. */

@@ -374,6 +374,19 @@ class JobsApiTest extends AppTest {
                         k + ": sent " + sent.get(k) + ", stored " + got.get(k));
             }
         }
+        // as written, scale included: a template's 1.50 and 100.0 stay so (jsonb keeps the scale), as a job's do
+        for (String as : List.of("{\"p\": 1.50, \"q\": 100.0}")) {
+            long j = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"delay_ms\": 3600000, \"payload\": " + as + "}")
+                    .body().get("id").asLong();
+            assertEquals(as, app.db.dsl().fetchValue("SELECT payload::text FROM jobs WHERE id = ?", j).toString());
+            assertEquals(201, app.call("PUT", "/v1/schedules/scaled", key, "{\"cron\": \"@yearly\", \"time_zone\": \"UTC\", "
+                    + "\"paused\": true, \"job\": {\"type\": \"record\", \"payload\": " + as + "}}").status());
+            assertEquals(as, app.db.dsl().fetchValue("SELECT job_payload::text FROM schedules WHERE name = 'scaled' AND tenant_id = ?",
+                    tenant).toString());
+            assertEquals(200, app.call("PATCH", "/v1/schedules/scaled", key, "{\"paused\": true}").status());
+            assertEquals(as, app.db.dsl().fetchValue("SELECT job_payload::text FROM schedules WHERE name = 'scaled' AND tenant_id = ?",
+                    tenant).toString(), "a PATCH rewrites no number");
+        }
         assertEquals(201, app.call("PUT", "/v1/schedules/exact", key, "{\"cron\": \"@yearly\", \"time_zone\": \"UTC\", \"paused\": true, "
                 + "\"job\": {\"type\": \"record\", \"payload\": " + numbers + "}}").status());
         String template = app.db.dsl().fetchValue("SELECT job_payload::text FROM schedules WHERE name = 'exact' AND tenant_id = ?",
@@ -390,6 +403,9 @@ class JobsApiTest extends AppTest {
         app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"job_key\": \"n2\", \"payload\": {\"a\": 0.12345678901234567890123}}");
         app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"job_key\": \"n2\", \"payload\": {\"a\": 0.12345678901234567890124}}")
                 .assertRefused(409, "job_key");
+        assertEquals(201, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"job_key\": \"n3\", \"payload\": {\"a\": 1E+400}}").status());
+        assertEquals(200, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"job_key\": \"n3\", \"payload\": {\"a\": 10e399}}").status(),
+                "the same number written another way is the same request");
     }
 
     private static String status(String key, long id) {

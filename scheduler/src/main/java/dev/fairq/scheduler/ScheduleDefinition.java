@@ -11,6 +11,7 @@ import com.fasterxml.jackson.databind.annotation.JsonNaming;
 import com.fasterxml.jackson.databind.MapperFeature;
 import com.fasterxml.jackson.databind.cfg.CoercionAction;
 import com.fasterxml.jackson.databind.cfg.CoercionInputShape;
+import com.fasterxml.jackson.databind.cfg.JsonNodeFeature;
 import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import com.fasterxml.jackson.databind.json.JsonMapper;
@@ -91,6 +92,9 @@ public record ScheduleDefinition(String cron, String timeZone, JobTemplate job, 
                 .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
                 .disable(DeserializationFeature.ACCEPT_FLOAT_AS_INT)
                 .disable(MapperFeature.ALLOW_COERCION_OF_SCALARS)
+                // a template's payload numbers as written (1.50 stays 1.50, 100.0 stays 100.0), like a job's
+                .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+                .disable(JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES)
                 .build();
         for (LogicalType t : List.of(LogicalType.Integer, LogicalType.Boolean, LogicalType.Textual)) {
             m.coercionConfigFor(t).setCoercion(CoercionInputShape.String, t == LogicalType.Textual ? CoercionAction.TryConvert : CoercionAction.Fail)
@@ -113,6 +117,9 @@ public record ScheduleDefinition(String cron, String timeZone, JobTemplate job, 
         } catch (MismatchedInputException e) {
             throw new InvalidScheduleException(List.of(new FieldError(path(e), wrongType(e.getTargetType()))));
         } catch (JsonMappingException e) {
+            if (e.getCause() instanceof com.fasterxml.jackson.core.exc.InputCoercionException) { // 3000000000 for an int
+                throw new InvalidScheduleException(List.of(new FieldError(path(e), "is out of range")));
+            }
             throw new InvalidScheduleException(List.of(new FieldError(path(e), "has the wrong type: " + e.getOriginalMessage())));
         } catch (JsonProcessingException e) {
             throw new InvalidScheduleException(List.of(new FieldError("(body)", e.getOriginalMessage())));

@@ -170,17 +170,72 @@ public record JobRequest(String tenantId, String queue, String type, String payl
      * string; Jackson writes U+0000 as an escape).
      */
     static FieldError unstorableAt(String json) {
-        if (!json.contains("\\u") && unpairedSurrogate(json) < 0) return null;
+        boolean strings = json.contains("\\u") || unpairedSurrogate(json) >= 0;
+        boolean numbers = mayHoldLongNumber(json);
+        if (!strings && !numbers) return null;
         com.fasterxml.jackson.databind.JsonNode tree;
         try {
-            tree = Json.MAPPER.readTree(json);
+            tree = Json.EXACT.readTree(json);
         } catch (JsonProcessingException e) {
             return null; // not JSON: reported as such
         }
         String at = pathOf(tree, "payload", s -> s.indexOf('\0') >= 0);
         if (at != null) return new FieldError(at, NUL_RULE);
         at = pathOf(tree, "payload", s -> unpairedSurrogate(s) >= 0);
-        return at == null ? null : new FieldError(at, SURROGATE_RULE);
+        if (at != null) return new FieldError(at, SURROGATE_RULE);
+        at = numbers ? longNumberAt(tree, "payload") : null;
+        return at == null ? null : new FieldError(at, NUMBER_RULE);
+    }
+
+    /**
+     * A payload number written out in full (as PostgreSQL's jsonb gives it back: 1e1000 is a 1 and 1,000 zeros)
+     * of at most this many characters. Jackson's readers stop at 1,000 digits, so one longer would make the job,
+     * and every page listing it, unreadable; PostgreSQL's numeric refuses 1e200000 outright.
+     */
+    public static final int MAX_NUMBER_CHARS = 1000;
+    public static final String NUMBER_RULE = "must be a number of at most " + MAX_NUMBER_CHARS
+            + " characters written out in full (PostgreSQL gives 1e1000 back as 1,001 digits)";
+
+    /** Whether the text has an exponent of 3+ digits or a run of 900+ digits: only then is the tree walked. */
+    private static boolean mayHoldLongNumber(String json) {
+        int run = 0;
+        for (int i = 0; i < json.length(); i++) {
+            char c = json.charAt(i);
+            if (c >= '0' && c <= '9') {
+                if (++run >= 900) return true;
+                continue;
+            }
+            run = 0;
+            if ((c == 'e' || c == 'E') && i > 0 && (Character.isDigit(json.charAt(i - 1)) || json.charAt(i - 1) == '.')) {
+                int j = i + 1;
+                if (j < json.length() && (json.charAt(j) == '+' || json.charAt(j) == '-')) j++;
+                int digits = 0;
+                while (j < json.length() && Character.isDigit(json.charAt(j))) { digits++; j++; }
+                if (digits >= 3) return true;
+            }
+        }
+        return false;
+    }
+
+    private static String longNumberAt(com.fasterxml.jackson.databind.JsonNode n, String path) {
+        if (n.isNumber()) {
+            java.math.BigDecimal d = n.decimalValue();
+            long whole = Math.max(1L, (long) d.precision() - d.scale()), fraction = Math.max(0, d.scale());
+            return whole + fraction + 2 > MAX_NUMBER_CHARS ? path : null;
+        }
+        if (n.isArray()) {
+            for (int i = 0; i < n.size(); i++) {
+                String at = longNumberAt(n.get(i), path + "[" + i + "]");
+                if (at != null) return at;
+            }
+        } else if (n.isObject()) {
+            for (var it = n.fields(); it.hasNext(); ) {
+                var e = it.next();
+                String at = longNumberAt(e.getValue(), path + "." + e.getKey());
+                if (at != null) return at;
+            }
+        }
+        return null;
     }
 
     /**
