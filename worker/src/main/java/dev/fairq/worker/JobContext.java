@@ -225,7 +225,7 @@ public final class JobContext {
 
     public JsonNode payload() {
         try {
-            return Json.MAPPER.readTree(payloadJson);
+            return Json.EXACT.readTree(payloadJson); // numbers as stored: 0.12345678901234567890123, not a double
         } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
             throw new UncheckedIOException(e);
         }

@@ -79,7 +79,7 @@ public final class PayloadVersions {
         JsonNode node = null;
         while (!reads.contains(v) && upcasters.containsKey(v)) {
             try {
-                if (node == null) node = Json.MAPPER.readTree(json);
+                if (node == null) node = Json.EXACT.readTree(json); // numbers through upcasting as stored
                 node = upcasters.get(v).apply(node);
             } catch (JsonProcessingException | RuntimeException e) {
                 throw new PermanentJobException("upcasting the payload of type '" + type + "' from payload_version " + v

@@ -28,6 +28,8 @@ class PayloadVersionsTest extends PlatformTest {
         assertEquals(3, read.version());
         assertTrue(read.json().contains("\"name\":\"Ada Lovelace\"") && read.json().contains("\"greeting\":\"hello\""), read.json());
         assertEquals(new PayloadVersions.Read(3, "{\"x\": 1}"), GREETING.read("greet", 3, "{\"x\": 1}"), "read as is");
+        assertTrue(GREETING.read("greet", 2, "{\"amount\": 0.12345678901234567890123}").json().contains("\"amount\":0.12345678901234567890123"),
+                "an upcast keeps the payload's numbers as stored");
         PermanentJobException e = assertThrows(PermanentJobException.class, () -> GREETING.read("greet", 4, "{}"));
         assertEquals("unknown payload_version 4 for type 'greet': its handler reads [3] and upcasts from [1, 2]", e.getMessage());
         assertEquals(new PayloadVersions.Read(1, "{}"), PayloadVersions.V1.read("t", 1, "{}"));

@@ -268,7 +268,7 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
         static Call parse(String payloadJson) throws PermanentJobException {
             JsonNode p;
             try {
-                p = Json.MAPPER.readTree(payloadJson);
+                p = Json.EXACT.readTree(payloadJson); // the body's numbers go out as submitted
             } catch (JsonProcessingException e) {
                 throw new PermanentJobException("payload: not valid JSON");
             }

@@ -107,6 +107,11 @@ class HttpJobHandlerTest extends ReceiverTest {
         assertEquals(Duration.ofMinutes(5), c.timeout());
         assertEquals(8080, c.port());
 
+        // a JSON body's numbers go out as submitted (as doubles, 0.12345678901234567890123 had lost its last digits)
+        assertEquals("{\"amount\":0.12345678901234567890123,\"big\":123456789012345678901234567890,\"scaled\":1.50}",
+                Call.parse("{\"url\": \"http://h.example.com\", \"body\": {\"amount\": 0.12345678901234567890123, "
+                        + "\"big\": 123456789012345678901234567890, \"scaled\": 1.50}}").body());
+
         Call text = Call.parse("{\"url\": \"http://h.example.com\", \"body\": \"a=1&b=2\"}");
         assertEquals("a=1&b=2", text.body());
         assertTrue(!text.jsonBody());
