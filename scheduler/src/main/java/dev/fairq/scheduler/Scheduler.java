@@ -152,9 +152,16 @@ public final class Scheduler {
     /** How many of a tenant's fairness keys are remembered as recently admitted (candidates for key grants). */
     static final int RECENT_KEYS = 8;
     /** Most key grants a tenant holds at once: each holds a place of max_running and a token. */
-    static final int MAX_KEY_GRANTS_PER_TENANT = 4;
-    /** Key grants a key holds at once (V13__key_grants.sql: the spare covers the renewal's race with the next job). */
-    static final int KEY_GRANT_SLOTS = 2;
+    static final int MAX_KEY_GRANTS_PER_TENANT = 8;
+    /**
+     * Key grants a key holds at once (V13, V19): spares cover the renewal's race with the key's next jobs. Under the
+     * subkeys bench's flood a tick renewed a used one 30-70 ms after the use, two of a 30 ms trickle's intervals: with
+     * two slots 15-28 of y's 50 jobs found none (in runs: a miss made the key busy and took its other grant back),
+     * with four 2-9, all among its first jobs.
+     */
+    static final int KEY_GRANT_SLOTS = 4;
+    /** A tenant's free places under max_running from which its keys get the spares beyond two: at most a quarter. */
+    static final int SPARE_KEY_GRANT_ROOM = 4 * KEY_GRANT_SLOTS;
     /**
      * A key grant goes to a key with a job admitted this recently, and is taken back when unused this long: a key
      * that trickles every 30 ms (subkeys) is always within it; one that went quiet gives its place back soon.
@@ -1564,9 +1571,13 @@ public final class Scheduler {
             Double admittedAt = roundFirstRank.get(t.id());
             if (admittedAt != null && admittedAt > Double.NEGATIVE_INFINITY) rank = Math.min(rank, admittedAt);
             // every eligible recent key goes to GRANT_KEYS, which grants at most `may` of those with no due job
-            // waiting: a flooding key, recent too, would otherwise take the places of the quiet ones it is tried before
+            // waiting: a flooding key, recent too, would otherwise take the places of the quiet ones it is tried before.
+            // Slot by slot across the keys (each key's first two before any key's spares), and the spares beyond two
+            // only with SPARE_KEY_GRANT_ROOM places free, so that they never hold much of a small tenant's room.
+            List<List<Admission.KeyGrant>> bySlot = new ArrayList<>();
+            for (int slot = 0; slot < KEY_GRANT_SLOTS; slot++) bySlot.add(new ArrayList<>());
+            int slots = room >= SPARE_KEY_GRANT_ROOM ? KEY_GRANT_SLOTS : Math.min(2, KEY_GRANT_SLOTS);
             for (Map.Entry<String, long[]> k : t.recentKeys.entrySet()) {
-                if (wanted.size() >= budget) break;
                 long[] at = k.getValue();
                 Set<Integer> held = slotsHeld.getOrDefault(k.getKey(), Set.of());
                 if (now - at[0] > KEY_GRANT_WINDOW_NANOS || held.size() >= KEY_GRANT_SLOTS
@@ -1578,8 +1589,14 @@ public final class Scheduler {
                 Double placedNow = roundLastRankOfKey.get(t.id() + '\0' + k.getKey());
                 if (placedNow != null) keyRank = Math.max(keyRank, placedNow);
                 if (keyRank == Double.NEGATIVE_INFINITY) keyRank = rank;
-                for (int slot = 0; slot < KEY_GRANT_SLOTS; slot++) {
-                    if (!held.contains(slot)) wanted.add(new Admission.KeyGrant(t.id(), k.getKey(), slot, keyRank, may));
+                for (int slot = 0; slot < slots; slot++) {
+                    if (!held.contains(slot)) bySlot.get(slot).add(new Admission.KeyGrant(t.id(), k.getKey(), slot, keyRank, may));
+                }
+            }
+            for (List<Admission.KeyGrant> ofSlot : bySlot) {
+                for (Admission.KeyGrant g : ofSlot) {
+                    if (wanted.size() >= budget) break;
+                    wanted.add(g);
                 }
             }
         }

@@ -4,6 +4,7 @@ import dev.fairq.schema.JobRequest;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.Collections;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -15,6 +16,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * max_running, the tenant's virtual time). On a settable clock against the real database.
  */
 class KeyGrantsTest extends SimulatedSchedulerTest {
+    private static final int SLOTS = Scheduler.KEY_GRANT_SLOTS;
+
     private static List<JobRequest> keyed(String tenant, String key, int n) {
         return SimulatedScheduler.jobs(tenant, n, b -> b.fairnessKey(key));
     }
@@ -36,7 +39,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         s.enqueue(keyed("t", "y", 1));
         s.tick();
         assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"), "y's job is in");
-        assertEquals(2, keyGrants(s), "y's last waiting job was admitted: y is quiet, granted (two slots) in the same tick");
+        assertEquals(SLOTS, keyGrants(s), "y's last waiting job was admitted: y is quiet, granted (every slot) in the same tick");
         s.dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE fairness_key = 'y'");
         s.clock.advance(Duration.ofMillis(30));
         s.enqueue(keyed("t", "y", 1));
@@ -52,8 +55,8 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
     @Test
     void aQuietKeyOfABusyTenantHasItsNextJobInsertedReadyAmongItsTenantsBufferedJobs() {
         SimulatedScheduler s = floodWithOneOfY();
-        assertEquals(List.of("y", "y"), s.dsl.fetchValues("SELECT fairness_key FROM key_grants WHERE tenant_id = 't'"),
-                "y had its second job admitted, its last waiting: granted (two slots) in the same tick");
+        assertEquals(Collections.nCopies(SLOTS, "y"), s.dsl.fetchValues("SELECT fairness_key FROM key_grants WHERE tenant_id = 't'"),
+                "y had its second job admitted, its last waiting: granted (every slot) in the same tick");
         assertEquals(0, s.count("SELECT count(*) FROM admission_grants WHERE used_at IS NULL"), "a tenant with jobs waiting holds no tenant grant");
 
         s.dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE fairness_key = 'y'");
@@ -62,7 +65,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
                 "y's next job took the grant in its enqueue, without a round");
         assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'pending'"),
                 "one statement takes one of a key's grants");
-        assertEquals(1, keyGrants(s), "the spare is left for y's next enqueue");
+        assertEquals(SLOTS - 1, keyGrants(s), "the spares are left for y's next enqueues");
         double rank = ((Number) s.dsl.fetchValue("SELECT ready_rank FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"))
                 .doubleValue();
         double first = ((Number) s.dsl.fetchValue("SELECT min(ready_rank) FROM jobs WHERE fairness_key = 'x' AND status = 'ready'"))
@@ -73,25 +76,58 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
                 "ranked among the tenant's buffered jobs (" + first + " .. " + last + "), not at the front of everyone: " + rank);
     }
 
+    /**
+     * The spares beyond two go slot by slot across the keys and only to a tenant with room: three quiet keys under
+     * the tenant's cap of key grants get two each before any gets a third; with fewer than SPARE_KEY_GRANT_ROOM places
+     * free a key gets two.
+     */
+    @Test
+    void spareKeyGrantsAreSharedAmongTheKeysAndNeedRoom() {
+        db.createTenant("t");
+        SimulatedScheduler s = scheduler();
+        s.enqueue(keyed("t", "x", 1_000));
+        for (String key : List.of("y", "z", "w")) s.enqueue(keyed("t", key, 1));
+        s.tick();
+        assertEquals(3, s.count("SELECT count(*) FROM jobs WHERE fairness_key IN ('y', 'z', 'w') AND status = 'ready'"));
+        assertEquals(Scheduler.MAX_KEY_GRANTS_PER_TENANT, keyGrants(s), "the tenant's cap of key grants");
+        for (String key : List.of("y", "z", "w")) {
+            long held = s.count("SELECT count(*) FROM key_grants WHERE fairness_key = '" + key + "'");
+            assertTrue(held >= 2 && held <= SLOTS, key + " holds " + held + ": every key its first two, spares after");
+        }
+    }
+
+    @Test
+    void aTenantWithLittleRoomGetsTwoKeyGrantsAKey() {
+        // a buffer of 10 filled, then one place fewer than SPARE_KEY_GRANT_ROOM free
+        db.createTenant("small", 1, 1_000_000, 1_000_000, 10 + Scheduler.SPARE_KEY_GRANT_ROOM - 1);
+        SimulatedScheduler s = scheduler();
+        s.enqueue(keyed("small", "x", 1_000));
+        s.enqueue(keyed("small", "y", 1));
+        s.tick();
+        assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE tenant_id = 'small' AND fairness_key = 'y' AND status = 'ready'"));
+        assertEquals(2, s.count("SELECT count(*) FROM key_grants WHERE tenant_id = 'small'"),
+                "under SPARE_KEY_GRANT_ROOM places free: two, not " + SLOTS);
+    }
+
     /** A job of the key that came without the grant (scheduled later) keeps its place: the grant is not used. */
     @Test
     void aKeyGrantIsNotUsedWhileAJobOfTheKeyIsWaiting() {
         SimulatedScheduler s = floodWithOneOfY();
-        assertEquals(2, keyGrants(s));
+        assertEquals(SLOTS, keyGrants(s));
         // a due job of y that cannot take a grant (a concurrency key: only the scheduler admits those), then one that could
         s.enqueue(SimulatedScheduler.jobs("t", 1, b -> b.fairnessKey("y").concurrencyKey("c")));
         s.enqueue(keyed("t", "y", 1));
         assertEquals(2, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'pending'"),
                 "a job of y is waiting: the grant is not taken, the later job does not pass it");
-        assertEquals(2, keyGrants(s), "and they are still there");
+        assertEquals(SLOTS, keyGrants(s), "and they are still there");
         // a job of y scheduled for later holds nothing back: the next due one takes the grant once the others ran
         s.tick();
         s.dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE status = 'ready'");
         s.enqueue(List.of(JobRequest.builder("t", "noop").fairnessKey("y").delay(Duration.ofHours(1)).build()));
         s.tick();
-        assertEquals(2, keyGrants(s), "y's waiting jobs were admitted: y is quiet, its grants stay");
+        assertEquals(SLOTS, keyGrants(s), "y's waiting jobs were admitted: y is quiet, its grants stay");
         s.enqueue(keyed("t", "y", 1));
-        assertEquals(1, keyGrants(s), "a job of y due only later does not keep a grant from being used");
+        assertEquals(SLOTS - 1, keyGrants(s), "a job of y due only later does not keep a grant from being used");
         assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'pending'"),
                 "only the later one waits");
     }
@@ -141,7 +177,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
     @Test
     void keyGrantsAreTakenBackWhenPausedOrUnusedAndTheirTokensReturn() {
         SimulatedScheduler s = floodWithOneOfY();
-        assertEquals(2, keyGrants(s));
+        assertEquals(SLOTS, keyGrants(s));
         s.clock.advance(Duration.ofNanos(Scheduler.KEY_GRANT_WINDOW_NANOS + 1_000_000));
         s.dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE status = 'ready'");
         s.dsl.execute("DELETE FROM jobs WHERE status = 'pending'"); // x's flood is gone: nothing admits, y stays quiet
@@ -166,7 +202,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         s.clock.advance(Duration.ofMillis(30));
         s.enqueue(keyed("p", "y", 1));
         s.tick();
-        assertEquals(2, s.count("SELECT count(*) FROM key_grants WHERE tenant_id = 'p'"));
+        assertEquals(SLOTS, s.count("SELECT count(*) FROM key_grants WHERE tenant_id = 'p'"));
         s.dsl.execute("UPDATE tenants SET paused = true WHERE id = 'p'");
         s.clock.advance(RELOAD);
         s.tick();
@@ -177,11 +213,11 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
     @Test
     void aNewLeaderAdoptsTheKeyGrantsItFinds() {
         SimulatedScheduler s = floodWithOneOfY();
-        assertEquals(2, keyGrants(s));
+        assertEquals(SLOTS, keyGrants(s));
         SimulatedScheduler next = scheduler();
         assertEquals(0, next.tick().admitted(), "the buffer is full, and this leader heard no wake-up");
-        assertEquals(2, keyGrants(next), "kept");
-        assertEquals(1_000_000 - 2, next.scheduler.tenants().get("t").bucket().available(), "each adopted grant reserved a token");
+        assertEquals(SLOTS, keyGrants(next), "kept");
+        assertEquals(1_000_000 - SLOTS, next.scheduler.tenants().get("t").bucket().available(), "each adopted grant reserved a token");
         s.dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE fairness_key = 'y'");
         next.enqueue(keyed("t", "y", 1));
         assertEquals(1, next.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"),
@@ -201,7 +237,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
             s.completeReady();
             s.tick();
         }
-        assertEquals(2, keyGrants(s), "the grants are still there, unused");
+        assertEquals(SLOTS, keyGrants(s), "the grants are still there, unused");
         double claim = ((Number) s.dsl.fetchValue("SELECT min(ready_rank) FROM jobs WHERE status = 'ready'")).doubleValue();
         assertTrue(claim > granted, "the claim point " + claim + " moved past the grant's rank " + granted);
         s.enqueue(keyed("t", "y", 1));
@@ -213,7 +249,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
     @Test
     void aGrantUsedWithNothingBufferedGoesToTheFront() {
         SimulatedScheduler s = floodWithOneOfY();
-        assertEquals(2, keyGrants(s));
+        assertEquals(SLOTS, keyGrants(s));
         s.completeReady();
         s.dsl.execute("DELETE FROM jobs WHERE status = 'pending'");
         s.enqueue(keyed("t", "y", 1));
@@ -232,7 +268,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         s.enqueue(keyed("o", "x", 1_000));
         s.enqueue(keyed("o", "once", 1));
         s.tick();
-        assertEquals(List.of("once", "once"), s.dsl.fetchValues("SELECT fairness_key FROM key_grants"));
+        assertEquals(Collections.nCopies(SLOTS, "once"), s.dsl.fetchValues("SELECT fairness_key FROM key_grants"));
         s.clock.advance(Duration.ofNanos(Scheduler.KEY_GRANT_FIRST_NANOS + 1_000_000));
         s.tick();
         assertEquals(0, keyGrants(s), "seen once, unused for 200 ms: taken back");
@@ -243,6 +279,6 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         SimulatedScheduler t = floodWithOneOfY(); // y admitted twice, 30 ms apart
         t.clock.advance(Duration.ofNanos(Scheduler.KEY_GRANT_FIRST_NANOS + 1_000_000));
         t.tick();
-        assertEquals(2, t.count("SELECT count(*) FROM key_grants WHERE fairness_key = 'y'"), "a trickling key keeps them");
+        assertEquals(SLOTS, t.count("SELECT count(*) FROM key_grants WHERE fairness_key = 'y'"), "a trickling key keeps them");
     }
 }
