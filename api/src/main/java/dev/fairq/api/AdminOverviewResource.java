@@ -39,8 +39,9 @@ public final class AdminOverviewResource {
             @Parameter(description = "first row of the page (default 0)", schema = @Schema(type = "integer", minimum = "0")) @QueryParam("offset") String offset,
             @Parameter(description = "rows per page, 1-500 (default 50)", schema = @Schema(type = "integer", minimum = "1", maximum = "500")) @QueryParam("limit") String limit,
             @Parameter(description = "only tenants whose id starts with this") @QueryParam("search") String search) {
-        int from = offset == null ? 0 : intIn("offset", offset, 0, Integer.MAX_VALUE);
-        int size = limit == null ? DashboardFigures.DEFAULT_PAGE : intIn("limit", limit, 1, DashboardFigures.MAX_PAGE);
+        // a blank parameter is one left out, as GET /v1/jobs?limit= takes it
+        int from = offset == null || offset.isEmpty() ? 0 : intIn("offset", offset, 0, Integer.MAX_VALUE);
+        int size = limit == null || limit.isEmpty() ? DashboardFigures.DEFAULT_PAGE : intIn("limit", limit, 1, DashboardFigures.MAX_PAGE);
         String prefix = search == null || search.isEmpty() ? null : search;
         if (prefix != null && !prefix.matches("[a-z0-9_-]{1,63}")) {
             throw ApiException.invalid("search", "must be the start of a tenant id: 1-63 lower-case letters, digits, '_' or '-'");

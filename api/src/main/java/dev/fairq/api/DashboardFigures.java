@@ -144,24 +144,32 @@ final class DashboardFigures {
         if (search == null) {
             rows = new ArrayList<>(active);
         } else {
+            // the active tenants it matches, whatever their id (a busy one must not hide behind 1,000 idle ones
+            // that sort before it), then idle ones, the first MAX_SEARCH_MATCHES by id
             rows = new ArrayList<>();
+            for (DashboardStore.Activity x : active) if (x.tenantId().startsWith(search)) rows.add(x);
             for (TenantsRecord t : tenantStore.byIdPrefix(db, search, MAX_SEARCH_MATCHES)) {
-                DashboardStore.Activity x = byTenant.get(t.getId());
-                rows.add(x != null ? x : new DashboardStore.Activity(t.getId(), t.getWeight(), t.getPaused(), 0, 0, 0, 0, 0));
+                if (byTenant.containsKey(t.getId())) continue; // listed above
+                rows.add(new DashboardStore.Activity(t.getId(), t.getWeight(), t.getPaused(), 0, 0, 0, 0, 0));
             }
         }
         record Row(DashboardStore.Activity a, Double workerShare, Double weightShare, boolean overShare) {}
-        List<Row> sorted = new ArrayList<>(rows.size());
-        for (DashboardStore.Activity x : rows) {
-            Double workerShare = byTime ? share(x.busyMs(), totalBusy) : share(x.started(), totalStarted);
+        long busy = totalBusy, started = totalStarted, weights = activeWeight, competing = activeCount;
+        java.util.function.Function<DashboardStore.Activity, Row> row = x -> {
+            Double workerShare = byTime ? share(x.busyMs(), busy) : share(x.started(), started);
             // weighted fair queueing divides the workers among the active tenants: that is what each is owed
-            Double weightShare = isActive(x) && activeWeight > 0 ? (double) x.weight() / activeWeight : null;
+            Double weightShare = isActive(x) && weights > 0 ? (double) x.weight() / weights : null;
             // A noisy neighbour: takes clearly more of the workers than its weight entitles it to while other
             // tenants are active too (alone, a tenant may use every worker: that is work conservation).
-            boolean noisy = activeCount > 1 && workerShare != null && weightShare != null
+            boolean noisy = competing > 1 && workerShare != null && weightShare != null
                     && workerShare > 0.1 && workerShare > 1.5 * weightShare;
-            sorted.add(new Row(x, workerShare, weightShare, noisy));
-        }
+            return new Row(x, workerShare, weightShare, noisy);
+        };
+        List<Row> sorted = new ArrayList<>(rows.size());
+        for (DashboardStore.Activity x : rows) sorted.add(row.apply(x));
+        // the totals are over every active tenant, with a search too (it had counted the matches only)
+        long overShare = search == null ? sorted.stream().filter(Row::overShare).count()
+                : active.stream().filter(x -> row.apply(x).overShare()).count();
         sorted.sort(Comparator.comparing((Row r) -> !r.overShare())
                 .thenComparing(Comparator.comparingLong((Row r) -> r.a().pending() + r.a().ready()).reversed())
                 .thenComparing(r -> r.a().tenantId()));
@@ -190,8 +198,8 @@ final class DashboardFigures {
                     isActive(r.a()), r.workerShare(), r.weightShare(), r.overShare()));
         }
         DashboardViews.OverviewTotals sums = new DashboardViews.OverviewTotals(registeredTenants(), activeCount,
-                sorted.stream().filter(Row::overShare).count(), pending, ready, running, totalStarted, totalBusy);
-        DashboardViews.Page pageInfo = new DashboardViews.Page(from, limit, sorted.size(),
+                overShare, pending, ready, running, totalStarted, totalBusy);
+        DashboardViews.Page pageInfo = new DashboardViews.Page(offset, limit, sorted.size(),
                 from + page.size() < sorted.size() ? from + page.size() : null, search);
         return new DashboardViews.Overview(now.toInstant(), WINDOW.toMinutes(), SHARE_WINDOW.toMinutes(),
                 byTime ? "worker_time" : "attempts_started", sums, pageInfo, out);

@@ -251,6 +251,18 @@ final class JsonBodyReader implements MessageBodyReader<RequestBody> {
             // a tenant limit's own message says what it takes ("must be a whole number between 1 and 1000")
             errors.subList(before, errors.size()).clear();
             wrong(limit.value(), v, field, errors);
+        } else if (limit != null && out != null && limit.value().kind() == TenantLimit.Kind.KEY_MAP) {
+            // every bad entry of a map limit, each under its own name: Bean Validation folds violations
+            // with the same message and path into one, so {"x": -1, "y": 1.5} had named x only
+            try {
+                limit.value().accept(out);
+            } catch (TenantLimit.InvalidLimitException e) {
+                String prefix = field.substring(0, field.length() - limit.value().field().length());
+                Set<String> named = new HashSet<>();
+                for (FieldError fe : e.errors()) {
+                    if (named.add(fe.field())) errors.add(new FieldError(prefix + fe.field(), fe.message()));
+                }
+            }
         }
         return out;
     }

@@ -209,6 +209,25 @@ class AdminApiTest extends AppTest {
         assertTrue(app.call("GET", "/v1/dashboard", key, null).body().get("top_keys").isArray(), "the dashboard lists its keys");
         assertEquals(200, app.call("POST", "/v1/jobs/" + heldId + "/cancel", key, null).status()); // leave nothing waiting
     }
+    /**
+     * Every bad entry of a key map is named, also when several have the same message: Bean Validation folded
+     * violations with the same message and path into one, so {"x": -1, "y": 1.5} named only x.
+     */
+    @Test
+    void everyBadEntryOfAKeyMapIsNamed() {
+        String t = TestApp.uniqueTenant("keymap");
+        assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + t, "{}").status());
+        List<Object> before = app.snapshot();
+        TestApp.Res bad = app.admin("PATCH", "/v1/admin/tenants/" + t,
+                "{\"concurrency_limits\": {\"x\": -1, \"ok\": 2, \"y\": 1.5, \"z\": \"3\"}, \"key_weights\": {\"a\": 0, \"b\": 1001}}");
+        assertEquals(422, bad.status(), bad.toString());
+        java.util.Set<String> fields = new java.util.HashSet<>();
+        bad.body().get("errors").forEach(e -> fields.add(e.get("field").asText()));
+        assertEquals(java.util.Set.of("concurrency_limits.x", "concurrency_limits.y", "concurrency_limits.z",
+                "key_weights.a", "key_weights.b"), fields, bad.body().toString());
+        assertEquals(before, app.snapshot(), "nothing changed");
+    }
+
     /** A closed key (limit 0) is what explain names even while the tenant is full: it still holds when the tenant frees up. */
     @Test
     void aClosedKeyIsNamedBeforeAFullTenant() {

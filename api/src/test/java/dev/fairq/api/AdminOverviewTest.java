@@ -64,6 +64,64 @@ class AdminOverviewTest {
         for (JsonNode t : all.get("tenants")) assertTrue(!t.get("tenant").asText().equals(idle), "idle tenant listed");
     }
 
+    /**
+     * A search that matches more tenants than it reads idle ones of (DashboardFigures.MAX_SEARCH_MATCHES, in id
+     * order) still lists the active tenants it matches, sorted first by their backlog: the busiest matching
+     * tenant had been left out when its id sorted after the first 1,000 matches, and the total stopped at 1,000.
+     */
+    @Test
+    void aSearchMatchingManyIdleTenantsStillListsTheBusyOne() {
+        String run = "ovm-" + UUID.randomUUID().toString().substring(0, 8);
+        int idle = DashboardFigures.MAX_SEARCH_MATCHES + 1;
+        app.db.dsl().execute("INSERT INTO tenants (id) SELECT ? || '-' || lpad(i::text, 5, '0') FROM generate_series(1, ?) i",
+                run, idle);
+        String busy = run + "-zz";
+        String key = app.newTenantKey(busy);
+        for (int j = 0; j < 3; j++) {
+            assertEquals(201, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000}").status());
+        }
+        new DashboardStore().rollupMinutes(app.db.dsl(), 2);
+
+        JsonNode page = app.admin("GET", "/v1/admin/overview?search=" + run + "&limit=5", null).body();
+        assertEquals(busy, page.get("tenants").get(0).get("tenant").asText(), page.get("tenants").toString());
+        assertEquals(3, page.get("tenants").get(0).get("counts").get("pending").asInt());
+        assertTrue(page.get("page").get("total").asInt() > DashboardFigures.MAX_SEARCH_MATCHES, page.get("page").toString());
+    }
+
+    /**
+     * totals are over every active tenant (OverviewTotals' contract), a search or not: over_share_tenants had
+     * counted the search's matches only.
+     */
+    @Test
+    void theTotalsDoNotDependOnTheSearch() {
+        String run = "ovt-" + UUID.randomUUID().toString().substring(0, 8);
+        String hog = run + "-hog", meek = run + "-meek";
+        for (String t : List.of(hog, meek)) app.db.createTenant(t);
+        // the rollup's rows of the last minute: the hog took 100,000 s of worker time, the meek one 0.1 s
+        app.db.dsl().execute("INSERT INTO tenant_minute_stats (tenant_id, minute, started, succeeded, failed, dead, busy_ms) "
+                + "VALUES (?, date_trunc('minute', now()) - interval '1 minute', 100, 100, 0, 0, 100000000), "
+                + "(?, date_trunc('minute', now()) - interval '1 minute', 1, 1, 0, 0, 100)", hog, meek);
+        JsonNode all = app.admin("GET", "/v1/admin/overview?limit=1", null).body().get("totals");
+        JsonNode searched = app.admin("GET", "/v1/admin/overview?limit=1&search=" + meek, null).body().get("totals");
+        assertTrue(all.get("over_share_tenants").asLong() >= 1, all.toString());
+        assertEquals(all.get("over_share_tenants").asLong(), searched.get("over_share_tenants").asLong(), searched.toString());
+        assertEquals(all.get("active_tenants").asLong(), searched.get("active_tenants").asLong());
+    }
+
+    /** The page says the offset that was asked for, also past the end (it had answered the list's size instead). */
+    @Test
+    void aPagePastTheEndEchoesItsOffsetAndBlankParametersTakeTheDefaults() {
+        JsonNode past = app.admin("GET", "/v1/admin/overview?offset=100000", null).body();
+        assertEquals(100000, past.get("page").get("offset").asInt(), past.get("page").toString());
+        assertEquals(0, past.get("tenants").size());
+        assertTrue(past.get("page").get("next_offset").isNull());
+        // as GET /v1/jobs?limit= does: a blank parameter is one left out
+        TestApp.Res blank = app.admin("GET", "/v1/admin/overview?offset=&limit=", null);
+        assertEquals(200, blank.status(), blank.toString());
+        assertEquals(0, blank.body().get("page").get("offset").asInt());
+        assertEquals(DashboardFigures.DEFAULT_PAGE, blank.body().get("page").get("limit").asInt());
+    }
+
     @Test
     void aBadPageOrSearchIsA422NamingTheField() {
         for (String[] bad : new String[][]{{"limit=0", "limit"}, {"limit=501", "limit"}, {"offset=-1", "offset"},
