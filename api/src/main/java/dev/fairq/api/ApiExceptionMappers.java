@@ -36,6 +36,24 @@ final class ApiExceptionMappers {
         }
     }
 
+    /**
+     * Jersey's own refusals, before any resource runs: no such route (404), a method the route does not have
+     * (405, with its Allow header), a Content-Type it does not take (415) or an Accept it cannot give (406). In
+     * the error shape like every other 4xx (Dropwizard's mapper had answered {"code", "message"}).
+     */
+    static final class JerseyRefusal implements ExceptionMapper<jakarta.ws.rs.ClientErrorException> {
+        @Override
+        public Response toResponse(jakarta.ws.rs.ClientErrorException e) {
+            Response original = e.getResponse();
+            Response.ResponseBuilder b = Response.status(original.getStatus()).type(MediaType.APPLICATION_JSON_TYPE)
+                    .entity(ErrorBody.of(e.getMessage() == null ? "HTTP " + original.getStatus() : e.getMessage(), List.of()));
+            original.getStringHeaders().forEach((name, values) -> {
+                if (!name.equalsIgnoreCase("Content-Type")) values.forEach(v -> b.header(name, v));
+            });
+            return b.build();
+        }
+    }
+
     /** What a 429 asks the client to wait: the queue drains at the tenant's rate, so a few seconds, not minutes. */
     static final long RETRY_AFTER_SECONDS = 5;
 

@@ -155,6 +155,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         env.jersey().register(new ApiExceptionMappers.Api());
         env.jersey().register(new ApiExceptionMappers.InvalidJob());
         env.jersey().register(new ApiExceptionMappers.QueueFull());
+        env.jersey().register(new ApiExceptionMappers.JerseyRefusal());
         env.jersey().register(new JsonBodyReader(env.getObjectMapper(), env.getValidator(), config.maxPayloadBytes));
         // the workers' wake-up after an API enqueue that a grant admitted, sent once it committed (Waker.wakeNow)
         Waker workersWaker = new Waker("fairq-api-waker", wakeLocalWorker, () -> store.leases().wakeWorkers(db));

@@ -105,7 +105,34 @@ public final class OpenApiDocument {
     private static synchronized void useNamesOf(ObjectMapper mapper) {
         if (snakeCase) return;
         ModelConverters.getInstance().addConverter(new ModelResolver(mapper.copy()));
+        ModelConverters.getInstance().addConverter(new NullableReferences()); // first: sees every property
         snakeCase = true;
+    }
+
+    /**
+     * Answers carry every field, null ones too ({@code "job_key": null}), and OpenAPI 3.0 allows null only where
+     * a schema says {@code nullable: true}. So a property whose Java type is a reference type (String, Long,
+     * Instant, a list, ...) is declared nullable; a primitive (long, int, boolean) never is. Fields that are in
+     * fact never null are declared nullable too: looser than they are, never wrong about a real answer. Object
+     * properties are references to their schema and are left alone (see {@link #complete} for those that can
+     * be null).
+     */
+    static final class NullableReferences implements io.swagger.v3.core.converter.ModelConverter {
+        @Override
+        @SuppressWarnings("rawtypes")
+        public Schema resolve(io.swagger.v3.core.converter.AnnotatedType type,
+                              io.swagger.v3.core.converter.ModelConverterContext context,
+                              java.util.Iterator<io.swagger.v3.core.converter.ModelConverter> chain) {
+            if (!chain.hasNext()) return null;
+            Schema s = chain.next().resolve(type, context, chain);
+            boolean primitive = type.getType() instanceof com.fasterxml.jackson.databind.JavaType j ? j.isPrimitive()
+                    : type.getType() instanceof Class<?> c && c.isPrimitive();
+            if (s != null && type.isSchemaProperty() && type.getPropertyName() != null && !primitive
+                    && s.get$ref() == null && s.getProperties() == null) {
+                s.setNullable(true);
+            }
+            return s;
+        }
     }
 
     private static void complete(OpenAPI api) {
@@ -172,6 +199,24 @@ public final class OpenApiDocument {
             schemas.get(s).setAdditionalProperties(false);
         }
         schemas.remove("JsonNode"); // Jackson's tree type, once named by the payload fields replaced above
+        for (Schema<?> s : schemas.values()) {
+            if (s.getProperties() == null) continue;
+            // a Map<String, Object> (explain's data): values of any JSON type, not only objects
+            s.getProperties().values().forEach(p -> {
+                if (p.getAdditionalProperties() instanceof Schema<?> a && "object".equals(a.getType())
+                        && a.getProperties() == null && a.getAdditionalProperties() == null) {
+                    p.setAdditionalProperties(new Schema<>().description(a.getDescription()));
+                }
+            });
+            // a required field is never null; nor is any field of a tenant's limits or a new token (null is a 422 there)
+            boolean refusesNull = s == schemas.get("TenantLimitsChange") || s == schemas.get("NewAdminToken");
+            s.getProperties().forEach((name, p) -> {
+                if (refusesNull || (s.getRequired() != null && s.getRequired().contains(name))) p.setNullable(null);
+            });
+        }
+        // the one object field an answer leaves null: a schedule's last_fire before its first fire. Its schema is used
+        // there only, and nullable beside a $ref (allOf) does not admit null in OpenAPI 3.0: the schema says it
+        schemas.get("Fire").setNullable(true);
         schemas.get("TenantLimitsChange").addProperty("id", new StringSchema().description("ignored: the path names the tenant"));
         for (String s : List.of("TenantLimitsChange", "Tenant", "TenantLimits")) limits(schemas.get(s));
     }

@@ -67,7 +67,7 @@ public final class SchedulesResource {
     @Path("/{name}")
     @Consumes(MediaType.APPLICATION_JSON)
     @Operation(summary = "Create (201) or replace (200) a schedule", responses = {
-            @ApiResponse(responseCode = "201", description = "created", headers = @Header(name = "Location", description = "the schedule's URL"),
+            @ApiResponse(responseCode = "201", description = "created", headers = @Header(name = "Location", description = "the schedule's URL", schema = @Schema(type = "string", format = "uri")),
                     content = @Content(schema = @Schema(implementation = ScheduleInfo.class))),
             @ApiResponse(responseCode = "200", description = "replaced", content = @Content(schema = @Schema(implementation = ScheduleInfo.class))),
             @ApiResponse(responseCode = "409", description = "the tenant is at max_schedules")})
@@ -130,9 +130,9 @@ public final class SchedulesResource {
     @POST
     @Path("/{name}/trigger")
     @Operation(summary = "Run the schedule's job now (idempotent within the second)", responses = {
-            @ApiResponse(responseCode = "201", description = "the job, created", headers = @Header(name = "Location", description = "the job's URL"),
+            @ApiResponse(responseCode = "201", description = "the job, created", headers = @Header(name = "Location", description = "the job's URL", schema = @Schema(type = "string", format = "uri")),
                     content = @Content(schema = @Schema(implementation = JobView.class))),
-            @ApiResponse(responseCode = "200", description = "the same second's job, again", headers = @Header(name = "Idempotent-Replay", description = "true"),
+            @ApiResponse(responseCode = "200", description = "the same second's job, again", headers = @Header(name = "Idempotent-Replay", description = "always true", schema = @Schema(type = "string", allowableValues = "true")),
                     content = @Content(schema = @Schema(implementation = JobView.class))),
             @ApiResponse(responseCode = "404", description = "no schedule of that name")})
     public Response trigger(@Context SecurityContext sc, @Context UriInfo uri, @PathParam("name") String name) {

@@ -233,6 +233,36 @@ class BadInputTest extends AppTest {
     }
 
     /** A tenant body may repeat the path's id (a GET's answer sent back), never name another tenant. */
+    /**
+     * Jersey's own refusals (no such route, a method the route lacks, a media type it does not take or give) answer
+     * in the documented error shape too: they had answered Dropwizard's {"code", "message"}, which has no "error".
+     */
+    @Test
+    void jerseysOwnRefusalsAnswerInTheErrorShape() throws Exception {
+        jerseyRefusal("GET", "/v1/no-such-route", null, null, 404);
+        jerseyRefusal("GET", "/v1/jobs/1/no-such-route", null, null, 404);
+        TestApp.Res notAllowed = jerseyRefusal("DELETE", "/v1/jobs", null, null, 405);
+        assertTrue(notAllowed.header("Allow") != null && notAllowed.header("Allow").contains("POST"), notAllowed.toString());
+        jerseyRefusal("POST", "/v1/jobs", "text/plain", null, 415);
+        jerseyRefusal("GET", "/v1/jobs", null, "text/html", 406);
+    }
+
+    private TestApp.Res jerseyRefusal(String method, String path, String contentType, String accept, int status) throws Exception {
+        java.net.http.HttpRequest.Builder b = java.net.http.HttpRequest.newBuilder(
+                        java.net.URI.create("http://127.0.0.1:" + app.support.getLocalPort() + path))
+                .method(method, contentType == null ? java.net.http.HttpRequest.BodyPublishers.noBody()
+                        : java.net.http.HttpRequest.BodyPublishers.ofString("{\"type\": \"record\"}"))
+                .header("Authorization", "Bearer " + key);
+        if (contentType != null) b.header("Content-Type", contentType);
+        if (accept != null) b.header("Accept", accept);
+        java.net.http.HttpResponse<String> r = app.http.send(b.build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+        TestApp.Res res = new TestApp.Res(r.statusCode(), r.headers(), TestApp.JSON.readTree(r.body()));
+        assertEquals(status, res.status(), method + " " + path + ": " + res);
+        assertTrue(res.header("Content-Type").startsWith("application/json"), res.toString());
+        assertTrue(res.body().path("error").isTextual() && !res.body().has("code"), method + " " + path + ": " + res);
+        return res;
+    }
+
     @Test
     void aTenantBodyNamingAnotherTenantIsRefused() {
         refused("PATCH", "/v1/admin/tenants/" + tenant, TestApp.ADMIN_TOKEN, "{\"id\": \"other\", \"weight\": 2}", "id");

@@ -160,6 +160,93 @@ class OpenApiContractTest extends AppTest {
         assertFields("FieldError", app.call("POST", "/v1/jobs", key, "{\"priority\": 1000}").body().get("errors").get(0));
     }
 
+    /** OpenAPI 3.0: a header, like a parameter, must have a schema or a content (the schedule headers had neither). */
+    @Test
+    void everyResponseHeaderHasASchema() {
+        List<String> bare = new ArrayList<>();
+        doc.get("paths").fields().forEachRemaining(p -> p.getValue().fields().forEachRemaining(op ->
+                op.getValue().path("responses").fields().forEachRemaining(r -> r.getValue().path("headers").fields()
+                        .forEachRemaining(h -> {
+                            if (!h.getValue().has("schema") && !h.getValue().has("content")) {
+                                bare.add(op.getKey().toUpperCase() + " " + p.getKey() + " " + r.getKey() + " " + h.getKey());
+                            }
+                        }))));
+        assertEquals(List.of(), bare, "headers without a schema");
+    }
+
+    /**
+     * Real answers fit their schemas value by value: a field the server sends as null is declared nullable, and
+     * each value has the declared type (explain's data held numbers where the document said objects).
+     */
+    @Test
+    void realAnswersFitTheirSchemasNullsIncluded() {
+        String tenant = TestApp.uniqueTenant("oasnull");
+        String key = app.newTenantKey(tenant);
+        TestApp.Res job = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000}");
+        long id = job.body().get("id").asLong();
+        List<String> misfits = new ArrayList<>();
+        fits("Job", job.body(), misfits);
+        fits("JobPage", app.call("GET", "/v1/jobs", key, null).body(), misfits);
+        fits("Explanation", app.call("GET", "/v1/jobs/" + id + "/explain", key, null).body(), misfits);
+        fits("Job", app.call("POST", "/v1/jobs/" + id + "/cancel", key, null).body(), misfits);
+        fits("Explanation", app.call("GET", "/v1/jobs/" + id + "/explain", key, null).body(), misfits);
+        fits("Stats", app.call("GET", "/v1/stats", key, null).body(), misfits);
+        TestApp.Res schedule = app.call("PUT", "/v1/schedules/nulls", key,
+                "{\"cron\": \"0 3 * * *\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}}");
+        assertEquals(201, schedule.status(), schedule.toString());
+        fits("ScheduleInfo", schedule.body(), misfits);
+        fits("Page", app.call("GET", "/v1/schedules", key, null).body(), misfits);
+        fits("Job", app.call("POST", "/v1/schedules/nulls/trigger", key, null).body(), misfits);
+        fits("Tenant", app.admin("GET", "/v1/admin/tenants/" + tenant, null).body(), misfits);
+        fits("KeyList", app.admin("GET", "/v1/admin/tenants/" + tenant + "/keys", null).body(), misfits);
+        fits("Workers", app.admin("GET", "/v1/admin/workers", null).body(), misfits);
+        fits("AdminTokenList", app.admin("GET", "/v1/admin/tokens", null).body(), misfits);
+        fits("Error", app.call("GET", "/v1/jobs/" + Long.MAX_VALUE, key, null).body(), misfits);
+        assertEquals(List.of(), misfits, "answers that do not fit the document");
+    }
+
+    private static void fits(String schema, JsonNode answer, List<String> misfits) {
+        fits(schema, doc.at("/components/schemas/" + schema), answer, misfits);
+    }
+
+    /** A small OpenAPI 3.0 check: $ref, allOf, nullable, type, properties, items and additionalProperties. */
+    private static void fits(String where, JsonNode schema, JsonNode value, List<String> misfits) {
+        boolean nullable = schema.path("nullable").asBoolean(false);
+        while (schema.has("$ref") || schema.path("allOf").size() == 1) {
+            schema = schema.has("$ref") ? doc.at(schema.get("$ref").asText().substring(1)) : schema.get("allOf").get(0);
+            nullable |= schema.path("nullable").asBoolean(false);
+        }
+        if (value.isNull()) {
+            if (!nullable) misfits.add(where + ": null, not declared nullable");
+            return;
+        }
+        String type = schema.path("type").asText(schema.has("properties") ? "object" : "");
+        boolean ok = switch (type) {
+            case "string" -> value.isTextual();
+            case "integer" -> value.isIntegralNumber();
+            case "number" -> value.isNumber();
+            case "boolean" -> value.isBoolean();
+            case "array" -> value.isArray();
+            case "object" -> value.isObject();
+            default -> true;
+        };
+        if (!ok) {
+            misfits.add(where + ": " + value + " is not " + type);
+            return;
+        }
+        if (value.isArray()) {
+            for (int i = 0; i < value.size(); i++) fits(where + "[" + i + "]", schema.path("items"), value.get(i), misfits);
+        }
+        if (value.isObject()) {
+            final JsonNode s = schema;
+            value.fields().forEachRemaining(f -> {
+                JsonNode p = s.path("properties").path(f.getKey());
+                if (p.isMissingNode() && s.path("additionalProperties").isObject()) p = s.get("additionalProperties");
+                if (!p.isMissingNode()) fits(where + "." + f.getKey(), p, f.getValue(), misfits);
+            });
+        }
+    }
+
     private static void assertFields(String schema, JsonNode answer) {
         JsonNode props = doc.at("/components/schemas/" + schema + "/properties");
         assertFalse(props.isMissingNode(), "no schema " + schema);

@@ -104,6 +104,29 @@ class SchedulesApiTest extends AppTest {
                 "{\"type\": \"record\", \"payload\": {}, \"job_key\": \"schedule:x:2026-01-01T00:00:00Z\"}").assertRefused(422, "job_key");
     }
 
+
+    /** Times PostgreSQL cannot store (years past 9999 or before 1) had answered 500 after the cron walk. */
+    @Test
+    void aStartOrEndOutsideTheStorableYearsIsA422NamingItAndChangesNothing() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("farsched"));
+        List<Object> before = app.snapshot();
+        long schedules = app.db.count("SELECT count(*) FROM schedules");
+        for (String field : List.of("start_at", "end_at")) {
+            for (String at : List.of("+300000-01-01T00:00:00Z", "+10000-01-01T00:00:00Z", "9999-12-31T23:59:00Z",
+                    "+999999999-12-31T23:59:59Z", "0000-01-01T00:00:00Z", "-5000-01-01T00:00:00Z", "1969-12-31T23:59:59Z")) {
+                app.call("PUT", "/v1/schedules/far", key, "{\"cron\": \"0 3 * * *\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}, \""
+                        + field + "\": \"" + at + "\"}").assertRefused(422, field, at + " ");
+            }
+        }
+        assertEquals(before, app.snapshot());
+        assertEquals(schedules, app.db.count("SELECT count(*) FROM schedules"));
+        // the bounds themselves are fine, and a PATCH is checked the same way
+        assertEquals(201, app.call("PUT", "/v1/schedules/far", key, "{\"cron\": \"0 3 * * *\", \"time_zone\": \"UTC\", "
+                + "\"job\": {\"type\": \"record\"}, \"start_at\": \"8999-12-31T00:00:00Z\", \"end_at\": \"9000-01-01T00:00:00Z\"}").status());
+        app.call("PATCH", "/v1/schedules/far", key, "{\"start_at\": \"9999-12-31T23:59:00Z\"}").assertRefused(422, "start_at");
+        assertEquals(200, app.call("PUT", "/v1/schedules/far", key, "{\"cron\": \"0 3 * * *\", \"time_zone\": \"UTC\", "
+                + "\"job\": {\"type\": \"record\"}, \"start_at\": \"1970-01-01T00:00:00Z\"}").status());
+    }
     @Test
     void limitsAreLiveAuditedAndEnforcedAndAdminsSeeEveryTenantsSchedules() {
         String tenant = TestApp.uniqueTenant("schedlim");

@@ -269,14 +269,27 @@ public record ScheduleDefinition(String cron, String timeZone, JobTemplate job, 
         }
     }
 
+    /**
+     * The earliest and (exclusive) latest start_at or end_at: PostgreSQL cannot store the years past 9999 or before
+     * 1 that RFC 3339 parsing allows, and a fire after start_at must fit as well (no cron waits a millennium).
+     */
+    public static final Instant EARLIEST = Instant.parse("1970-01-01T00:00:00Z");
+    public static final Instant LATEST = Instant.parse("9000-01-01T00:00:00Z");
+
     private static Instant instant(String text, String field, List<FieldError> errors) {
         if (text == null) return null;
+        Instant at;
         try {
-            return OffsetDateTime.parse(text).toInstant();
+            at = OffsetDateTime.parse(text).toInstant();
         } catch (DateTimeParseException e) {
             errors.add(new FieldError(field, "must be an RFC 3339 time such as 2030-01-01T00:00:00Z"));
             return null;
         }
+        if (at.isBefore(EARLIEST) || at.isAfter(LATEST)) {
+            errors.add(new FieldError(field, "must be from " + EARLIEST + " to " + LATEST));
+            return null;
+        }
+        return at;
     }
 
     public static Builder builder(String cron, String timeZone, JobTemplate job) {
