@@ -31,6 +31,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 /**
@@ -76,6 +78,15 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
     private final List<StatefulMetric<?, ?>> perTenant;
     /** Tenants with series of their own, chosen at the last scrape. */
     private volatile Set<String> tracked = Set.of();
+    /**
+     * Read-held from choosing a series' label to recording into it, write-held while a scrape drops and adds
+     * series: an event that read the old tracked set must not record after its tenant's series were dropped (the
+     * recording re-created them, outside the tracked set: a series that stayed until the set changed again, its
+     * counts missing from _other).
+     */
+    private final ReentrantReadWriteLock series = new ReentrantReadWriteLock();
+    /** Test seam: runs between choosing a label and recording into it (no-op but in tests). */
+    volatile Runnable afterLabel = () -> {};
     /** Last activity (nanoTime) and how many events, per tenant active in this process lately (pruned at scrapes). */
     private final Map<String, long[]> recent = new ConcurrentHashMap<>();
     private final Counter scheduleFires;
@@ -149,7 +160,20 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
             v[1]++;
             return v;
         });
-        return tracked.contains(tenant) ? tenant : OTHER;
+        String label = tracked.contains(tenant) ? tenant : OTHER;
+        afterLabel.run();
+        return label;
+    }
+
+    /** Records into the series of the tenant's label, with the label's set held still (see {@link #series}). */
+    private void record(String tenantId, Consumer<String> recording) {
+        ReentrantReadWriteLock.ReadLock lock = series.readLock();
+        lock.lock();
+        try {
+            recording.accept(label(tenantId));
+        } finally {
+            lock.unlock();
+        }
     }
 
     /**
@@ -241,11 +265,17 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
         candidates.stream().sorted(order).limit(topTenants).forEach(c -> chosen.add(c.tenant()));
         Set<String> before = tracked;
         if (!chosen.equals(before)) {
-            for (StatefulMetric<?, ?> m : perTenant) {
-                m.removeIf(labels -> !labels.get(0).equals(OTHER) && !chosen.contains(labels.get(0)));
-                for (String t : chosen) if (!before.contains(t)) m.initLabelValues(t);
+            ReentrantReadWriteLock.WriteLock lock = series.writeLock();
+            lock.lock();
+            try {
+                for (StatefulMetric<?, ?> m : perTenant) {
+                    m.removeIf(labels -> !labels.get(0).equals(OTHER) && !chosen.contains(labels.get(0)));
+                    for (String t : chosen) if (!before.contains(t)) m.initLabelValues(t);
+                }
+                tracked = Set.copyOf(chosen);
+            } finally {
+                lock.unlock();
             }
-            tracked = Set.copyOf(chosen);
         }
         return chosen;
     }
@@ -257,31 +287,33 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
 
     @Override
     public void started(ClaimedJob job) {
-        String tenant = label(job.tenantId());
-        starts.labelValues(tenant).inc();
         OffsetDateTime now = OffsetDateTime.now();
-        if (job.admittedAt() != null) {
-            claim.labelValues(tenant).observe(seconds(job.admittedAt(), now));
-            if (job.attempt() == 1 && job.createdAt() != null) {
-                admission.labelValues(tenant).observe(seconds(job.createdAt(), job.admittedAt()));
+        record(job.tenantId(), tenant -> {
+            starts.labelValues(tenant).inc();
+            if (job.admittedAt() != null) {
+                claim.labelValues(tenant).observe(seconds(job.admittedAt(), now));
+                if (job.attempt() == 1 && job.createdAt() != null) {
+                    admission.labelValues(tenant).observe(seconds(job.createdAt(), job.admittedAt()));
+                }
             }
-        }
+        });
     }
 
     @Override
     public void finished(ClaimedJob job, JobOutcome outcome, long nanos) {
-        String tenant = label(job.tenantId());
-        duration.labelValues(tenant).observe(nanos / 1e9);
-        if (outcome instanceof JobOutcome.Failed f) {
-            (f.dead() ? deadLetters : retries).labelValues(tenant).inc();
-        } else if (!(outcome instanceof JobOutcome.Snoozed)) { // a snooze is neither a success nor a failure
-            successes.labelValues(tenant).inc();
-        }
+        record(job.tenantId(), tenant -> {
+            duration.labelValues(tenant).observe(nanos / 1e9);
+            if (outcome instanceof JobOutcome.Failed f) {
+                (f.dead() ? deadLetters : retries).labelValues(tenant).inc();
+            } else if (!(outcome instanceof JobOutcome.Snoozed)) { // a snooze is neither a success nor a failure
+                successes.labelValues(tenant).inc();
+            }
+        });
     }
 
     @Override
     public void leaseLost(ClaimedJob job) {
-        leaseLost.labelValues(label(job.tenantId())).inc();
+        record(job.tenantId(), tenant -> leaseLost.labelValues(tenant).inc());
     }
 
     @Override

@@ -9,13 +9,17 @@ import org.junit.jupiter.api.Test;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.time.OffsetDateTime;
 import java.util.HashSet;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -102,5 +106,63 @@ class BoundedMetricsTest {
         assertEquals(0, value(text, "fairq_job_dead_letters_total{tenant=\"mb-" + run + "-new\"}"), 0);
         assertTrue(labelled.size() <= 4, "never more than K + _other: " + labelled);
         dsl.execute("DELETE FROM jobs WHERE tenant_id LIKE ?", "mb-" + run + "-%");
+    }
+
+    /**
+     * A scrape that drops a tenant's series waits for an event that had already chosen that tenant's label: had it
+     * not, the event recorded after the drop and re-created the series outside the tracked set, where they stayed
+     * until the set changed again (and its counts were missing from _other).
+     */
+    @Test
+    void aDroppedTenantsSeriesAreNotRecreatedByAnEventThatChoseThemBefore() throws Exception {
+        String run = UUID.randomUUID().toString().substring(0, 6);
+        String a = "mb-" + run + "-a", b = "mb-" + run + "-b";
+        backlog(a, 950);
+        FairqMetrics metrics = new FairqMetrics(dsl, 1, () -> null);
+        assertEquals(Set.of(a, FairqMetrics.OTHER), tenants(scrape(metrics)));
+
+        CountDownLatch labelled = new CountDownLatch(1), release = new CountDownLatch(1);
+        metrics.afterLabel = () -> {
+            if (!Thread.currentThread().getName().equals("recorder")) return;
+            labelled.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        };
+        ClaimedJob job = new ClaimedJob(1, a, "default", "noop", "{}", 1, 1, null, null,
+                OffsetDateTime.now(), OffsetDateTime.now(), 0, null);
+        Thread recorder = new Thread(() -> metrics.finished(job, new JobOutcome.Failed(1, 1, true, 0, "x"), 1_000_000),
+                "recorder");
+        recorder.start();
+        assertTrue(labelled.await(60, TimeUnit.SECONDS), "the recorder chose its label");
+
+        backlog(b, 2_000); // b outranks a: the next scrape drops a's series
+        Thread scraper = new Thread(() -> {
+            try {
+                scrape(metrics);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }, "scraper");
+        scraper.start();
+        // the scrape either finished, dropping a's series under the recorder, or waits for the recorder to finish
+        await().atMost(60, TimeUnit.SECONDS).until(() -> !scraper.isAlive() || waitsToChangeSeries(scraper));
+        release.countDown();
+        recorder.join(60_000);
+        scraper.join(60_000);
+        assertFalse(recorder.isAlive() || scraper.isAlive());
+
+        String text = scrape(metrics);
+        assertEquals(Set.of(b, FairqMetrics.OTHER), tenants(text), "only the tracked tenant and _other have series");
+        assertEquals(0, value(text, "fairq_job_dead_letters_total{tenant=\"" + b + "\"}"), 0);
+        dsl.execute("DELETE FROM jobs WHERE tenant_id LIKE ?", "mb-" + run + "-%");
+    }
+
+    private static boolean waitsToChangeSeries(Thread t) {
+        if (t.getState() != Thread.State.WAITING) return false;
+        for (StackTraceElement e : t.getStackTrace()) if (e.getMethodName().equals("chooseTracked")) return true;
+        return false;
     }
 }
