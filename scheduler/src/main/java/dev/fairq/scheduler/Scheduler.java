@@ -160,6 +160,8 @@ public final class Scheduler {
      * with four 2-9, all among its first jobs.
      */
     static final int KEY_GRANT_SLOTS = 4;
+    /** Key grants a key may hold whatever its tenant's room (V13's two): the rest are spares, given with room only. */
+    static final int BASE_KEY_GRANT_SLOTS = 2;
     /** A tenant's free places under max_running from which its keys get the spares beyond two: at most a quarter. */
     static final int SPARE_KEY_GRANT_ROOM = 4 * KEY_GRANT_SLOTS;
     /**
@@ -1576,7 +1578,7 @@ public final class Scheduler {
             // only with SPARE_KEY_GRANT_ROOM places free, so that they never hold much of a small tenant's room.
             List<List<Admission.KeyGrant>> bySlot = new ArrayList<>();
             for (int slot = 0; slot < KEY_GRANT_SLOTS; slot++) bySlot.add(new ArrayList<>());
-            int slots = room >= SPARE_KEY_GRANT_ROOM ? KEY_GRANT_SLOTS : Math.min(2, KEY_GRANT_SLOTS);
+            int slots = room >= SPARE_KEY_GRANT_ROOM ? KEY_GRANT_SLOTS : BASE_KEY_GRANT_SLOTS;
             for (Map.Entry<String, long[]> k : t.recentKeys.entrySet()) {
                 long[] at = k.getValue();
                 Set<Integer> held = slotsHeld.getOrDefault(k.getKey(), Set.of());

@@ -343,10 +343,6 @@ public final class SchedulerService implements AutoCloseable {
         // the first run as the leader counts every tenant that finished jobs: this process's memory of who ran
         // starts now, and the jobs that finished since the previous leader's last run are in the window
         Set<String> tenants = new HashSet<>(scheduler.recentlyActive(ROLLUP_ACTIVE_WINDOW.toNanos()));
-        // and the tenants with waiting jobs no round admits (all delayed, or all behind a full or closed concurrency
-        // key): the scheduler forgets them until a job comes due or a key frees, but their backlog is real and the
-        // admin overview lists what the rollup saw. One probe per tenant with pending jobs (a loose index scan).
-        tenants.addAll(store.admission().tenantsWithWork(ctx));
         int rows = dashboards.rollup(ctx, tenants, !rolledUpAsLeader);
         rolledUpAsLeader = true;
         if (log.isDebugEnabled()) log.debug("rollup: {} rows in {} ms", rows, (System.nanoTime() - started) / 1_000_000);

@@ -226,8 +226,8 @@ public final class DashboardStore {
     }
 
     /**
-     * Recomputes the recent minutes of the given tenants (plus those with jobs ready or running, and those
-     * with rows in the window), resuming from the stored cursor: minutes that passed while no scheduler ran
+     * Recomputes the recent minutes of the given tenants (plus those with jobs ready or running, those with
+     * pending jobs, and those with rows in the window), resuming from the stored cursor: minutes that passed while no scheduler ran
      * are filled in for every tenant that finished jobs, up to {@link #MAX_CATCH_UP} back. Returns rows written.
      */
     public int rollup(DSLContext ctx, Collection<String> activeTenants) {
@@ -245,6 +245,10 @@ public final class DashboardStore {
                 cursor.get("rolled_through", OffsetDateTime.class));
         Set<String> tenants = new HashSet<>(activeTenants);
         if (w.catchUp() || everyTenant) tenants.addAll(TENANTS_WITH_FINISHED.bind().fetch(ctx).getValues(0, String.class));
+        // and the tenants with waiting jobs no round admits (all delayed, or all behind a full or closed concurrency
+        // key): a scheduler forgets them until a job comes due or a key frees, but their backlog is real and the
+        // admin overview lists what the rollup saw. One probe per tenant with pending jobs (a loose index scan).
+        tenants.addAll(new Admission(clock).tenantsWithWork(ctx));
         return ctx.transactionResult(c -> {
             int n = ROLLUP.bind().clock(clock).set("since", w.since()).set("commit_lag_ms", COMMIT_LAG.toMillis())
                     .set("tenant_ids", tenants.toArray(String[]::new)).execute(c.dsl());

@@ -201,6 +201,18 @@ class DashboardStoreTest extends StoreTestSupport {
         assertEquals(2, queries.tenantFigures(dsl, T1, Duration.ofMinutes(5)).orElseThrow().stats().succeededRecent());
     }
 
+    /**
+     * A tenant whose only waiting job is due in an hour is in a run that does not name it: a scheduler forgets such a
+     * tenant until the job comes due, but its backlog is real, and the admin overview lists what the rollup saw.
+     */
+    @Test
+    void aRunSnapshotsATenantWithWaitingJobsThatNobodyNamed() {
+        dsl.execute("DELETE FROM rollup_cursor");
+        enqueue(job(T2).delay(Duration.ofHours(1)));
+        new DashboardStore(clock).rollup(dsl, List.of(T1));
+        assertEquals(1L, scalar(Long.class, "SELECT max(pending)::bigint FROM tenant_minute_stats WHERE tenant_id = ?", T2));
+    }
+
     private void finishOne(String tenant) {
         long id = enqueue(job(tenant));
         int attempt = admitAndClaim("w1", id).attempt();
