@@ -135,6 +135,7 @@ class BoundedMetricsTest {
                 OffsetDateTime.now(), OffsetDateTime.now(), 0, null);
         Thread recorder = new Thread(() -> metrics.finished(job, new JobOutcome.Failed(1, 1, true, 0, "x"), 1_000_000),
                 "recorder");
+        recorder.setDaemon(true); // a failed assertion below must not leave the JVM waiting for it
         recorder.start();
         assertTrue(labelled.await(60, TimeUnit.SECONDS), "the recorder chose its label");
 
@@ -146,6 +147,7 @@ class BoundedMetricsTest {
                 throw new UncheckedIOException(e);
             }
         }, "scraper");
+        scraper.setDaemon(true);
         scraper.start();
         // the scrape either finished, dropping a's series under the recorder, or waits for the recorder to finish
         await().atMost(60, TimeUnit.SECONDS).until(() -> !scraper.isAlive() || waitsToChangeSeries(scraper));

@@ -245,16 +245,22 @@ public final class DashboardStore {
                 cursor.get("rolled_through", OffsetDateTime.class));
         Set<String> tenants = new HashSet<>(activeTenants);
         if (w.catchUp() || everyTenant) tenants.addAll(TENANTS_WITH_FINISHED.bind().fetch(ctx).getValues(0, String.class));
-        // and the tenants with waiting jobs no round admits (all delayed, or all behind a full or closed concurrency
-        // key): a scheduler forgets them until a job comes due or a key frees, but their backlog is real and the
-        // admin overview lists what the rollup saw. One probe per tenant with pending jobs (a loose index scan).
-        tenants.addAll(new Admission(clock).tenantsWithWork(ctx));
+        addTenantsWithWaitingJobs(ctx, tenants);
         return ctx.transactionResult(c -> {
             int n = ROLLUP.bind().clock(clock).set("since", w.since()).set("commit_lag_ms", COMMIT_LAG.toMillis())
                     .set("tenant_ids", tenants.toArray(String[]::new)).execute(c.dsl());
             WRITE_CURSOR.bind().set("rolled_through", w.finalThrough()).execute(c.dsl());
             return n;
         });
+    }
+
+    /**
+     * Every run also counts the tenants with waiting jobs no round admits (all delayed, or all behind a full or closed
+     * concurrency key): a scheduler forgets them until a job comes due or a key frees, but their backlog is real and
+     * the admin overview lists what the rollup saw. One probe per tenant with pending jobs (a loose index scan).
+     */
+    private void addTenantsWithWaitingJobs(DSLContext ctx, Set<String> tenants) {
+        tenants.addAll(new Admission(clock).tenantsWithWork(ctx));
     }
 
     /**
@@ -267,7 +273,7 @@ public final class DashboardStore {
         Record cursor = READ_CURSOR.bind().clock(clock).fetch(ctx).get(0);
         OffsetDateTime since = cursor.get("cur", OffsetDateTime.class).minusMinutes(Math.max(1, minutes) - 1);
         Set<String> tenants = new HashSet<>(TENANTS_WITH_FINISHED.bind().fetch(ctx).getValues(0, String.class));
-        tenants.addAll(new Admission(clock).tenantsWithWork(ctx));
+        addTenantsWithWaitingJobs(ctx, tenants);
         return ROLLUP.bind().clock(clock).set("since", since).set("commit_lag_ms", 0L)
                 .set("tenant_ids", tenants.toArray(String[]::new)).execute(ctx);
     }
