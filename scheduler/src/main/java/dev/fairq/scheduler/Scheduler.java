@@ -1460,7 +1460,7 @@ public final class Scheduler {
             String key = Admission.KeyGrant.keyOf(used.substring(cut + 1));
             t.bucket().settleReservation(true);
             t.lastActiveNanos = now;
-            t.keyAdmitted(key, now);
+            if (!key.equals(Admission.KeyGrant.NEW_KEY)) t.keyAdmitted(key, now); // a new-key grant names no key
             keyGrantsUsed.computeIfAbsent(t.id(), x -> new HashSet<>()).add(key);
         }
         for (String pair : found) {
@@ -1579,6 +1579,11 @@ public final class Scheduler {
             List<List<Admission.KeyGrant>> bySlot = new ArrayList<>();
             for (int slot = 0; slot < KEY_GRANT_SLOTS; slot++) bySlot.add(new ArrayList<>());
             int slots = room >= SPARE_KEY_GRANT_ROOM ? KEY_GRANT_SLOTS : BASE_KEY_GRANT_SLOTS;
+            // first the new-key grant: a key becoming active (none recent to grant) has its first job admitted in
+            // its enqueue, as a key joining at the key virtual time is first in line in its tenant anyway
+            if (!slotsHeld.containsKey(Admission.KeyGrant.NEW_KEY)) {
+                bySlot.get(0).add(new Admission.KeyGrant(t.id(), Admission.KeyGrant.NEW_KEY, 0, rank, may));
+            }
             for (Map.Entry<String, long[]> k : t.recentKeys.entrySet()) {
                 long[] at = k.getValue();
                 Set<Integer> held = slotsHeld.getOrDefault(k.getKey(), Set.of());
@@ -1607,10 +1612,11 @@ public final class Scheduler {
             t.bucket().reserve();
             policy.chargeGrant(t, load.nextRank());
             if (costs != null) costs.chargedGrant(t, t.unitCost);
+            keyGrants.computeIfAbsent(g.tenantId(), x -> new HashSet<>()).add(g.id());
+            if (g.fairnessKey().equals(Admission.KeyGrant.NEW_KEY)) continue; // no key to charge yet
             // and the key's virtual time, as a pick of the key would be (lifted to the key virtual time first)
             double keyPass = Math.max(t.keyPass.getOrDefault(g.fairnessKey(), t.keyVirtualTime), t.keyVirtualTime);
             t.keyPass.put(g.fairnessKey(), keyPass + t.unitCost / t.limits().keyWeights().getOrDefault(g.fairnessKey(), 1));
-            keyGrants.computeIfAbsent(g.tenantId(), x -> new HashSet<>()).add(g.id());
         }
     }
 

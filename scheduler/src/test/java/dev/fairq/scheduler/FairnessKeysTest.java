@@ -247,7 +247,9 @@ class FairnessKeysTest extends SimulatedSchedulerTest {
                 .doubleValue();
         long uAhead = s.count("SELECT count(*) FROM jobs WHERE status = 'ready' AND tenant_id = 'u' AND ready_rank < ?", tFirst);
         assertTrue(uAhead >= 10, "u has jobs ahead of t's buffer: " + uAhead);
-        s.enqueue(keyed("t", "y", 3));
+        // with a concurrency key (no limit: unlimited) so that the round places them: a job that takes t's new-key grant
+        // in its enqueue is ranked where t's next job stood when the grant was made (KeyGrantsTest)
+        s.enqueue(SimulatedScheduler.jobs("t", 3, b -> b.fairnessKey("y").concurrencyKey("c")));
         s.tick();
         assertEquals(3, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"), "y's jobs are in");
         long passed = s.count("SELECT count(*) FROM jobs u, jobs y WHERE u.status = 'ready' AND u.tenant_id = 'u' "
@@ -286,9 +288,11 @@ class FairnessKeysTest extends SimulatedSchedulerTest {
     void aFullBufferTakesANewKeysJobsThatCameTogether() {
         SimulatedScheduler s = bufferFilledByX();
         s.enqueue(keyed("t", "y", 3));
+        assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"),
+                "the first took t's new-key grant in its enqueue");
         s.tick();
-        assertEquals(2, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"),
-                "two of y's jobs in one round of a full buffer");
+        assertEquals(3, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"),
+                "and two more of y's jobs in one round of a full buffer");
         assertEquals(50, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'x' AND status = 'ready'"),
                 "and none more of x's");
     }

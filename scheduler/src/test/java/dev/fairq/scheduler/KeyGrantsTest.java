@@ -48,14 +48,20 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         return s;
     }
 
+    /** The grants of named keys, not the tenant's new-key grant. */
     private static long keyGrants(SimulatedScheduler s) {
+        return s.count("SELECT count(*) FROM key_grants WHERE fairness_key <> chr(1)");
+    }
+
+    /** Every key grant, the new-key grants included: each holds a place and a token. */
+    private static long allKeyGrants(SimulatedScheduler s) {
         return s.count("SELECT count(*) FROM key_grants");
     }
 
     @Test
     void aQuietKeyOfABusyTenantHasItsNextJobInsertedReadyAmongItsTenantsBufferedJobs() {
         SimulatedScheduler s = floodWithOneOfY();
-        assertEquals(Collections.nCopies(SLOTS, "y"), s.dsl.fetchValues("SELECT fairness_key FROM key_grants WHERE tenant_id = 't'"),
+        assertEquals(Collections.nCopies(SLOTS, "y"), s.dsl.fetchValues("SELECT fairness_key FROM key_grants WHERE tenant_id = 't' AND fairness_key <> chr(1)"),
                 "y had its second job admitted, its last waiting: granted (every slot) in the same tick");
         assertEquals(0, s.count("SELECT count(*) FROM admission_grants WHERE used_at IS NULL"), "a tenant with jobs waiting holds no tenant grant");
 
@@ -76,6 +82,53 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
                 "ranked among the tenant's buffered jobs (" + first + " .. " + last + "), not at the front of everyone: " + rank);
     }
 
+    private static long newKeyGrants(SimulatedScheduler s, String tenant) {
+        return s.count("SELECT count(*) FROM key_grants WHERE fairness_key = chr(1) AND tenant_id = '" + tenant + "'");
+    }
+
+    /**
+     * A busy tenant that uses fairness keys holds a new-key grant: the first job of a key it never used (so no key grant
+     * of its own) is inserted ready in its enqueue, among the tenant's buffered jobs, and the next tick renews the grant.
+     * A key with a due job waiting and a job without a fairness key do not take it.
+     */
+    @Test
+    void aNewKeysFirstJobIsInsertedReadyThroughTheTenantsNewKeyGrant() {
+        db.createTenant("t");
+        SimulatedScheduler s = scheduler();
+        s.enqueue(keyed("t", "x", 1_000));
+        s.tick();
+        assertEquals(1, newKeyGrants(s, "t"), "a busy keyed tenant holds one");
+        int tokens = s.scheduler.tenants().get("t").bucket().available();
+
+        s.enqueue(keyed("t", "z", 2));
+        assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'z' AND status = 'ready'"),
+                "z's first job went in with its enqueue, without a round");
+        assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'z' AND status = 'pending'"), "one a statement");
+        assertEquals(0, newKeyGrants(s, "t"), "used");
+        double rank = ((Number) s.dsl.fetchValue("SELECT ready_rank FROM jobs WHERE fairness_key = 'z' AND status = 'ready'"))
+                .doubleValue();
+        double first = ((Number) s.dsl.fetchValue("SELECT min(ready_rank) FROM jobs WHERE fairness_key = 'x' AND status = 'ready'"))
+                .doubleValue();
+        double last = ((Number) s.dsl.fetchValue("SELECT max(ready_rank) FROM jobs WHERE fairness_key = 'x' AND status = 'ready'"))
+                .doubleValue();
+        assertTrue(rank >= first - 1e-9 && rank < last,
+                "ranked among the tenant's buffered jobs (" + first + " .. " + last + "), not at the front of everyone: " + rank);
+
+        s.completeReady();
+        s.tick();
+        assertEquals(1, newKeyGrants(s, "t"), "renewed by the next tick");
+        assertTrue(s.scheduler.tenants().get("t").bucket().available() < tokens, "the used grant spent a token");
+
+        // a key with a due job waiting (one only the scheduler admits: a concurrency key) does not pass it
+        s.enqueue(SimulatedScheduler.jobs("t", 1, b -> b.fairnessKey("w").concurrencyKey("c")));
+        s.enqueue(keyed("t", "w", 1));
+        assertEquals(2, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'w' AND status = 'pending'"));
+        // nor does a job without a fairness key
+        s.enqueue(SimulatedScheduler.jobs("t", 1, b -> b));
+        assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key IS NULL AND status = 'pending'"));
+        assertEquals(1, newKeyGrants(s, "t"), "still there");
+    }
+
     /**
      * The spares beyond two go slot by slot across the keys and only to a tenant with room: three quiet keys under
      * the tenant's cap of key grants get two each before any gets a third; with fewer than SPARE_KEY_GRANT_ROOM places
@@ -89,7 +142,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         for (String key : List.of("y", "z", "w")) s.enqueue(keyed("t", key, 1));
         s.tick();
         assertEquals(3, s.count("SELECT count(*) FROM jobs WHERE fairness_key IN ('y', 'z', 'w') AND status = 'ready'"));
-        assertEquals(Scheduler.MAX_KEY_GRANTS_PER_TENANT, keyGrants(s), "the tenant's cap of key grants");
+        assertEquals(Scheduler.MAX_KEY_GRANTS_PER_TENANT, allKeyGrants(s), "the tenant's cap of key grants (its new-key grant one of them)");
         for (String key : List.of("y", "z", "w")) {
             long held = s.count("SELECT count(*) FROM key_grants WHERE fairness_key = '" + key + "'");
             assertTrue(held >= 2 && held <= SLOTS, key + " holds " + held + ": every key its first two, spares after");
@@ -105,7 +158,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         s.enqueue(keyed("small", "y", 1));
         s.tick();
         assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE tenant_id = 'small' AND fairness_key = 'y' AND status = 'ready'"));
-        assertEquals(2, s.count("SELECT count(*) FROM key_grants WHERE tenant_id = 'small'"),
+        assertEquals(2, s.count("SELECT count(*) FROM key_grants WHERE tenant_id = 'small' AND fairness_key <> chr(1)"),
                 "under SPARE_KEY_GRANT_ROOM places free: two, not " + SLOTS);
     }
 
@@ -150,7 +203,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
             s.clock.advance(Duration.ofMillis(10));
             s.tick();
             long held = s.count("SELECT count(*) FROM jobs WHERE tenant_id = 't' AND status IN ('ready', 'running')")
-                    + keyGrants(s) + s.count("SELECT count(*) FROM admission_grants WHERE used_at IS NULL");
+                    + allKeyGrants(s) + s.count("SELECT count(*) FROM admission_grants WHERE used_at IS NULL");
             assertTrue(held <= 12, "round " + round + ": " + held + " places held under max_running 12");
             grantsSeen += (int) keyGrants(s);
             // the workers finish what runs and start what is ready: every other round, so the cap binds
@@ -182,7 +235,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         s.dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE status = 'ready'");
         s.dsl.execute("DELETE FROM jobs WHERE status = 'pending'"); // x's flood is gone: nothing admits, y stays quiet
         s.tick();
-        assertEquals(0, keyGrants(s), "unused for longer than the window: taken back");
+        assertEquals(0, allKeyGrants(s), "unused for longer than the window: taken back (the new-key grant too: t is quiet)");
         // the bucket refilled to its burst over the window: all of it is available but what a grant now reserves
         // (t, quiet now, holds a tenant grant)
         assertEquals(1_000_000 - s.count("SELECT count(*) FROM admission_grants WHERE used_at IS NULL"),
@@ -202,7 +255,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         s.clock.advance(Duration.ofMillis(30));
         s.enqueue(keyed("p", "y", 1));
         s.tick();
-        assertEquals(SLOTS, s.count("SELECT count(*) FROM key_grants WHERE tenant_id = 'p'"));
+        assertEquals(SLOTS, s.count("SELECT count(*) FROM key_grants WHERE tenant_id = 'p' AND fairness_key <> chr(1)"));
         s.dsl.execute("UPDATE tenants SET paused = true WHERE id = 'p'");
         s.clock.advance(RELOAD);
         s.tick();
@@ -217,7 +270,8 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         SimulatedScheduler next = scheduler();
         assertEquals(0, next.tick().admitted(), "the buffer is full, and this leader heard no wake-up");
         assertEquals(SLOTS, keyGrants(next), "kept");
-        assertEquals(1_000_000 - SLOTS, next.scheduler.tenants().get("t").bucket().available(), "each adopted grant reserved a token");
+        assertEquals(1_000_000 - allKeyGrants(next), next.scheduler.tenants().get("t").bucket().available(),
+                "each adopted grant reserved a token");
         s.dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE fairness_key = 'y'");
         next.enqueue(keyed("t", "y", 1));
         assertEquals(1, next.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"),
@@ -232,7 +286,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
     @Test
     void aGrantUsedAfterTheBufferMovedOnIsRankedAtTheClaimPoint() {
         SimulatedScheduler s = floodWithOneOfY();
-        double granted = ((Number) s.dsl.fetchValue("SELECT max(ready_rank) FROM key_grants")).doubleValue();
+        double granted = ((Number) s.dsl.fetchValue("SELECT max(ready_rank) FROM key_grants WHERE fairness_key = 'y'")).doubleValue();
         for (int i = 0; i < 3; i++) { // the workers run the buffer, the scheduler refills it with x's jobs
             s.completeReady();
             s.tick();
@@ -268,7 +322,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         s.enqueue(keyed("o", "x", 1_000));
         s.enqueue(keyed("o", "once", 1));
         s.tick();
-        assertEquals(Collections.nCopies(SLOTS, "once"), s.dsl.fetchValues("SELECT fairness_key FROM key_grants"));
+        assertEquals(Collections.nCopies(SLOTS, "once"), s.dsl.fetchValues("SELECT fairness_key FROM key_grants WHERE fairness_key <> chr(1)"));
         s.clock.advance(Duration.ofNanos(Scheduler.KEY_GRANT_FIRST_NANOS + 1_000_000));
         s.tick();
         assertEquals(0, keyGrants(s), "seen once, unused for 200 ms: taken back");

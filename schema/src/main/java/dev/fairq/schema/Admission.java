@@ -844,6 +844,13 @@ public final class Admission {
      * grants its tenant may take in this statement (the same for each of the tenant's rows).
      */
     public record KeyGrant(String tenantId, String fairnessKey, int slot, double rank, int most) {
+        /**
+         * The fairness key of a new-key grant: the next due job of any key of its tenant that holds no key grant of its
+         * own and has no due job waiting takes it in its enqueue (Enqueue.INSERT_KEYED_JOBS). U+0001 is no key a job
+         * can carry (JobRequest: no control characters), and not the key of the jobs without one ('').
+         */
+        public static final String NEW_KEY = "\u0001";
+
         public KeyGrant(String tenantId, String fairnessKey, int slot) {
             this(tenantId, fairnessKey, slot, 0, 1);
         }

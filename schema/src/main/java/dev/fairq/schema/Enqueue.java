@@ -131,7 +131,9 @@ public final class Enqueue {
      * ranked at the grant's rank, or at the claim point if the buffer has moved past it since (one probe of
      * jobs_claim_idx): below it, the job would pull the virtual time back, and every tenant lifted to it then
      * would win its picks until its pass caught up. With nothing buffered it goes to the front (-Infinity, which
-     * LOAD leaves out of the virtual time), as a tenant grant's job does.
+     * LOAD leaves out of the virtual time), as a tenant grant's job does. A key without a grant of its own (one not
+     * recent: the scheduler grants only keys it admitted lately) may take its tenant's new-key grant instead
+     * (fairness key U+0001, {@link Admission.KeyGrant#NEW_KEY}) on the same conditions, one row a statement.
      *
      * <p>A used key grant also wakes the scheduler ('g:' + tenant on fairq_jobs: it ends the wait and names no
      * work), which makes the next one in the tick that sees this one gone: noticed only at its next timed tick, a key
@@ -261,10 +263,20 @@ public final class Enqueue {
                 WHERE (k.tenant_id, k.fairness_key) IN (SELECT tenant_id, fairness_key FROM input
                                                         WHERE grantable AND fairness_key IS NOT NULL)
                 FOR UPDATE SKIP LOCKED
+            ), new_key_granted AS (
+                SELECT a.tenant_id, a.slot, a.ready_rank
+                FROM (SELECT DISTINCT i.tenant_id FROM input i
+                      WHERE i.grantable AND i.fairness_key IS NOT NULL
+                        AND NOT EXISTS (SELECT 1 FROM key_granted g
+                                        WHERE g.tenant_id = i.tenant_id AND g.fairness_key = i.fairness_key)) t
+                     CROSS JOIN LATERAL (SELECT k.tenant_id, k.slot, k.ready_rank FROM key_grants k
+                                         WHERE k.tenant_id = t.tenant_id AND k.fairness_key = chr(1)
+                                         ORDER BY k.slot LIMIT 1
+                                         FOR UPDATE SKIP LOCKED) a
             ), claim_point AS MATERIALIZED (
                 SELECT (SELECT ready_rank FROM jobs WHERE status = 'ready' AND ready_rank > '-Infinity'
                         ORDER BY ready_rank LIMIT 1) AS rank
-                WHERE EXISTS (SELECT 1 FROM key_granted)
+                WHERE EXISTS (SELECT 1 FROM key_granted) OR EXISTS (SELECT 1 FROM new_key_granted)
             ), key_grant_use AS (
                 SELECT DISTINCT ON (i.tenant_id, i.fairness_key) i.ord, g.tenant_id, g.fairness_key, g.slot,
                        CASE WHEN c.rank IS NULL THEN '-Infinity'::double precision ELSE greatest(g.ready_rank, c.rank) END
@@ -282,10 +294,30 @@ public final class Enqueue {
                                     AND NOT e.grantable AND coalesce(e.run_at::timestamptz <= :now, true)
                                     AND coalesce(e.delay_ms, 0) <= 0)
                 ORDER BY i.tenant_id, i.fairness_key, i.ord, g.slot
+            ), new_key_use AS (
+                SELECT DISTINCT ON (i.tenant_id) i.ord, n.tenant_id, n.slot,
+                       CASE WHEN c.rank IS NULL THEN '-Infinity'::double precision ELSE greatest(n.ready_rank, c.rank) END
+                           AS ready_rank
+                FROM input i JOIN new_key_granted n ON n.tenant_id = i.tenant_id
+                     LEFT JOIN claim_point c ON true
+                WHERE i.grantable AND i.fairness_key IS NOT NULL
+                  AND NOT EXISTS (SELECT 1 FROM key_granted g
+                                  WHERE g.tenant_id = i.tenant_id AND g.fairness_key = i.fairness_key)
+                  AND NOT EXISTS (SELECT 1 FROM jobs j
+                                  WHERE j.tenant_id = i.tenant_id AND coalesce(j.fairness_key, '') = i.fairness_key
+                                    AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
+                                    AND j.no_worker_since IS NULL AND j.run_at <= :now
+                                    AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL))
+                  AND NOT EXISTS (SELECT 1 FROM input e
+                                  WHERE e.tenant_id = i.tenant_id AND e.fairness_key = i.fairness_key AND e.ord < i.ord
+                                    AND NOT e.grantable AND coalesce(e.run_at::timestamptz <= :now, true)
+                                    AND coalesce(e.delay_ms, 0) <= 0)
+                ORDER BY i.tenant_id, i.ord
             ), grant_use AS (
                 SELECT DISTINCT ON (i.tenant_id) i.ord, g.slot
                 FROM input i JOIN granted g ON g.tenant_id = i.tenant_id
                 WHERE i.grantable AND i.ord NOT IN (SELECT ord FROM key_grant_use)
+                  AND i.ord NOT IN (SELECT ord FROM new_key_use)
                 ORDER BY i.tenant_id, i.ord
             ), inserted AS (
                 INSERT INTO jobs (id, tenant_id, queue, type, payload, priority, run_at, job_key, ordering_key,
@@ -297,11 +329,13 @@ public final class Enqueue {
                        i.may_head AND i.ordering_key IS NOT NULL
                            AND row_number() OVER (PARTITION BY i.tenant_id, i.ordering_key ORDER BY i.ord) = 1,
                        i.max_attempts, i.request_hash, i.timeout_ms, i.payload_version, i.concurrency_key, i.fairness_key,
-                       CASE WHEN u.ord IS NULL AND k.ord IS NULL THEN 'pending' ELSE 'ready' END::job_status,
-                       CASE WHEN k.ord IS NOT NULL THEN k.ready_rank WHEN u.ord IS NOT NULL THEN '-Infinity'::double precision END,
-                       CASE WHEN u.ord IS NOT NULL OR k.ord IS NOT NULL THEN :now END,
+                       CASE WHEN u.ord IS NULL AND k.ord IS NULL AND nk.ord IS NULL THEN 'pending' ELSE 'ready' END::job_status,
+                       CASE WHEN k.ord IS NOT NULL THEN k.ready_rank WHEN nk.ord IS NOT NULL THEN nk.ready_rank
+                            WHEN u.ord IS NOT NULL THEN '-Infinity'::double precision END,
+                       CASE WHEN u.ord IS NOT NULL OR k.ord IS NOT NULL OR nk.ord IS NOT NULL THEN :now END,
                        :now
                 FROM input i LEFT JOIN grant_use u ON u.ord = i.ord LEFT JOIN key_grant_use k ON k.ord = i.ord
+                     LEFT JOIN new_key_use nk ON nk.ord = i.ord
                 ORDER BY i.ord
                 ON CONFLICT DO NOTHING
                 RETURNING *
@@ -309,6 +343,9 @@ public final class Enqueue {
             ), key_used AS (
                 DELETE FROM key_grants g
                 USING (SELECT k.tenant_id, k.fairness_key, k.slot FROM key_grant_use k JOIN input n ON n.ord = k.ord
+                       JOIN inserted i ON i.id = n.id
+                       UNION ALL
+                       SELECT k.tenant_id, chr(1), k.slot FROM new_key_use k JOIN input n ON n.ord = k.ord
                        JOIN inserted i ON i.id = n.id) x
                 WHERE g.tenant_id = x.tenant_id AND g.fairness_key = x.fairness_key AND g.slot = x.slot
                 RETURNING g.tenant_id
