@@ -1579,11 +1579,6 @@ public final class Scheduler {
             List<List<Admission.KeyGrant>> bySlot = new ArrayList<>();
             for (int slot = 0; slot < KEY_GRANT_SLOTS; slot++) bySlot.add(new ArrayList<>());
             int slots = room >= SPARE_KEY_GRANT_ROOM ? KEY_GRANT_SLOTS : BASE_KEY_GRANT_SLOTS;
-            // first the new-key grant: a key becoming active (none recent to grant) has its first job admitted in
-            // its enqueue, as a key joining at the key virtual time is first in line in its tenant anyway
-            if (!slotsHeld.containsKey(Admission.KeyGrant.NEW_KEY)) {
-                bySlot.get(0).add(new Admission.KeyGrant(t.id(), Admission.KeyGrant.NEW_KEY, 0, rank, may));
-            }
             for (Map.Entry<String, long[]> k : t.recentKeys.entrySet()) {
                 long[] at = k.getValue();
                 Set<Integer> held = slotsHeld.getOrDefault(k.getKey(), Set.of());
@@ -1599,6 +1594,16 @@ public final class Scheduler {
                 for (int slot = 0; slot < slots; slot++) {
                     if (!held.contains(slot)) bySlot.get(slot).add(new Admission.KeyGrant(t.id(), k.getKey(), slot, keyRank, may));
                 }
+            }
+            // The new-key grant, after the recent keys' first two (those are likelier to be used): a key becoming
+            // active (none recent to grant) has its first job admitted in its enqueue, as a key joining at the key
+            // virtual time is first in line in its tenant anyway. Only for a tenant this round served (one it did
+            // not is behind others, and so is its new key) with a place left beside it (so that it never holds the
+            // tenant's last place), and from the first half of the budget only (the rest stays for quiet
+            // tenants' grants, the commoner case).
+            if (!slotsHeld.containsKey(Admission.KeyGrant.NEW_KEY) && admittedNow.getOrDefault(t.id(), 0) > 0
+                    && room >= 2 && wanted.size() < budget / 2) {
+                bySlot.get(BASE_KEY_GRANT_SLOTS - 1).add(new Admission.KeyGrant(t.id(), Admission.KeyGrant.NEW_KEY, 0, rank, may));
             }
             for (List<Admission.KeyGrant> ofSlot : bySlot) {
                 for (Admission.KeyGrant g : ofSlot) {

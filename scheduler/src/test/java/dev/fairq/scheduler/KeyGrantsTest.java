@@ -130,6 +130,30 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
     }
 
     /**
+     * A tenant never holds its new-key grant in its last place under max_running (here 2, a buffer of one: it alternates
+     * with another tenant, one job in, one place left): the grant needs a place left beside it. Held in the last one,
+     * it would have shut the tenant's rounds out until it was taken back, 2 s later.
+     */
+    @Test
+    void theNewKeyGrantNeverTakesATenantsLastPlace() {
+        db.createTenant("one", 1, 1_000_000, 1_000_000, 2);
+        db.createTenant("big");
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(1, 0)
+                .fairShare(SchedulerConfig.FairShare.JOBS).build());
+        s.enqueue(keyed("one", "x", 50));
+        s.enqueue(keyed("big", "x", 50));
+        List<String> picks = new java.util.ArrayList<>();
+        for (int round = 0; round < 10; round++) {
+            picks.addAll(s.tick().admittedTenants());
+            assertEquals(0, newKeyGrants(s, "one"), "round " + round + ": no new-key grant in one's last place");
+            s.completeReady();
+            s.clock.advance(Duration.ofMillis(10));
+        }
+        assertTrue(java.util.Collections.frequency(picks, "one") >= 4, "one keeps its turns: " + picks);
+        assertTrue(newKeyGrants(s, "big") <= 1, "big, with room, may hold one");
+    }
+
+    /**
      * The spares beyond two go slot by slot across the keys and only to a tenant with room: three quiet keys under
      * the tenant's cap of key grants get two each before any gets a third; with fewer than SPARE_KEY_GRANT_ROOM places
      * free a key gets two.

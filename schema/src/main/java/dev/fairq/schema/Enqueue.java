@@ -263,14 +263,32 @@ public final class Enqueue {
                 WHERE (k.tenant_id, k.fairness_key) IN (SELECT tenant_id, fairness_key FROM input
                                                         WHERE grantable AND fairness_key IS NOT NULL)
                 FOR UPDATE SKIP LOCKED
+            ), new_key_wanted AS (
+                -- the row of each tenant that may take its new-key grant: the first grantable row of a key (a later
+                -- one of the same key never may when the first may not) with no grant of its own, none of its due jobs
+                -- waiting, and no earlier row of it that cannot be admitted now; checked before the grant is locked,
+                -- so that an enqueue that cannot use it (a flooding key's) leaves it to one that can
+                SELECT DISTINCT ON (i.tenant_id) i.ord, i.tenant_id
+                FROM (SELECT DISTINCT ON (tenant_id, fairness_key) * FROM input
+                      WHERE grantable AND fairness_key IS NOT NULL
+                      ORDER BY tenant_id, fairness_key, ord) i
+                WHERE NOT EXISTS (SELECT 1 FROM key_granted g
+                                  WHERE g.tenant_id = i.tenant_id AND g.fairness_key = i.fairness_key)
+                  AND NOT EXISTS (SELECT 1 FROM jobs j
+                                  WHERE j.tenant_id = i.tenant_id AND coalesce(j.fairness_key, '') = i.fairness_key
+                                    AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
+                                    AND j.no_worker_since IS NULL AND j.run_at <= :now
+                                    AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL))
+                  AND NOT EXISTS (SELECT 1 FROM input e
+                                  WHERE e.tenant_id = i.tenant_id AND e.fairness_key = i.fairness_key AND e.ord < i.ord
+                                    AND NOT e.grantable AND coalesce(e.run_at::timestamptz <= :now, true)
+                                    AND coalesce(e.delay_ms, 0) <= 0)
+                ORDER BY i.tenant_id, i.ord
             ), new_key_granted AS (
                 SELECT a.tenant_id, a.slot, a.ready_rank
-                FROM (SELECT DISTINCT i.tenant_id FROM input i
-                      WHERE i.grantable AND i.fairness_key IS NOT NULL
-                        AND NOT EXISTS (SELECT 1 FROM key_granted g
-                                        WHERE g.tenant_id = i.tenant_id AND g.fairness_key = i.fairness_key)) t
+                FROM new_key_wanted w
                      CROSS JOIN LATERAL (SELECT k.tenant_id, k.slot, k.ready_rank FROM key_grants k
-                                         WHERE k.tenant_id = t.tenant_id AND k.fairness_key = chr(1)
+                                         WHERE k.tenant_id = w.tenant_id AND k.fairness_key = chr(1)
                                          ORDER BY k.slot LIMIT 1
                                          FOR UPDATE SKIP LOCKED) a
             ), claim_point AS MATERIALIZED (
@@ -295,24 +313,11 @@ public final class Enqueue {
                                     AND coalesce(e.delay_ms, 0) <= 0)
                 ORDER BY i.tenant_id, i.fairness_key, i.ord, g.slot
             ), new_key_use AS (
-                SELECT DISTINCT ON (i.tenant_id) i.ord, n.tenant_id, n.slot,
+                SELECT w.ord, n.tenant_id, n.slot,
                        CASE WHEN c.rank IS NULL THEN '-Infinity'::double precision ELSE greatest(n.ready_rank, c.rank) END
                            AS ready_rank
-                FROM input i JOIN new_key_granted n ON n.tenant_id = i.tenant_id
+                FROM new_key_wanted w JOIN new_key_granted n ON n.tenant_id = w.tenant_id
                      LEFT JOIN claim_point c ON true
-                WHERE i.grantable AND i.fairness_key IS NOT NULL
-                  AND NOT EXISTS (SELECT 1 FROM key_granted g
-                                  WHERE g.tenant_id = i.tenant_id AND g.fairness_key = i.fairness_key)
-                  AND NOT EXISTS (SELECT 1 FROM jobs j
-                                  WHERE j.tenant_id = i.tenant_id AND coalesce(j.fairness_key, '') = i.fairness_key
-                                    AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
-                                    AND j.no_worker_since IS NULL AND j.run_at <= :now
-                                    AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL))
-                  AND NOT EXISTS (SELECT 1 FROM input e
-                                  WHERE e.tenant_id = i.tenant_id AND e.fairness_key = i.fairness_key AND e.ord < i.ord
-                                    AND NOT e.grantable AND coalesce(e.run_at::timestamptz <= :now, true)
-                                    AND coalesce(e.delay_ms, 0) <= 0)
-                ORDER BY i.tenant_id, i.ord
             ), grant_use AS (
                 SELECT DISTINCT ON (i.tenant_id) i.ord, g.slot
                 FROM input i JOIN granted g ON g.tenant_id = i.tenant_id
