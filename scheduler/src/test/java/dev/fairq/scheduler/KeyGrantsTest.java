@@ -130,6 +130,27 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
     }
 
     /**
+     * An enqueue that cannot use the new-key grant (its key has jobs waiting) does not lock it: a new key's first job,
+     * enqueued while that transaction is still open, takes it.
+     */
+    @Test
+    void anEnqueueThatCannotUseTheNewKeyGrantLeavesItToOneThatCan() throws Exception {
+        db.createTenant("t");
+        SimulatedScheduler s = scheduler();
+        s.enqueue(keyed("t", "x", 1_000));
+        s.tick();
+        assertEquals(1, newKeyGrants(s, "t"));
+        try (java.sql.Connection c = db.dataSource().getConnection()) {
+            c.setAutoCommit(false);
+            s.store.enqueueAll(org.jooq.impl.DSL.using(c, org.jooq.SQLDialect.POSTGRES), keyed("t", "x", 1));
+            s.enqueue(keyed("t", "z", 1)); // on another connection, while x's enqueue is open
+            assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'z' AND status = 'ready'"),
+                    "z's first job took the grant: x's open enqueue did not hold it");
+            c.rollback();
+        }
+    }
+
+    /**
      * A tenant never holds its new-key grant in its last place under max_running (here 2, a buffer of one: it alternates
      * with another tenant, one job in, one place left): the grant needs a place left beside it. Held in the last one,
      * it would have shut the tenant's rounds out until it was taken back, 2 s later.
