@@ -48,6 +48,18 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         return s;
     }
 
+    /** The key's one ready job is ranked among x's buffered jobs (its tenant's), not at the front of everyone. */
+    private static void assertRankedAmongXsBufferedJobs(SimulatedScheduler s, String key) {
+        double rank = ((Number) s.dsl.fetchValue("SELECT ready_rank FROM jobs WHERE fairness_key = ? AND status = 'ready'", key))
+                .doubleValue();
+        double first = ((Number) s.dsl.fetchValue("SELECT min(ready_rank) FROM jobs WHERE fairness_key = 'x' AND status = 'ready'"))
+                .doubleValue();
+        double last = ((Number) s.dsl.fetchValue("SELECT max(ready_rank) FROM jobs WHERE fairness_key = 'x' AND status = 'ready'"))
+                .doubleValue();
+        assertTrue(rank >= first - 1e-9 && rank < last,
+                "ranked among the tenant's buffered jobs (" + first + " .. " + last + "), not at the front of everyone: " + rank);
+    }
+
     /** The grants of named keys, not the tenant's new-key grant. */
     private static long keyGrants(SimulatedScheduler s) {
         return s.count("SELECT count(*) FROM key_grants WHERE fairness_key <> chr(1)");
@@ -72,14 +84,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'y' AND status = 'pending'"),
                 "one statement takes one of a key's grants");
         assertEquals(SLOTS - 1, keyGrants(s), "the spares are left for y's next enqueues");
-        double rank = ((Number) s.dsl.fetchValue("SELECT ready_rank FROM jobs WHERE fairness_key = 'y' AND status = 'ready'"))
-                .doubleValue();
-        double first = ((Number) s.dsl.fetchValue("SELECT min(ready_rank) FROM jobs WHERE fairness_key = 'x' AND status = 'ready'"))
-                .doubleValue();
-        double last = ((Number) s.dsl.fetchValue("SELECT max(ready_rank) FROM jobs WHERE fairness_key = 'x' AND status = 'ready'"))
-                .doubleValue();
-        assertTrue(rank >= first - 1e-9 && rank < last,
-                "ranked among the tenant's buffered jobs (" + first + " .. " + last + "), not at the front of everyone: " + rank);
+        assertRankedAmongXsBufferedJobs(s, "y");
     }
 
     private static long newKeyGrants(SimulatedScheduler s, String tenant) {
@@ -105,14 +110,7 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
                 "z's first job went in with its enqueue, without a round");
         assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE fairness_key = 'z' AND status = 'pending'"), "one a statement");
         assertEquals(0, newKeyGrants(s, "t"), "used");
-        double rank = ((Number) s.dsl.fetchValue("SELECT ready_rank FROM jobs WHERE fairness_key = 'z' AND status = 'ready'"))
-                .doubleValue();
-        double first = ((Number) s.dsl.fetchValue("SELECT min(ready_rank) FROM jobs WHERE fairness_key = 'x' AND status = 'ready'"))
-                .doubleValue();
-        double last = ((Number) s.dsl.fetchValue("SELECT max(ready_rank) FROM jobs WHERE fairness_key = 'x' AND status = 'ready'"))
-                .doubleValue();
-        assertTrue(rank >= first - 1e-9 && rank < last,
-                "ranked among the tenant's buffered jobs (" + first + " .. " + last + "), not at the front of everyone: " + rank);
+        assertRankedAmongXsBufferedJobs(s, "z");
 
         s.completeReady();
         s.tick();
