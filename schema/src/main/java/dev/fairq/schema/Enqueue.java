@@ -253,11 +253,6 @@ public final class Enqueue {
     static final Forms INSERT_JOBS_UNFLUSHED = Forms.of(NamedSql.variant(INSERT_JOBS_QUIET_TEXT, FINAL_SELECT, FINAL_SELECT_UNFLUSHED));
 
     /**
-     * INSERT_JOBS with key grants (V13__key_grants.sql, described above), for a request with a fairness key; one
-     * without cannot use a key grant and keeps the shorter statement (with the key-grant part on every enqueue the
-     * latency bench's HTTP p50 was 2.0-2.3 ms, against 1.6-1.8 for the build before, in two alternating pairs).
-     */
-    /**
      * The conditions for input row i to take a key grant (its key's own, or its tenant's new-key grant): none of its
      * key's due jobs waits (one probe of jobs_admit_key_idx), and no earlier row of the key in this statement that
      * cannot be admitted now, so that a job that came without a grant is not passed by a later one that took it.
@@ -274,6 +269,11 @@ public final class Enqueue {
                                     AND coalesce(e.delay_ms, 0) <= 0)
             """;
 
+    /**
+     * INSERT_JOBS with key grants (V13__key_grants.sql, described above), for a request with a fairness key; one
+     * without cannot use a key grant and keeps the shorter statement (with the key-grant part on every enqueue the
+     * latency bench's HTTP p50 was 2.0-2.3 ms, against 1.6-1.8 for the build before, in two alternating pairs).
+     */
     private static final String INSERT_KEYED_JOBS_TEXT = INPUT + GRANTED + """
             ), key_granted AS (
                 SELECT k.tenant_id, k.fairness_key, k.slot, k.ready_rank FROM key_grants k
