@@ -284,10 +284,13 @@ public final class Enqueue {
                 -- the row of each tenant that may take its new-key grant: the first grantable row of a key (a later
                 -- one of the same key never may when the first may not) with no grant of its own, none of its due jobs
                 -- waiting, and no earlier row of it that cannot be admitted now; checked before the grant is locked,
-                -- so that an enqueue that cannot use it (a flooding key's) leaves it to one that can
+                -- so that an enqueue that cannot use it (a flooding key's) leaves it to one that can; and only for a
+                -- tenant that holds one (a primary-key probe of the small key_grants), so a quiet tenant's keyed
+                -- enqueue does not probe jobs for it
                 SELECT DISTINCT ON (i.tenant_id) i.ord, i.tenant_id
-                FROM (SELECT DISTINCT ON (tenant_id, fairness_key) * FROM input
+                FROM (SELECT DISTINCT ON (tenant_id, fairness_key) * FROM input n
                       WHERE grantable AND fairness_key IS NOT NULL
+                        AND EXISTS (SELECT 1 FROM key_grants k WHERE k.tenant_id = n.tenant_id AND k.fairness_key = chr(1))
                       ORDER BY tenant_id, fairness_key, ord) i
                 WHERE NOT EXISTS (SELECT 1 FROM key_granted g
                                   WHERE g.tenant_id = i.tenant_id AND g.fairness_key = i.fairness_key)
