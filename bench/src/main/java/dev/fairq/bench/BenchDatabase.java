@@ -109,6 +109,11 @@ public final class BenchDatabase implements AutoCloseable {
         dsl().execute("TRUNCATE jobs RESTART IDENTITY");
     }
 
+    /** Empties everything but the worker registry: for a worker process that lives across a benchmark's phases. */
+    public void truncateKeepingWorkers() {
+        dsl().execute("TRUNCATE jobs, queues, tenants RESTART IDENTITY CASCADE");
+    }
+
     public void truncate() {
         dsl().execute("TRUNCATE jobs, workers, queues, tenants RESTART IDENTITY CASCADE");
     }
