@@ -252,12 +252,18 @@ final class FairqServer implements AutoCloseable {
         return m;
     }
 
-    /**
-     * CPU seconds the server's JIT compiler threads have used so far (Linux: the "C1/C2 CompilerThre" threads in
-     * /proc/PID/task, at the usual 100 clock ticks a second), or -1 where that cannot be read.
-     */
+    /** CPU seconds the server's JIT compiler threads have used so far ({@link #jitCpuSeconds(long, Map)}). */
     double jitCpuSeconds() {
-        File[] tasks = new File("/proc/" + process.pid() + "/task").listFiles();
+        return jitCpuSeconds(process.pid(), compilerTicks);
+    }
+
+    /**
+     * CPU seconds the JIT compiler threads of process {@code pid} have used so far (Linux: the "C1/C2 CompilerThre"
+     * threads in /proc/PID/task, at the usual 100 clock ticks a second), or -1 where that cannot be read.
+     * {@code seen}: each compiler thread's last reading, kept by the caller across calls.
+     */
+    static double jitCpuSeconds(long pid, Map<String, Long> seen) {
+        File[] tasks = new File("/proc/" + pid + "/task").listFiles();
         if (tasks == null) return -1;
         for (File task : tasks) {
             try {
@@ -265,13 +271,13 @@ final class FairqServer implements AutoCloseable {
                 if (!comm.contains("CompilerThre")) continue;
                 String stat = Files.readString(task.toPath().resolve("stat"));
                 String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-                compilerTicks.merge(task.getName(), Long.parseLong(f[11]) + Long.parseLong(f[12]), Math::max); // utime, stime
+                seen.merge(task.getName(), Long.parseLong(f[11]) + Long.parseLong(f[12]), Math::max); // utime, stime
             } catch (IOException | RuntimeException e) {
                 // a compiler thread that ended between the listing and the read
             }
         }
         // a compiler thread that ended keeps what it used (the JVM starts and stops them with the load)
-        return compilerTicks.values().stream().mapToLong(Long::longValue).sum() / 100.0;
+        return seen.values().stream().mapToLong(Long::longValue).sum() / 100.0;
     }
 
     private final Map<String, Long> compilerTicks = new java.util.concurrent.ConcurrentHashMap<>();

@@ -6,6 +6,7 @@ import dev.fairq.schema.JobStore;
 import org.jooq.Record;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -145,18 +146,22 @@ final class KeysBench {
      * WAL flush, its answer does); the same pair through an application's JobStore#enqueue, whose commit waits for the
      * flush, is reported beside it ({@code key_p99_ratio_java_enqueue}).
      * <p>
-     * Measured warm, as a server runs: one worker process for every phase, and a flood phase and an alone phase run
-     * first and discarded. With a fresh worker JVM per phase its C2 compiler thread used 30-50% of a core through the
-     * whole flood (top -H, every second), and the scheduler's JVM (this one) recompiled its tick's methods at 0.4-1.3 s
-     * of CPU each (JFR jdk.Compilation): a third of the machine's two cores went to the JIT while y was measured.
+     * Measured warm, as a server runs: one worker process for every phase, and three passes run first and discarded
+     * (flood, alone, flood), so that the measured flood follows a flood. With a fresh worker JVM per phase its C2
+     * compiler thread used 30-50% of a core through the whole flood (top -H, every second), and the scheduler's JVM
+     * (this one) recompiled its tick's methods at 0.4-1.3 s of CPU each (JFR jdk.Compilation): a third of the
+     * machine's two cores went to the JIT while y was measured. {@code jit_cpu_s_during_trickle} reports what the
+     * compilers of both JVMs still used during y's 1.5 s (after one flood pass the worker's 0.3 s, after these 0).
      */
     static final class SubKeys implements Bench.Benchmark {
         static final int FLOOD = 20_000, TRICKLE = 50, WARM = 2_000, WARM_SUBMITS = 200;
         static final long INTERVAL_MS = 30;
+        /** The worker process serving every phase (its pid, for its JIT compilers' CPU). */
+        private long worker;
         static final double FROM_S = 2, TO_S = 10;
 
         record Result(List<Double> yLatencies, double windowJobsPerS, List<Double> yAdmission, Map<String, Object> slowestY,
-                      List<Integer> missed, List<String> slowestThree) {}
+                      List<Integer> missed, List<String> slowestThree, Map<String, Double> jitCpuDuringTrickle) {}
 
         @Override
         public Map<String, Object> run(BenchDatabase db) throws Exception {
@@ -164,14 +169,16 @@ final class KeysBench {
             out.put("flood", FLOOD + " x sleep 5 ms, tenant t, fairness_key x, bulk enqueue");
             out.put("trickle", TRICKLE + " x sleep 5 ms, tenant t, fairness_key y, submitted as the API does, one every " + INTERVAL_MS + " ms, alone after "
                     + WARM + " keyed jobs of another tenant ran, under the flood once "
-                    + WARM + " of x's jobs started; one worker process for all phases, after a discarded flood phase and alone phase");
+                    + WARM + " of x's jobs started; one worker process for all phases, after three discarded passes (flood, alone, flood)");
             Result alone, flood, noKeys, aloneJava, floodJava;
+            worker = -1;
             try (BenchPlatform workers = new BenchPlatform(db)) {
-                workers.startWorkerProcess("subkeys-w0", 8);
+                worker = workers.startWorkerProcess("subkeys-w0", 8).pid();
                 scenario(db, true, true, true); // the warm-up passes, discarded (see the class comment)
                 scenario(db, false, true, true);
-                alone = scenario(db, false, true, true);
+                scenario(db, true, true, true);
                 flood = scenario(db, true, true, true);
+                alone = scenario(db, false, true, true);
                 noKeys = scenario(db, true, false, true);
                 aloneJava = scenario(db, false, true, false);
                 floodJava = scenario(db, true, true, false);
@@ -188,6 +195,8 @@ final class KeysBench {
             out.put("y_flood_slowest_three", flood.slowestThree());
             out.put("y_alone_slowest", alone.slowestY());
             out.put("y_flood_slowest", flood.slowestY());
+            // JIT compilers' CPU seconds over y's 1.5 s (-1: unreadable); the warm-up passes are there to keep them low
+            out.put("jit_cpu_s_during_trickle", Map.of("alone", alone.jitCpuDuringTrickle(), "flood", flood.jitCpuDuringTrickle()));
             out.put("key_p99_ratio", Stats.ratio(Stats.percentile(flood.yLatencies(), 99), Stats.percentile(alone.yLatencies(), 99)));
             out.put("key_p99_ratio_no_keys", Stats.ratio(Stats.percentile(noKeys.yLatencies(), 99),
                     Stats.percentile(alone.yLatencies(), 99)));
@@ -219,6 +228,7 @@ final class KeysBench {
             enqueue(db, flood ? sleeps("t", FLOOD, 5, keys ? "x" : null, null) : sleeps("warm", WARM, 5, "w", null));
             db.dsl().execute("VACUUM ANALYZE jobs");
             JobStore store = new JobStore();
+            Map<String, Double> jit = new LinkedHashMap<>();
             try (BenchPlatform platform = new BenchPlatform(db)) {
                 platform.startScheduler(byTime());
                 if (!flood) { // alone means alone: on a loaded machine the warm-up may take longer than 3 s
@@ -252,12 +262,18 @@ final class KeysBench {
                             .fairnessKey(keys ? "w" : null).build());
                 }
                 waitUntil(db, "NOT EXISTS (SELECT 1 FROM jobs WHERE (payload ->> 'warm') IS NOT NULL AND status <> 'succeeded')", 120_000);
+                Map<String, Long> workerSeen = new HashMap<>(), selfSeen = new HashMap<>();
+                double workerJit = FairqServer.jitCpuSeconds(worker, workerSeen);
+                double selfJit = FairqServer.jitCpuSeconds(ProcessHandle.current().pid(), selfSeen);
                 long trickleStart = System.nanoTime();
                 for (int i = 0; i < TRICKLE; i++) {
                     submit.accept(JobRequest.builder("t", "sleep").payload("{\"ms\": 5, \"y\": true}")
                             .fairnessKey(keys ? "y" : null).build());
                     FairnessBench.sleepUntil(trickleStart + (i + 1) * INTERVAL_MS * 1_000_000);
                 }
+                jit.put("worker", workerJit < 0 ? -1 : Stats.round(FairqServer.jitCpuSeconds(worker, workerSeen) - workerJit));
+                jit.put("scheduler_jvm", selfJit < 0 ? -1
+                        : Stats.round(FairqServer.jitCpuSeconds(ProcessHandle.current().pid(), selfSeen) - selfJit));
                 if (flood) {
                     FairnessBench.sleepUntilAfterFirstStart(db, TO_S + 0.5);
                     if (count(db, "SELECT count(*) FROM jobs WHERE status = 'pending' AND (payload ->> 'y') IS NULL") == 0) {
@@ -285,7 +301,7 @@ final class KeysBench {
             List<String> three = db.dsl().fetch("SELECT n || ': ' || round(ms::numeric, 1) FROM (SELECT row_number() OVER (ORDER BY id) AS n, "
                     + "extract(epoch FROM started_at - created_at) * 1000 AS ms FROM jobs WHERE (payload ->> 'y') IS NOT NULL) x "
                     + "ORDER BY ms DESC LIMIT 3").getValues(0, String.class);
-            return new Result(y, window, yAdmission, FairnessBench.slowest(db, "(payload ->> 'y') IS NOT NULL"), missed, three);
+            return new Result(y, window, yAdmission, FairnessBench.slowest(db, "(payload ->> 'y') IS NOT NULL"), missed, three, jit);
         }
     }
 
