@@ -29,7 +29,8 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Enqueue-to-start as the peers measure it (Graphile Worker's benchmark, issue 16): a Java app enqueues with
- * {@link JobStore#enqueue} in its own transaction, in the JVM of a worker (8 threads) and of the scheduler,
+ * {@link JobStore#submit} (one autocommit statement, as the peers add a job; then also with {@link JobStore#enqueue}
+ * in a transaction of its own), in the JVM of a worker (8 threads) and of the scheduler,
  * and the time runs on this JVM's clock from just before the enqueue call to the handler's first line. One
  * job at a time at 50 per second (1,000 warm-up, 1,000 measured; under load 200 warm-up), first on an otherwise idle platform, then
  * while ten other tenants enqueue noop jobs at half the drain rate measured just before (the same worker runs
@@ -53,12 +54,18 @@ final class ClientLatency {
     private final ConcurrentLinkedQueue<long[]> claims = new ConcurrentLinkedQueue<>();
     private final ConcurrentLinkedQueue<Long> notifications = new ConcurrentLinkedQueue<>();
     private final AtomicLong backgroundDone = new AtomicLong();
+    private static final java.lang.management.ThreadMXBean THREAD_CPU = java.lang.management.ManagementFactory.getThreadMXBean();
 
     ClientLatency(BenchDatabase db) {
         this.db = db;
     }
 
-    private record Sent(long id, long t0, long t1) {}
+    /**
+     * One measured enqueue: t0 just before the call, tIn inside the transaction (a pooled connection taken),
+     * tStatement when the enqueue statement returned, t1 when the commit returned; cpu the calling thread's CPU
+     * over the call.
+     */
+    private record Sent(long id, long t0, long tIn, long tStatement, long t1, long cpu) {}
 
     Map<String, Object> run() throws Exception {
         Map<String, Object> out = new LinkedHashMap<>();
@@ -129,7 +136,7 @@ final class ClientLatency {
                 out.put("drain_rounds_jobs_per_s", drains);
 
                 // unloaded
-                List<Sent> sent = trickle(app, WARMUP + JOBS);
+                List<Sent> sent = trickle(app, WARMUP + JOBS, false);
                 List<Sent> measured = sent.subList(WARMUP, sent.size());
                 awaitStarted(measured);
                 List<Double> client = clientMs(measured);
@@ -138,6 +145,20 @@ final class ClientLatency {
                 out.put("client_steps_p99_ms", steps(measured, 99));
                 out.put("client_admitted_in_enqueue", inlineAdmitted(measured));
                 out.put("client_started_in_enqueue", startedInEnqueue(measured));
+                out.put("client_enqueue_cpu_p50_ms", cpuP50(measured));
+
+                // the same, enqueued in the app's own transaction (BEGIN, the INSERT, COMMIT), as an app does that
+                // commits the jobs with its own writes: the commit's round trip comes before the start
+                List<Sent> inTx = trickle(app, LOADED_WARMUP + JOBS, true);
+                List<Sent> inTxMeasured = inTx.subList(LOADED_WARMUP, inTx.size());
+                awaitStarted(inTxMeasured);
+                List<Double> inTxClient = clientMs(inTxMeasured);
+                out.put("client_in_transaction_p50_ms", Stats.round(Stats.percentile(inTxClient, 50)));
+                out.put("client_in_transaction_p99_ms", Stats.round(Stats.percentile(inTxClient, 99)));
+                out.put("client_in_transaction_steps_p50_ms", steps(inTxMeasured, 50));
+                out.put("client_in_transaction_steps_p99_ms", steps(inTxMeasured, 99));
+                out.put("client_in_transaction_enqueue_cpu_p50_ms", cpuP50(inTxMeasured));
+                out.putAll(pacedFloor(app));
 
                 // FAIRQ_BENCH_BACKGROUND_PER_S fixes the load, so that two builds whose drains differ are compared
                 // at the same load (at half of its own drain, a faster build is measured under more load)
@@ -151,7 +172,7 @@ final class ClientLatency {
                 load.start();
                 List<Sent> loaded;
                 try {
-                    loaded = trickle(app, LOADED_WARMUP + JOBS);
+                    loaded = trickle(app, LOADED_WARMUP + JOBS, false);
                 } finally {
                     loading.set(false);
                     load.join();
@@ -178,18 +199,67 @@ final class ClientLatency {
         return out;
     }
 
-    /** One job at a time at 50 per second; each enqueue in its own transaction, as an app would. */
-    private List<Sent> trickle(DSLContext app, int n) throws InterruptedException {
+    /**
+     * One job at a time at 50 per second: with {@link JobStore#submit} (its own autocommit statement, as the peers'
+     * benchmarks add a job: Graphile Worker's addJob is one statement on a pool), or with {@code ownTransaction} by
+     * {@link JobStore#enqueue} in a transaction of the app's.
+     */
+    private List<Sent> trickle(DSLContext app, int n, boolean ownTransaction) throws InterruptedException {
         List<Sent> sent = new ArrayList<>(n);
         long next = System.nanoTime();
         for (int i = 0; i < n; i++) {
             FairnessBench.sleepUntil(next);
             next += INTERVAL_NANOS;
+            long[] in = new long[2];
+            long c0 = THREAD_CPU.getCurrentThreadCpuTime();
             long t0 = System.nanoTime();
-            long id = app.transactionResult(c -> store.enqueue(c.dsl(), JobRequest.builder(TENANT, "noop").build()).job().getId());
-            sent.add(new Sent(id, t0, System.nanoTime()));
+            long id = ownTransaction ? app.transactionResult(c -> {
+                in[0] = System.nanoTime();
+                long jobId = store.enqueue(c.dsl(), JobRequest.builder(TENANT, "noop").build()).job().getId();
+                in[1] = System.nanoTime();
+                return jobId;
+            }) : store.submit(app, JobRequest.builder(TENANT, "noop").build()).job().getId();
+            long t1 = System.nanoTime();
+            sent.add(new Sent(id, t0, in[0], in[1], t1, THREAD_CPU.getCurrentThreadCpuTime() - c0));
         }
         return sent;
+    }
+
+    private static double cpuP50(List<Sent> jobs) {
+        return Stats.round(Stats.percentile(jobs.stream().map(s -> s.cpu() / 1e6).toList(), 50));
+    }
+
+    /**
+     * What this machine gives any client at the trickle's pace, measured in the same run from the same pool: a
+     * {@code SELECT 1} round trip and a durable one-row INSERT in its own transaction (BEGIN, INSERT, COMMIT), 50 a
+     * second, 200 each after 50 discarded. At 50 a second both processes sleep between calls, and waking them costs:
+     * on the 2-core VM of stop 47 pgbench gave 0.32 and 0.75-0.82 ms at 50/s against 0.09 and 0.14-0.26 ms back to
+     * back. The enqueue call's own cost is its figure less the insert's.
+     */
+    private Map<String, Object> pacedFloor(DSLContext app) throws InterruptedException {
+        app.execute("CREATE TABLE IF NOT EXISTS bench_paced_floor (id bigserial PRIMARY KEY, v text)");
+        List<Double> trip = new ArrayList<>(), insert = new ArrayList<>();
+        long next = System.nanoTime();
+        for (int i = 0; i < 250; i++) {
+            FairnessBench.sleepUntil(next);
+            next += INTERVAL_NANOS;
+            long t0 = System.nanoTime();
+            app.fetchValue("SELECT 1");
+            if (i >= 50) trip.add((System.nanoTime() - t0) / 1e6);
+        }
+        for (int i = 0; i < 250; i++) {
+            FairnessBench.sleepUntil(next);
+            next += INTERVAL_NANOS;
+            long t0 = System.nanoTime();
+            app.transaction(c -> c.dsl().execute("INSERT INTO bench_paced_floor (v) VALUES ('x')"));
+            if (i >= 50) insert.add((System.nanoTime() - t0) / 1e6);
+        }
+        app.execute("DROP TABLE bench_paced_floor");
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("baseline_paced_round_trip_p50_ms", Stats.round(Stats.percentile(trip, 50)));
+        m.put("baseline_paced_durable_insert_p50_ms", Stats.round(Stats.percentile(insert, 50)));
+        m.put("baseline_paced_durable_insert_p99_ms", Stats.round(Stats.percentile(insert, 99)));
+        return m;
     }
 
     /** Other tenants' noop jobs at {@code rate} per second, a batch every 10 ms over the ten tenants. */
@@ -280,6 +350,10 @@ final class ClientLatency {
             first.add((firstLine.get(s.id()) - s.t0()) / 1e6);
         }
         Map<String, Object> m = new LinkedHashMap<>();
+        if (jobs.get(0).tIn() != 0) { // an enqueue in the app's transaction: its steps inside the call
+            m.put("in_transaction", Stats.round(Stats.percentile(jobs.stream().map(s -> (s.tIn() - s.t0()) / 1e6).toList(), p)));
+            m.put("statement_returned", Stats.round(Stats.percentile(jobs.stream().map(s -> (s.tStatement() - s.t0()) / 1e6).toList(), p)));
+        }
         m.put("enqueue_returned", Stats.round(Stats.percentile(enq, p)));
         m.put("notification_received", note.isEmpty() ? null : Stats.round(Stats.percentile(note, p)));
         m.put("claim_sent", sentClaim.isEmpty() ? null : Stats.round(Stats.percentile(sentClaim, p)));

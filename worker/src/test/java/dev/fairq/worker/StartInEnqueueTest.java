@@ -95,6 +95,43 @@ class StartInEnqueueTest extends PlatformTest {
         assertNull(pending.job().getLockedBy());
     }
 
+    /**
+     * JobStore#submit, an application's enqueue in a transaction of its own: a granted job starts on a free thread
+     * without a claim (no notification either: the caller hands it over after the commit), a batch is all or
+     * nothing, and inside a caller's transaction it refuses to run, since its commit would be the caller's.
+     */
+    @Test
+    void submitStartsAGrantedJobAtItsCommitIsAllOrNothingAndRefusesACallersTransaction() {
+        Worker w = start(config(2), handlers(new CountDownLatch(0)));
+        grant("acme");
+        EnqueueResult r = platform.store.submit(db.dsl(), JobRequest.builder("acme", "noop").build());
+        assertTrue(r.created());
+        assertEquals(JobStatus.running, r.job().getStatus());
+        assertEquals("w1", r.job().getLockedBy());
+        long id = r.job().getId();
+        await().atMost(Duration.ofSeconds(10)).until(() -> "succeeded".equals(status(id)));
+        assertEquals(List.of(id), ran);
+        assertEquals(0, claimedJobs.get(), "no claim took it");
+        await().atMost(Duration.ofSeconds(5)).until(() -> w.heldCount() == 0);
+
+        assertThrows(dev.fairq.schema.UnknownTenantException.class, () -> platform.store.submit(db.dsl(), List.of(
+                JobRequest.builder("acme", "noop").build(), JobRequest.builder("no-such-tenant", "noop").build())));
+        assertEquals(1, db.count("SELECT count(*) FROM jobs"), "the batch wrote nothing");
+
+        assertThrows(IllegalStateException.class, () -> db.dsl().transaction(c ->
+                platform.store.submit(c.dsl(), JobRequest.builder("acme", "noop").build())));
+        assertEquals(1, db.count("SELECT count(*) FROM jobs"), "nothing written in the caller's transaction");
+
+        // without a grant: pending, for the scheduler; a replay of its job_key returns it and writes nothing
+        List<EnqueueResult> two = platform.store.submit(db.dsl(), List.of(
+                JobRequest.builder("acme", "noop").jobKey("k1").build(), JobRequest.builder("acme", "noop").build()));
+        assertEquals(List.of(JobStatus.pending, JobStatus.pending), two.stream().map(x -> x.job().getStatus()).toList());
+        EnqueueResult replay = platform.store.submit(db.dsl(), JobRequest.builder("acme", "noop").jobKey("k1").build());
+        assertTrue(!replay.created() && replay.job().getId().equals(two.get(0).job().getId()));
+        assertEquals(3, db.count("SELECT count(*) FROM jobs"));
+        assertEquals(List.of(id), ran);
+    }
+
     @Test
     void aJobOfATypeWithoutAHandlerHereOrWithAnOrderingKeyIsInsertedReady() {
         start(config(2), handlers(new CountDownLatch(0)));
