@@ -62,8 +62,8 @@ final class ClientLatency {
 
     /**
      * One measured enqueue: t0 just before the call, tIn inside the transaction (a pooled connection taken),
-     * tStatement when the enqueue statement returned, t1 when the commit returned; cpu the calling thread's CPU
-     * over the call.
+     * tStatement when the enqueue statement returned (both 0 for {@link JobStore#submit}), t1 when the call returned
+     * (the commit; for submit its wait for the flush, after the job started); cpu the calling thread's CPU over the call.
      */
     private record Sent(long id, long t0, long tIn, long tStatement, long t1, long cpu) {}
 

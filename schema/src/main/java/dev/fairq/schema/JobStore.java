@@ -30,6 +30,7 @@ import java.util.Set;
  * (nested in the caller's when there is one).
  */
 public final class JobStore {
+    private static final org.slf4j.Logger SUBMIT_LOG = org.slf4j.LoggerFactory.getLogger(JobStore.class);
     /** Jobs of one insert statement; a bigger enqueue is split. */
     public static final int MAX_BATCH = Enqueue.MAX_BATCH;
 
@@ -138,6 +139,10 @@ public final class JobStore {
      * own to commit with the jobs. {@code db} must be pool-backed (autocommit), not a transaction. Returns once the
      * jobs are durable, as {@link #enqueueAll} returns at the commit; a job may start before that (see below).
      *
+     * <p>The connections of {@code db}'s pool must be in autocommit (HikariCP's default; a pool configured with
+     * autoCommit false makes every call throw). A context of the caller's open transaction makes it throw too; a
+     * pool-backed context used while a transaction of the caller's is open elsewhere commits on its own, apart.
+     *
      * <p>One job is one statement in autocommit, several are one transaction. The commit does not wait for the WAL
      * flush ({@link #enqueueAllUnflushed}), so a job that a grant admitted starts at once: on a free thread of this
      * process's worker (it was inserted running), or by a claim after the workers' wake-up. Then the call waits for
@@ -148,6 +153,7 @@ public final class JobStore {
      * start: 0.7 ms of the latency bench's 2.1 ms enqueue call at 50 jobs a second (PostgreSQL 15, stop 47).
      */
     public List<EnqueueResult> submit(DSLContext db, List<JobRequest> requests) {
+        if (requests.isEmpty()) return List.of();
         return db.connectionResult(c -> {
             // in a caller's transaction the unflushed commit would be the caller's, with all its writes
             if (!c.getAutoCommit()) throw new IllegalStateException("submit runs its own transaction: in a transaction of yours, use enqueueAll");
@@ -157,7 +163,13 @@ public final class JobStore {
             startCommitted(results);
             for (EnqueueResult r : results) {
                 if (r.created() && r.job().getStatus() == dev.fairq.schema.generated.enums.JobStatus.ready) {
-                    leases.wakeWorkers(one); // INSERT_JOBS_UNFLUSHED wakes no worker in its statement
+                    // INSERT_JOBS_UNFLUSHED wakes no worker in its statement. The jobs are committed: a failed
+                    // wake must not make the caller enqueue them again (the workers' next claim finds them)
+                    try {
+                        leases.wakeWorkers(one);
+                    } catch (RuntimeException e) {
+                        SUBMIT_LOG.warn("submit: the workers' wake-up failed; the ready jobs wait for their next claim", e);
+                    }
                     break;
                 }
             }

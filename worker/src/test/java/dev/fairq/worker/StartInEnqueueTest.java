@@ -97,11 +97,12 @@ class StartInEnqueueTest extends PlatformTest {
 
     /**
      * JobStore#submit, an application's enqueue in a transaction of its own: a granted job starts on a free thread
-     * without a claim (no notification either: the caller hands it over after the commit), a batch is all or
-     * nothing, and inside a caller's transaction it refuses to run, since its commit would be the caller's.
+     * without a claim (no notification either: the caller hands it over after the commit), a granted job no thread
+     * here runs is inserted ready and the workers are woken, a job_key replay writes nothing, and inside a caller's
+     * transaction it refuses to run, since its commit would be the caller's.
      */
     @Test
-    void submitStartsAGrantedJobAtItsCommitIsAllOrNothingAndRefusesACallersTransaction() {
+    void submitStartsAGrantedJobAtItsCommitWakesTheWorkersForAReadyOneAndRefusesACallersTransaction() {
         Worker w = start(config(2), handlers(new CountDownLatch(0)));
         grant("acme");
         EnqueueResult r = platform.store.submit(db.dsl(), JobRequest.builder("acme", "noop").build());
@@ -116,7 +117,7 @@ class StartInEnqueueTest extends PlatformTest {
 
         assertThrows(dev.fairq.schema.UnknownTenantException.class, () -> platform.store.submit(db.dsl(), List.of(
                 JobRequest.builder("acme", "noop").build(), JobRequest.builder("no-such-tenant", "noop").build())));
-        assertEquals(1, db.count("SELECT count(*) FROM jobs"), "the batch wrote nothing");
+        assertEquals(1, db.count("SELECT count(*) FROM jobs"), "a batch with an unknown tenant wrote nothing");
 
         assertThrows(IllegalStateException.class, () -> db.dsl().transaction(c ->
                 platform.store.submit(c.dsl(), JobRequest.builder("acme", "noop").build())));
@@ -130,6 +131,25 @@ class StartInEnqueueTest extends PlatformTest {
         assertTrue(!replay.created() && replay.job().getId().equals(two.get(0).job().getId()));
         assertEquals(3, db.count("SELECT count(*) FROM jobs"));
         assertEquals(List.of(id), ran);
+
+        // a granted job no thread here runs (no handler for its type) is inserted ready, and submit wakes the
+        // workers after its commit (its statement does not); nothing else here notifies fairq_ready
+        try (Connection listen = Database.dedicated(db.jdbcUrl, db.user, db.password, "submit-test-listen")) {
+            try (var st = listen.createStatement()) {
+                st.execute("LISTEN fairq_ready");
+            }
+            grant("acme");
+            assertEquals(JobStatus.ready, platform.store.submit(db.dsl(), JobRequest.builder("acme", "elsewhere").build()).job().getStatus());
+            org.postgresql.PGConnection pg = listen.unwrap(org.postgresql.PGConnection.class);
+            AtomicInteger woken = new AtomicInteger();
+            await().atMost(Duration.ofSeconds(10)).until(() -> {
+                org.postgresql.PGNotification[] ns = pg.getNotifications(100);
+                if (ns != null) woken.addAndGet(ns.length);
+                return woken.get() > 0;
+            });
+        } catch (SQLException e) {
+            throw new AssertionError(e);
+        }
     }
 
     @Test
