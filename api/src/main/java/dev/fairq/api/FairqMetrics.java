@@ -45,8 +45,11 @@ import java.util.function.Supplier;
  * the most jobs waiting or running, then those with the most recent activity in this process (the last five
  * minutes). Everything else is summed into {@code tenant="_other"} (no tenant id starts with '_'), so summing a
  * family over tenants still gives the total. When a tenant's series appear, every counter of it starts at 0,
- * so a real Prometheus server's {@code rate()} sees its first failures. The tracked set is chosen at each
- * scrape; a tenant that drops out loses its series (Prometheus treats a return as a counter reset).
+ * so a real Prometheus server's {@code rate()} sees its first failures: a tenant with no series yet gets them at its
+ * first event while fewer than K are tracked, and its events are held back (up to {@link #HELD_MAX}) until a scrape
+ * has shown its series at 0, then counted; otherwise it is counted in _other until a scrape chooses it. The tracked
+ * set is chosen again at each scrape; a tenant that drops out loses its series (Prometheus treats a return as a
+ * counter reset), and what it still held back is counted in _other.
  *
  * <p>Latencies: {@code fairq_admission_latency_seconds} is enqueue (created_at) to admission on a job's first
  * attempt (it includes a delay_ms / run_at the job asked for); {@code fairq_claim_latency_seconds} is admission
@@ -87,6 +90,29 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
     private final ReentrantReadWriteLock series = new ReentrantReadWriteLock();
     /** Test seam: runs between choosing a label and recording into it (no-op but in tests). */
     volatile Runnable afterLabel = () -> {};
+    /**
+     * The most events a tenant's new series hold back until a scrape showed them at 0: beyond it (a tenant that busy
+     * in its first scrape interval, or no scraper at all) they are counted at once. With K = 100, at most 100,000
+     * small closures.
+     */
+    static final int HELD_MAX = 1_000;
+
+    /** A tracked tenant whose series no scrape has shown yet: its events so far, counted once one has. */
+    private static final class Held {
+        final long scrape; // the scrape count when the series were made: shown by any scrape that starts later
+        final java.util.concurrent.ConcurrentLinkedQueue<Consumer<String>> events = new java.util.concurrent.ConcurrentLinkedQueue<>();
+        final java.util.concurrent.atomic.AtomicInteger count = new java.util.concurrent.atomic.AtomicInteger();
+
+        Held(long scrape) {
+            this.scrape = scrape;
+        }
+    }
+
+    /** Tracked tenants whose series no scrape has shown yet (changed under {@link #series}' write lock). */
+    private final Map<String, Held> held = new ConcurrentHashMap<>();
+    /** Scrapes started (changed under {@link #series}' write lock). */
+    private long scrapes;
+
     /** Last activity (nanoTime) and how many events, per tenant active in this process lately (pruned at scrapes). */
     private final Map<String, long[]> recent = new ConcurrentHashMap<>();
     private final Counter scheduleFires;
@@ -116,6 +142,8 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
                 + "(counted by the active scheduler of this process)").register(registry);
         scheduleSkipped = Counter.builder().name("fairq_schedule_skipped_fires").help("schedule fires that enqueued "
                 + "nothing, by reason: missed, overlap, queue_full, invalid").labelNames("reason").register(registry);
+        // every reason from the start: a series that appears at its first increment hides that increment from rate()
+        for (String reason : ScheduleObserver.SKIP_REASONS) scheduleSkipped.initLabelValues(reason);
         scheduleLag = histogram("fairq_schedule_fire_lag_seconds", "from a fire's instant to the enqueue of its job "
                 + "(0 when the job was created ahead)", false);
         perTenant = List.of(starts, successes, retries, deadLetters, leaseLost, admission, claim, duration);
@@ -165,12 +193,52 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
         return label;
     }
 
-    /** Records into the series of the tenant's label, with the label's set held still (see {@link #series}). */
+    /**
+     * Records into the series of the tenant's label, with the label's set held still (see {@link #series}); a tenant
+     * without series gets them if fewer than K are tracked, and a tenant whose series no scrape has shown yet has
+     * the event held back until one has.
+     */
     private void record(String tenantId, Consumer<String> recording) {
+        if (!tracked.contains(tenantId) && tracked.size() < topTenants) track(tenantId);
         ReentrantReadWriteLock.ReadLock lock = series.readLock();
         lock.lock();
         try {
-            recording.accept(label(tenantId));
+            String label = label(tenantId);
+            Held h = label.equals(OTHER) ? null : held.get(tenantId);
+            if (h != null && h.count.incrementAndGet() <= HELD_MAX) h.events.add(recording);
+            else recording.accept(label);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Series for a tenant at its first event, at 0, while fewer than K tenants have them. */
+    private void track(String tenantId) {
+        ReentrantReadWriteLock.WriteLock lock = series.writeLock();
+        lock.lock();
+        try {
+            if (tracked.contains(tenantId) || tracked.size() >= topTenants) return;
+            for (StatefulMetric<?, ?> m : perTenant) m.initLabelValues(tenantId);
+            held.put(tenantId, new Held(scrapes));
+            Set<String> more = new HashSet<>(tracked);
+            more.add(tenantId);
+            tracked = Set.copyOf(more);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Counts what tenants held back whose series a scrape that started after {@code scrape} has shown. */
+    private void release(long scrape) {
+        if (held.isEmpty()) return;
+        ReentrantReadWriteLock.WriteLock lock = series.writeLock();
+        lock.lock();
+        try {
+            held.entrySet().removeIf(e -> {
+                if (e.getValue().scrape >= scrape) return false;
+                for (Consumer<String> event : e.getValue().events) event.accept(e.getKey());
+                return true;
+            });
         } finally {
             lock.unlock();
         }
@@ -191,7 +259,17 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
      */
     synchronized MetricSnapshots scrape() {
         depthSnapshots = collectDepths();
-        return registry.scrape();
+        long scrape;
+        ReentrantReadWriteLock.WriteLock lock = series.writeLock();
+        lock.lock();
+        try {
+            scrape = ++scrapes; // series made before this line are in this scrape
+        } finally {
+            lock.unlock();
+        }
+        MetricSnapshots snapshots = registry.scrape();
+        release(scrape);
+        return snapshots;
     }
 
     /** Keys with series of their own: the 20 with the most jobs running or admitted (about 150 bytes each). */
@@ -272,6 +350,13 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
                     m.removeIf(labels -> !labels.get(0).equals(OTHER) && !chosen.contains(labels.get(0)));
                     for (String t : chosen) if (!before.contains(t)) m.initLabelValues(t);
                 }
+                // what a dropped tenant held back is counted where its events go now
+                held.entrySet().removeIf(e -> {
+                    if (chosen.contains(e.getKey())) return false;
+                    for (Consumer<String> event : e.getValue().events) event.accept(OTHER);
+                    return true;
+                });
+                for (String t : chosen) if (!before.contains(t)) held.putIfAbsent(t, new Held(scrapes));
                 tracked = Set.copyOf(chosen);
             } finally {
                 lock.unlock();

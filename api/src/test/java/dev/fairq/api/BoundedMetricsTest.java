@@ -36,6 +36,12 @@ class BoundedMetricsTest {
     final TestDatabase db = TestDatabase.get();
     final DSLContext dsl = db.dsl();
 
+    /** Jobs other test classes left would take places among the K. */
+    @org.junit.jupiter.api.BeforeEach
+    void cleanDatabase() {
+        db.reset();
+    }
+
     private String scrape(FairqMetrics metrics) throws IOException {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         PrometheusTextFormatWriter.create().write(out, metrics.scrape());
@@ -160,6 +166,67 @@ class BoundedMetricsTest {
         assertEquals(Set.of(b, FairqMetrics.OTHER), tenants(text), "only the tracked tenant and _other have series");
         assertEquals(0, value(text, "fairq_job_dead_letters_total{tenant=\"" + b + "\"}"), 0);
         dsl.execute("DELETE FROM jobs WHERE tenant_id LIKE ?", "mb-" + run + "-%");
+    }
+
+    private static ClaimedJob jobOf(String tenant, long id) {
+        return new ClaimedJob(id, tenant, "default", "noop", "{}", 1, 1, null, null,
+                OffsetDateTime.now(), OffsetDateTime.now(), 0, null);
+    }
+
+    /**
+     * A tenant that had no series fails before any scrape: its series appear at 0 and its failure is counted one
+     * scrape later, under its own label, so a real Prometheus server's rate() sees the tenant's first dead letter
+     * (counted in _other, it never would; shown at once, the series' first sample would already hold it).
+     */
+    @Test
+    void aNewTenantsFirstFailureShowsUnderItsOwnSeriesAfterAScrapeShowedThemAtZero() throws IOException {
+        String run = UUID.randomUUID().toString().substring(0, 6);
+        String fresh = "mb-" + run + "-fresh", crowded = "mb-" + run + "-crowded";
+        FairqMetrics metrics = new FairqMetrics(dsl, 1, () -> null);
+        String text = scrape(metrics);
+        assertFalse(tenants(text).contains(fresh));
+        double otherDeadBefore = value(text, "fairq_job_dead_letters_total{tenant=\"" + FairqMetrics.OTHER + "\"}");
+
+        metrics.started(jobOf(fresh, 1));
+        metrics.finished(jobOf(fresh, 1), new JobOutcome.Failed(1, 1, true, 0, "x"), 1_000_000);
+        // K = 1 is taken now: another new tenant is counted in _other
+        metrics.finished(jobOf(crowded, 2), new JobOutcome.Failed(2, 1, true, 0, "x"), 1_000_000);
+
+        text = scrape(metrics);
+        assertEquals(0, value(text, "fairq_job_dead_letters_total{tenant=\"" + fresh + "\"}"), 0, "first shown at 0");
+        assertEquals(0, value(text, "fairq_job_starts_total{tenant=\"" + fresh + "\"}"), 0);
+        assertEquals(otherDeadBefore + 1, value(text, "fairq_job_dead_letters_total{tenant=\"" + FairqMetrics.OTHER + "\"}"), 0,
+                "only the tenant that found no room is in _other");
+        assertFalse(tenants(text).contains(crowded));
+
+        text = scrape(metrics);
+        assertEquals(1, value(text, "fairq_job_dead_letters_total{tenant=\"" + fresh + "\"}"), 0, "then counted, as its own");
+        assertEquals(1, value(text, "fairq_job_starts_total{tenant=\"" + fresh + "\"}"), 0);
+        assertEquals(1, value(text, "fairq_job_duration_seconds_count{tenant=\"" + fresh + "\"}"), 0);
+        assertEquals(otherDeadBefore + 1, value(text, "fairq_job_dead_letters_total{tenant=\"" + FairqMetrics.OTHER + "\"}"), 0);
+    }
+
+    /** A tenant whose series a scrape drops before any showed them: what it held back is counted in _other, not lost. */
+    @Test
+    void whatADroppedTenantHeldBackIsCountedInOther() throws IOException {
+        String run = UUID.randomUUID().toString().substring(0, 6);
+        String quiet = "mb-" + run + "-quiet", busy = "mb-" + run + "-busy";
+        FairqMetrics metrics = new FairqMetrics(dsl, 1, () -> null);
+        double otherDeadBefore = value(scrape(metrics), "fairq_job_dead_letters_total{tenant=\"" + FairqMetrics.OTHER + "\"}");
+        metrics.finished(jobOf(quiet, 1), new JobOutcome.Failed(1, 1, true, 0, "x"), 1_000_000);
+        backlog(busy, 2_000); // busy outranks quiet at the next scrape
+        String text = scrape(metrics);
+        assertEquals(Set.of(busy, FairqMetrics.OTHER), tenants(text));
+        assertEquals(otherDeadBefore + 1, value(text, "fairq_job_dead_letters_total{tenant=\"" + FairqMetrics.OTHER + "\"}"), 0);
+        dsl.execute("DELETE FROM jobs WHERE tenant_id LIKE ?", "mb-" + run + "-%");
+    }
+
+    @Test
+    void everySkippedFireReasonStartsAtZero() throws IOException {
+        String text = scrape(new FairqMetrics(dsl, 1, () -> null));
+        for (String reason : dev.fairq.scheduler.ScheduleObserver.SKIP_REASONS) {
+            assertEquals(0, value(text, "fairq_schedule_skipped_fires_total{reason=\"" + reason + "\"}"), 0, reason);
+        }
     }
 
     private static boolean waitsToChangeSeries(Thread t) {

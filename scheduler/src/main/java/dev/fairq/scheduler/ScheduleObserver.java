@@ -17,5 +17,8 @@ public interface ScheduleObserver {
      */
     default void skipped(String tenantId, String reason, long fires) {}
 
+    /** Every reason {@link #skipped} reports, so that a counter by reason can start each at 0. */
+    java.util.List<String> SKIP_REASONS = java.util.List.of("missed", "overlap", ScheduleFirer.QUEUE_FULL, ScheduleFirer.INVALID);
+
     ScheduleObserver NONE = new ScheduleObserver() {};
 }
