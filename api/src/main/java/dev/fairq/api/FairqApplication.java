@@ -171,7 +171,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         env.jersey().register(new AdminOverviewResource(dashboards));
         env.jersey().register(new AdminWorkersResource(store, db));
         env.jersey().register(new DashboardPages());
-        env.jersey().register(new SchedulesResource(schedules, db));
+        env.jersey().register(new SchedulesResource(schedules, db, config.maxPayloadBytes));
         env.jersey().register(new SchedulesResource.Admin(schedules, db));
         env.jersey().register(new OpenApiDocument(() -> resourceClasses(env), env.getObjectMapper()));
 

@@ -88,16 +88,24 @@ final class JsonBodyReader implements MessageBodyReader<RequestBody> {
     @Override
     public RequestBody readFrom(Class<RequestBody> type, Type genericType, Annotation[] annotations, MediaType mediaType,
                                 MultivaluedMap<String, String> headers, InputStream entity) throws IOException {
-        // the largest body there is reason to send: a full batch of full payloads, each with its other fields
-        // (at most 256 MiB: past it a body is refused unread whatever FAIRQ_MAX_PAYLOAD_BYTES allows a payload)
+        return read(readObject(utf8(readCapped(entity, maxPayloadBytes))), type);
+    }
+
+    /**
+     * The body's bytes, or a 413 without reading past the cap: the largest body there is reason to send, a full batch
+     * of full payloads, each with its other fields (at most 256 MiB: past it a body is refused unread whatever
+     * FAIRQ_MAX_PAYLOAD_BYTES allows a payload). Every JSON body is read through here.
+     */
+    static byte[] readCapped(InputStream entity, int maxPayloadBytes) throws IOException {
         long cap = Math.min((long) BatchSubmission.MAX_BATCH * (maxPayloadBytes + 8 * 1024), MAX_BODY_BYTES);
         byte[] bytes = entity.readNBytes((int) Math.min(cap + 1, Integer.MAX_VALUE - 16));
         if (bytes.length > cap) {
             throw new ApiException(Response.Status.REQUEST_ENTITY_TOO_LARGE.getStatusCode(),
-                    "the request body is over " + cap + " bytes (" + BatchSubmission.MAX_BATCH + " jobs of at most "
-                            + maxPayloadBytes + " payload bytes each)", List.of(), Map.of());
+                    "the request body is over " + cap + " bytes (the largest there is reason to send: a batch of "
+                            + BatchSubmission.MAX_BATCH + " jobs of at most " + maxPayloadBytes + " payload bytes each)",
+                    List.of(), Map.of());
         }
-        return read(readObject(utf8(bytes)), type);
+        return bytes;
     }
 
     /** The body as text: 400 when it is not UTF-8 (RFC 8259), rather than storing U+FFFD for the bytes at fault. */

@@ -41,7 +41,7 @@ import java.util.function.Supplier;
  * {@code GET /openapi.json}, without authentication: the OpenAPI 3 document of every resource Jersey serves,
  * read by swagger-core from the resources' JAX-RS, swagger and Bean Validation annotations (so a new endpoint
  * appears without anyone writing it down), then completed by the rules every endpoint shares: the bearer
- * schemes, 401 and 403 on /v1, 400 and 422 where there is a body, the error body on every 4xx, and the tenant
+ * schemes, 401 and 403 on /v1, 400, 413 and 422 where there is a body, the error body on every 4xx, and the tenant
  * limits' ranges from {@link TenantLimit}. Built once, on the first request.
  */
 @Path("/openapi.json")
@@ -173,6 +173,9 @@ public final class OpenApiDocument {
                             .description("the body is not a JSON object"));
                     responses.putIfAbsent("422", new io.swagger.v3.oas.models.responses.ApiResponse()
                             .description("invalid or unknown fields, each named in errors; nothing was written"));
+                    // every body is read through one cap (JsonBodyReader.readCapped)
+                    responses.putIfAbsent("413", new io.swagger.v3.oas.models.responses.ApiResponse()
+                            .description("the body is over 1,000 x (FAIRQ_MAX_PAYLOAD_BYTES + 8 KiB), at most 256 MiB: refused unread"));
                 }
                 responses.forEach((code, r) -> {
                     if (code.startsWith("4") && r.getContent() == null) {

@@ -54,9 +54,21 @@ public final class SchedulesResource {
     private final ScheduleService schedules;
     private final DSLContext db;
 
-    SchedulesResource(ScheduleService schedules, DSLContext db) {
+    private final int maxPayloadBytes;
+
+    SchedulesResource(ScheduleService schedules, DSLContext db, int maxPayloadBytes) {
         this.schedules = schedules;
         this.db = db;
+        this.maxPayloadBytes = maxPayloadBytes;
+    }
+
+    /** The body as JSON, read up to the one cap of every body (a 413 beyond it, unread). */
+    private JsonNode body(java.io.InputStream entity) {
+        try {
+            return JsonBodyReader.readObject(JsonBodyReader.utf8(JsonBodyReader.readCapped(entity, maxPayloadBytes)));
+        } catch (java.io.IOException e) {
+            throw ApiException.badRequest("the request body could not be read");
+        }
     }
 
     /** A page of schedules by name: pass {@code next} back as {@code after}. */
@@ -72,8 +84,9 @@ public final class SchedulesResource {
             @ApiResponse(responseCode = "200", description = "replaced", content = @Content(schema = @Schema(implementation = ScheduleInfo.class))),
             @ApiResponse(responseCode = "409", description = "the tenant is at max_schedules")})
     public Response put(@Context SecurityContext sc, @Context UriInfo uri, @PathParam("name") String name,
-                        @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true, content = @Content(schema = @Schema(implementation = ScheduleDefinition.class))) byte[] body) {
-        ScheduleDefinition definition = checked(() -> ScheduleDefinition.fromJson(JsonBodyReader.readObject(JsonBodyReader.utf8(body))));
+                        @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true, content = @Content(schema = @Schema(implementation = ScheduleDefinition.class))) java.io.InputStream body) {
+        JsonNode json = body(body);
+        ScheduleDefinition definition = checked(() -> ScheduleDefinition.fromJson(json));
         ScheduleService.Written w = checked(() -> schedules.put(db, BearerAuthFilter.tenant(sc), name, definition));
         if (w.created()) return Response.created(uri.getAbsolutePath()).entity(w.schedule()).build();
         return Response.ok(w.schedule()).build();
@@ -107,8 +120,8 @@ public final class SchedulesResource {
             @ApiResponse(responseCode = "404", description = "no schedule of that name")})
     public ScheduleInfo patch(@Context SecurityContext sc, @PathParam("name") String name,
                               @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true, description = "any subset of a schedule's fields",
-                                      content = @Content(schema = @Schema(implementation = ScheduleDefinition.class))) byte[] body) {
-        JsonNode patch = JsonBodyReader.readObject(JsonBodyReader.utf8(body));
+                                      content = @Content(schema = @Schema(implementation = ScheduleDefinition.class))) java.io.InputStream body) {
+        JsonNode patch = body(body);
         return checked(() -> schedules.patch(db, BearerAuthFilter.tenant(sc), name, patch)).orElseThrow(() -> notFound(name));
     }
 

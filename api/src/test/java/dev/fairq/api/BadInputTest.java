@@ -163,6 +163,14 @@ class BadInputTest extends AppTest {
         // 30 MB in one string: over the body cap of the test's configuration? Then 413 either way, never a 400 or 500
         TestApp.Res big = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": \"" + "x".repeat(30_000_000) + "\"}");
         assertEquals(413, big.status(), big.toString().substring(0, Math.min(300, big.toString().length())));
+        // a schedule's body is held to the same cap (it had been read whole and parsed: a 400)
+        String over = "{\"cron\": \"@daily\", \"job\": {\"type\": \"record\", \"payload\": \"" + "x".repeat(10_000_000) + "\"}}";
+        for (String method : List.of("PUT", "PATCH")) {
+            TestApp.Res r = app.call(method, "/v1/schedules/s", key, over);
+            assertEquals(413, r.status(), method + " " + r.toString().substring(0, Math.min(300, r.toString().length())));
+            assertTrue(r.body().get("error").asText().contains("the request body is over"), r.toString());
+        }
+        assertEquals(404, app.call("GET", "/v1/schedules/s", key, null).status(), "no schedule written");
         assertEquals(before, app.snapshot(tenant), "nothing stored");
     }
 
