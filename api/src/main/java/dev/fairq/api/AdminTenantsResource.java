@@ -46,7 +46,11 @@ public final class AdminTenantsResource {
     }
 
     @Schema(name = "TenantList")
-    public record TenantList(List<TenantView> tenants) {}
+    public record TenantList(List<TenantView> tenants,
+                             @Schema(description = "the last id of this page when there are more: pass it back as after; null on the last page")
+                             String next) {}
+
+    static final int DEFAULT_TENANTS_PAGE = 100, MAX_TENANTS_PAGE = 1_000;
 
     @Schema(name = "CreatedKey", description = "a new key: shown in this answer only, stored hashed")
     public record CreatedKey(String keyId, @Schema(description = "the bearer token for the tenant's requests") String key,
@@ -55,11 +59,32 @@ public final class AdminTenantsResource {
     @Schema(name = "KeyList")
     public record KeyList(List<ApiKeyStore.KeyInfo> keys) {}
 
+    /**
+     * A page of tenants by id (pass {@code next} back as {@code after}): never every tenant at once, which with a
+     * million registered was a response of hundreds of megabytes. The admin overview is the view by load.
+     */
     @GET
-    @Operation(summary = "Every tenant and its limits", responses =
-            @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = TenantList.class))))
-    public TenantList list() {
-        return new TenantList(tenants.list());
+    @Operation(summary = "The tenants and their limits by id, a page at a time (pass next back as after)", responses = {
+            @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = TenantList.class))),
+            @ApiResponse(responseCode = "422", description = "a bad limit")})
+    public TenantList list(@Parameter(description = "tenants per page, 1-1000 (default 100)") @jakarta.ws.rs.QueryParam("limit") String limit,
+                           @Parameter(description = "the next page: the previous page's next") @jakarta.ws.rs.QueryParam("after") String after) {
+        int n = pageSize(limit);
+        List<TenantView> page = tenants.page(after == null || after.isEmpty() ? null : after, n + 1);
+        if (page.size() <= n) return new TenantList(page, null);
+        List<TenantView> shown = page.subList(0, n);
+        return new TenantList(shown, shown.get(n - 1).id());
+    }
+
+    static int pageSize(String limit) {
+        if (limit == null || limit.isBlank()) return DEFAULT_TENANTS_PAGE;
+        try {
+            int n = Integer.parseInt(limit.trim());
+            if (n >= 1 && n <= MAX_TENANTS_PAGE) return n;
+        } catch (NumberFormatException e) {
+            // answered below
+        }
+        throw ApiException.invalid("limit", "must be a whole number between 1 and " + MAX_TENANTS_PAGE);
     }
 
     @GET

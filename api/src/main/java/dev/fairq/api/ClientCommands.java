@@ -323,7 +323,9 @@ final class ClientCommands {
         @Override
         public void configure(Subparser subparser) {
             Subparsers actions = subparser.addSubparsers().title("actions").dest("action").metavar("ACTION");
-            leaf(actions, "list", "every tenant and its limits");
+            Subparser list = leaf(actions, "list", "the tenants and their limits by id (one page)");
+            list.addArgument("--limit").type(Integer.class).help("tenants per page, 1-1000 (default 100)");
+            list.addArgument("--after").help("the next page: the id the previous page printed");
             leaf(actions, "get", "a tenant's limits").addArgument("id").metavar("ID");
             Subparser set = actions.addParser("set").help("create a tenant, or change the limits given (the others stay)")
                     .description("Creates the tenant if it does not exist (limits left out take the defaults), else changes "
@@ -346,13 +348,24 @@ final class ClientCommands {
             String action = ns.getString("action");
             switch (action) {
                 case "list" -> {
-                    JsonNode body = client.send("GET", "/v1/admin/tenants", null, true).body();
+                    StringBuilder query = new StringBuilder();
+                    if (ns.getInt("limit") != null) query.append("?limit=").append(ns.getInt("limit"));
+                    if (ns.getString("after") != null) {
+                        query.append(query.length() == 0 ? '?' : '&').append("after=")
+                                .append(java.net.URLEncoder.encode(ns.getString("after"), java.nio.charset.StandardCharsets.UTF_8));
+                    }
+                    JsonNode body = client.send("GET", "/v1/admin/tenants" + query, null, true).body();
                     if (printedAsJson(json, body)) return;
                     out.printf("%-24s %6s %10s %8s %11s %11s %s%n", "ID", "WEIGHT", "RATE/S", "BURST", "MAX_RUNNING", "MAX_QUEUED", "PAUSED");
                     for (JsonNode t : body.get("tenants")) {
                         Model.Tenant x = read(t, Model.Tenant.class);
                         out.printf("%-24s %6d %10s %8d %11d %11d %s%n", x.id(), x.weight(), x.ratePerSecond(), x.burst(),
                                 x.maxRunning(), x.maxQueued(), x.paused() ? "yes" : "no");
+                    }
+                    JsonNode next = body.get("next");
+                    if (next != null && !next.isNull()) {
+                        out.println("more: tenants list" + (ns.getInt("limit") == null ? "" : " --limit " + ns.getInt("limit"))
+                                + " --after " + Jobs.shellQuoted(next.asText()));
                     }
                 }
                 case "get" -> tenant(client.send("GET", "/v1/admin/tenants/" + tenantId("ID", ns.getString("id")), null, true).body(), json, null);

@@ -23,6 +23,11 @@ final class TenantAdminStore {
         return store.list(db).stream().map(TenantView::of).toList();
     }
 
+    /** Up to {@code limit} tenants by id, after {@code after} (null: from the first). */
+    List<TenantView> page(String after, int limit) {
+        return store.page(db, after, limit).stream().map(TenantView::of).toList();
+    }
+
     Optional<TenantView> find(String id) {
         return store.find(db, id).map(TenantView::of);
     }

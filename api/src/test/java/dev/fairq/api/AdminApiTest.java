@@ -27,6 +27,37 @@ class AdminApiTest extends AppTest {
         assertEquals(200, app.admin("GET", "/v1/admin/tenants", null).status());
     }
 
+    /** The tenant list is paged by id: every tenant exactly once, in order, never all of them in one answer. */
+    @Test
+    void theTenantListIsPagedByIdEveryTenantOnce() {
+        String prefix = TestApp.uniqueTenant("page");
+        List<String> mine = new java.util.ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            mine.add(prefix + "-" + i);
+            assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + prefix + "-" + i, "{}").status());
+        }
+        List<String> seen = new java.util.ArrayList<>();
+        String after = null;
+        int pages = 0;
+        do {
+            TestApp.Res r = app.admin("GET", "/v1/admin/tenants?limit=2" + (after == null ? "" : "&after=" + after), null);
+            assertEquals(200, r.status(), r.toString());
+            JsonNode tenants = r.body().get("tenants");
+            assertTrue(tenants.size() <= 2, r.toString());
+            for (JsonNode t : tenants) seen.add(t.get("id").asText());
+            after = r.body().get("next").isNull() ? null : r.body().get("next").asText();
+            if (after != null) assertEquals(tenants.get(tenants.size() - 1).get("id").asText(), after);
+        } while (after != null && ++pages < 10_000);
+        assertEquals(seen.stream().sorted().distinct().toList(), seen, "by id, each once");
+        assertTrue(seen.containsAll(mine), seen.toString());
+        assertEquals(seen, app.client(TestApp.ADMIN_TOKEN).tenants().stream().map(dev.fairq.client.Model.Tenant::id).toList(),
+                "the Java client follows the pages");
+        assertTrue(app.admin("GET", "/v1/admin/tenants", null).body().get("tenants").size() <= AdminTenantsResource.DEFAULT_TENANTS_PAGE);
+        for (String bad : List.of("0", "1001", "abc", "-1")) {
+            app.admin("GET", "/v1/admin/tenants?limit=" + bad, null).assertRefused(422, "limit", bad);
+        }
+    }
+
     @Test
     void putCreatesOrReplacesPatchChangesPartiallyAndEveryChangeIsAudited() {
         String t = TestApp.uniqueTenant("lim");

@@ -134,8 +134,26 @@ public final class FairqClient {
 
     // ---- admin's endpoints --------------------------------------------------------------------------------
 
+    /** Every tenant, by id, read a page (1,000) at a time: with many tenants, prefer {@link #tenants(String, int)}. */
     public List<Model.Tenant> tenants() {
-        return read(get("/v1/admin/tenants").body(), Model.Tenants.class).tenants();
+        List<Model.Tenant> all = new java.util.ArrayList<>();
+        String after = null;
+        do {
+            Model.Tenants page = tenantsPage(after, 1_000);
+            all.addAll(page.tenants());
+            after = page.next();
+        } while (after != null);
+        return all;
+    }
+
+    /** One page of tenants by id after {@code after} (null: the first); its {@code next} is the next page's after. */
+    public Model.Tenants tenants(String after, int limit) {
+        return tenantsPage(after, limit);
+    }
+
+    private Model.Tenants tenantsPage(String after, int limit) {
+        String query = "?limit=" + limit + (after == null ? "" : "&after=" + java.net.URLEncoder.encode(after, java.nio.charset.StandardCharsets.UTF_8));
+        return read(get("/v1/admin/tenants" + query).body(), Model.Tenants.class);
     }
 
     public Model.Tenant tenant(String id) {

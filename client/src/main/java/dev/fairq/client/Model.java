@@ -76,7 +76,8 @@ public final class Model {
 
     record Batch(List<Submitted> jobs) {}
 
-    record Tenants(List<Tenant> tenants) {}
+    /** A page of tenants by id: {@code next} is the next page's after, null on the last. */
+    public record Tenants(List<Tenant> tenants, String next) {}
 
     record Keys(List<ApiKey> keys) {}
 }

@@ -216,6 +216,15 @@ public final class TenantStore {
         return LIST.bind().fetch(ctx).map(r -> r.into(TENANTS));
     }
 
+    static final NamedSql PAGE = NamedSql.of("SELECT * FROM tenants ORDER BY id LIMIT :limit");
+    static final NamedSql PAGE_AFTER = NamedSql.of("SELECT * FROM tenants WHERE id > :after ORDER BY id LIMIT :limit");
+
+    /** Up to {@code limit} tenants by id, after {@code after} (null: from the first): one probe of the primary key. */
+    public List<TenantsRecord> page(DSLContext ctx, String after, int limit) {
+        NamedSql.Binding b = after == null ? PAGE.bind() : PAGE_AFTER.bind().set("after", after);
+        return b.set("limit", limit).fetch(ctx).map(r -> r.into(TENANTS));
+    }
+
     /** What a write did: the tenant as stored, and whether it was created. */
     public record Change(TenantsRecord tenant, boolean created) {}
 
