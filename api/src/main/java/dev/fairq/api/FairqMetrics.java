@@ -79,7 +79,7 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
     private final Histogram claimStatement;
     private final Histogram duration;
     private final List<StatefulMetric<?, ?>> perTenant;
-    /** Tenants with series of their own, chosen at the last scrape. */
+    /** Tenants with series of their own: chosen at the last scrape, and new ones at their first event while there is room. */
     private volatile Set<String> tracked = Set.of();
     /**
      * Read-held from choosing a series' label to recording into it, write-held while a scrape drops and adds
@@ -92,8 +92,8 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
     volatile Runnable afterLabel = () -> {};
     /**
      * The most events a tenant's new series hold back until a scrape showed them at 0: beyond it (a tenant that busy
-     * in its first scrape interval, or no scraper at all) they are counted at once. With K = 100, at most 100,000
-     * small closures.
+     * in its first scrape interval) they are counted at once, as they are when nothing scraped in the last five
+     * minutes. Each is a closure over two or three numbers: with K = 100, at most 100,000 of them, a few MB.
      */
     static final int HELD_MAX = 1_000;
 
@@ -112,6 +112,8 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
     private final Map<String, Held> held = new ConcurrentHashMap<>();
     /** Scrapes started (changed under {@link #series}' write lock). */
     private long scrapes;
+    /** When the last scrape started (nanoTime; 0: never): events are held back only while something scrapes. */
+    private volatile long lastScrapeNanos;
 
     /** Last activity (nanoTime) and how many events, per tenant active in this process lately (pruned at scrapes). */
     private final Map<String, long[]> recent = new ConcurrentHashMap<>();
@@ -205,7 +207,9 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
         try {
             String label = label(tenantId);
             Held h = label.equals(OTHER) ? null : held.get(tenantId);
-            if (h != null && h.count.incrementAndGet() <= HELD_MAX) h.events.add(recording);
+            long lastScrape = lastScrapeNanos;
+            boolean scraped = lastScrape != 0 && System.nanoTime() - lastScrape < RECENT.toNanos();
+            if (h != null && scraped && h.count.incrementAndGet() <= HELD_MAX) h.events.add(recording);
             else recording.accept(label);
         } finally {
             lock.unlock();
@@ -264,6 +268,7 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
         lock.lock();
         try {
             scrape = ++scrapes; // series made before this line are in this scrape
+            lastScrapeNanos = System.nanoTime();
         } finally {
             lock.unlock();
         }
@@ -372,27 +377,27 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
 
     @Override
     public void started(ClaimedJob job) {
+        // only numbers in the closure: a held-back event must not keep the job (its payload) alive
         OffsetDateTime now = OffsetDateTime.now();
+        double claimed = job.admittedAt() == null ? -1 : seconds(job.admittedAt(), now);
+        double admitted = job.admittedAt() == null || job.attempt() != 1 || job.createdAt() == null ? -1
+                : seconds(job.createdAt(), job.admittedAt());
         record(job.tenantId(), tenant -> {
             starts.labelValues(tenant).inc();
-            if (job.admittedAt() != null) {
-                claim.labelValues(tenant).observe(seconds(job.admittedAt(), now));
-                if (job.attempt() == 1 && job.createdAt() != null) {
-                    admission.labelValues(tenant).observe(seconds(job.createdAt(), job.admittedAt()));
-                }
-            }
+            if (claimed >= 0) claim.labelValues(tenant).observe(claimed);
+            if (admitted >= 0) admission.labelValues(tenant).observe(admitted);
         });
     }
 
     @Override
     public void finished(ClaimedJob job, JobOutcome outcome, long nanos) {
+        Counter counted = outcome instanceof JobOutcome.Failed f ? (f.dead() ? deadLetters : retries)
+                : outcome instanceof JobOutcome.Snoozed ? null // a snooze is neither a success nor a failure
+                : successes;
+        double took = nanos / 1e9;
         record(job.tenantId(), tenant -> {
-            duration.labelValues(tenant).observe(nanos / 1e9);
-            if (outcome instanceof JobOutcome.Failed f) {
-                (f.dead() ? deadLetters : retries).labelValues(tenant).inc();
-            } else if (!(outcome instanceof JobOutcome.Snoozed)) { // a snooze is neither a success nor a failure
-                successes.labelValues(tenant).inc();
-            }
+            duration.labelValues(tenant).observe(took);
+            if (counted != null) counted.labelValues(tenant).inc();
         });
     }
 

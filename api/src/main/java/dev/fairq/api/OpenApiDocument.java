@@ -174,8 +174,10 @@ public final class OpenApiDocument {
                     responses.putIfAbsent("422", new io.swagger.v3.oas.models.responses.ApiResponse()
                             .description("invalid or unknown fields, each named in errors; nothing was written"));
                     // every body is read through one cap (JsonBodyReader.readCapped)
-                    responses.putIfAbsent("413", new io.swagger.v3.oas.models.responses.ApiResponse()
-                            .description("the body is over 1,000 x (FAIRQ_MAX_PAYLOAD_BYTES + 8 KiB), at most 256 MiB: refused unread"));
+                    String cap = "the body is over 1,000 x (FAIRQ_MAX_PAYLOAD_BYTES + 8 KiB), at most 256 MiB: refused unread";
+                    io.swagger.v3.oas.models.responses.ApiResponse r413 = responses.get("413");
+                    if (r413 == null) responses.addApiResponse("413", new io.swagger.v3.oas.models.responses.ApiResponse().description(cap));
+                    else r413.setDescription(r413.getDescription() + "; or " + cap);
                 }
                 responses.forEach((code, r) -> {
                     if (code.startsWith("4") && r.getContent() == null) {
