@@ -69,22 +69,11 @@ public final class AdminTenantsResource {
             @ApiResponse(responseCode = "422", description = "a bad limit")})
     public TenantList list(@Parameter(description = "tenants per page, 1-1000 (default 100)") @jakarta.ws.rs.QueryParam("limit") String limit,
                            @Parameter(description = "the next page: the previous page's next") @jakarta.ws.rs.QueryParam("after") String after) {
-        int n = pageSize(limit);
+        int n = ParameterGuard.pageSize(limit, DEFAULT_TENANTS_PAGE, MAX_TENANTS_PAGE);
         List<TenantView> page = tenants.page(after == null || after.isEmpty() ? null : after, n + 1);
         if (page.size() <= n) return new TenantList(page, null);
         List<TenantView> shown = page.subList(0, n);
         return new TenantList(shown, shown.get(n - 1).id());
-    }
-
-    static int pageSize(String limit) {
-        if (limit == null || limit.isBlank()) return DEFAULT_TENANTS_PAGE;
-        try {
-            int n = Integer.parseInt(limit.trim());
-            if (n >= 1 && n <= MAX_TENANTS_PAGE) return n;
-        } catch (NumberFormatException e) {
-            // answered below
-        }
-        throw ApiException.invalid("limit", "must be a whole number between 1 and " + MAX_TENANTS_PAGE);
     }
 
     @GET

@@ -70,6 +70,18 @@ final class ParameterGuard implements ContainerRequestFilter {
         }
     }
 
+    /** A {@code limit} query parameter: blank is left out ({@code dflt}), else a whole number 1 to {@code max} or a 422. */
+    static int pageSize(String limit, int dflt, int max) {
+        if (limit == null || limit.isBlank()) return dflt;
+        try {
+            int n = Integer.parseInt(limit);
+            if (n >= 1 && n <= max) return n;
+        } catch (NumberFormatException e) {
+            // answered below
+        }
+        throw ApiException.invalid("limit", "must be a whole number between 1 and " + max);
+    }
+
     static boolean hasControl(String s) {
         if (s == null) return false;
         for (int i = 0; i < s.length(); i++) if (Character.isISOControl(s.charAt(i))) return true;

@@ -174,14 +174,7 @@ public final class SchedulesResource {
     }
 
     static int limit(String limit) {
-        if (limit == null || limit.isBlank()) return DEFAULT_LIMIT;
-        try {
-            int n = Integer.parseInt(limit);
-            if (n >= 1 && n <= MAX_LIMIT) return n;
-        } catch (NumberFormatException e) {
-            // answered below
-        }
-        throw ApiException.invalid("limit", "must be a whole number between 1 and " + MAX_LIMIT);
+        return ParameterGuard.pageSize(limit, DEFAULT_LIMIT, MAX_LIMIT);
     }
 
     static String blank(String s) {

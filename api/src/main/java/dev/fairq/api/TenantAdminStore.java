@@ -19,10 +19,6 @@ final class TenantAdminStore {
 
     record Change(TenantView tenant, boolean created) {}
 
-    List<TenantView> list() {
-        return store.list(db).stream().map(TenantView::of).toList();
-    }
-
     /** Up to {@code limit} tenants by id, after {@code after} (null: from the first). */
     List<TenantView> page(String after, int limit) {
         return store.page(db, after, limit).stream().map(TenantView::of).toList();

@@ -139,7 +139,7 @@ public final class FairqClient {
         List<Model.Tenant> all = new java.util.ArrayList<>();
         String after = null;
         do {
-            Model.Tenants page = tenantsPage(after, 1_000);
+            Model.Tenants page = tenants(after, 1_000);
             all.addAll(page.tenants());
             after = page.next();
         } while (after != null);
@@ -148,10 +148,6 @@ public final class FairqClient {
 
     /** One page of tenants by id after {@code after} (null: the first); its {@code next} is the next page's after. */
     public Model.Tenants tenants(String after, int limit) {
-        return tenantsPage(after, limit);
-    }
-
-    private Model.Tenants tenantsPage(String after, int limit) {
         String query = "?limit=" + limit + (after == null ? "" : "&after=" + java.net.URLEncoder.encode(after, java.nio.charset.StandardCharsets.UTF_8));
         return read(get("/v1/admin/tenants" + query).body(), Model.Tenants.class);
     }

@@ -40,8 +40,6 @@ public final class TenantStore {
 
     static final NamedSql FIND = NamedSql.of("SELECT * FROM tenants WHERE id = :id");
 
-    static final NamedSql LIST = NamedSql.of("SELECT * FROM tenants ORDER BY id");
-
     static final NamedSql BY_IDS = NamedSql.of("SELECT * FROM tenants WHERE id = ANY(:ids::text[])");
 
     /**
@@ -209,11 +207,6 @@ public final class TenantStore {
     /** How many tenants are registered (a count of the table: cache it). */
     public long count(DSLContext ctx) {
         return COUNT.bind().fetch(ctx).get(0).get(0, Long.class);
-    }
-
-    /** Every tenant, by id. */
-    public List<TenantsRecord> list(DSLContext ctx) {
-        return LIST.bind().fetch(ctx).map(r -> r.into(TENANTS));
     }
 
     static final NamedSql PAGE = NamedSql.of("SELECT * FROM tenants ORDER BY id LIMIT :limit");
