@@ -1,5 +1,6 @@
 package dev.fairq.api;
 
+import dev.fairq.schema.FieldError;
 import dev.fairq.schema.JobQueries;
 import dev.fairq.schema.JobStore;
 import io.swagger.v3.oas.annotations.Operation;
@@ -18,6 +19,7 @@ import jakarta.ws.rs.QueryParam;
 import jakarta.ws.rs.core.MediaType;
 import org.jooq.DSLContext;
 
+import java.util.ArrayList;
 import java.util.List;
 
 /** Admin: any tenant's jobs, replay and discard of dead jobs, blocked ordering keys, the audit log. */
@@ -122,19 +124,10 @@ public final class AdminJobsResource {
     public AuditPage audit(@QueryParam("tenant") String tenant,
                            @Parameter(description = "page size", schema = @Schema(type = "integer", minimum = "1", maximum = "1000", defaultValue = "100")) @QueryParam("limit") String limit,
                            @Parameter(description = "the next value of the previous page") @QueryParam("after") String after) {
-        int lim = 100;
-        Long before = null;
-        try {
-            if (limit != null && !limit.isBlank()) lim = Integer.parseInt(limit);
-        } catch (NumberFormatException e) {
-            throw ApiException.invalid("limit", "must be a whole number");
-        }
-        if (lim < 1 || lim > 1000) throw ApiException.invalid("limit", "must be between 1 and 1000");
-        try {
-            if (after != null && !after.isBlank()) before = Long.parseLong(after);
-        } catch (NumberFormatException e) {
-            throw ApiException.invalid("after", "must be the 'next' value of a previous page");
-        }
+        List<FieldError> errors = new ArrayList<>();
+        int lim = ParameterGuard.pageSize(limit, 100, 1000, errors);
+        Long before = ParameterGuard.afterId(after, errors);
+        if (!errors.isEmpty()) throw ApiException.invalid(errors);
         List<TenantAdminStore.AuditEntry> entries = tenants.audit(blank(tenant), before, lim + 1);
         boolean more = entries.size() > lim;
         List<TenantAdminStore.AuditEntry> page = more ? entries.subList(0, lim) : entries;

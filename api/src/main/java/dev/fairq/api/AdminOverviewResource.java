@@ -41,7 +41,7 @@ public final class AdminOverviewResource {
             @Parameter(description = "only tenants whose id starts with this") @QueryParam("search") String search) {
         // a blank parameter is one left out, as GET /v1/jobs?limit= takes it
         int from = offset == null || offset.isEmpty() ? 0 : intIn("offset", offset, 0, Integer.MAX_VALUE);
-        int size = limit == null || limit.isEmpty() ? DashboardFigures.DEFAULT_PAGE : intIn("limit", limit, 1, DashboardFigures.MAX_PAGE);
+        int size = ParameterGuard.pageSize(limit, DashboardFigures.DEFAULT_PAGE, DashboardFigures.MAX_PAGE);
         String prefix = search == null || search.isEmpty() ? null : search;
         if (prefix != null && !prefix.matches("[a-z0-9_-]{1,63}")) {
             throw ApiException.invalid("search", "must be the start of a tenant id: 1-63 lower-case letters, digits, '_' or '-'");

@@ -29,23 +29,8 @@ public record JobPage(List<JobView> jobs,
             for (JobStatus s : JobStatus.values()) if (s.getLiteral().equals(status)) st = s;
             if (st == null) errors.add(new FieldError("status", "must be one of pending, ready, running, succeeded, dead, cancelled"));
         }
-        int lim = DEFAULT_LIMIT;
-        if (limit != null && !limit.isBlank()) {
-            try {
-                lim = Integer.parseInt(limit);
-                if (lim < 1 || lim > MAX_LIMIT) errors.add(new FieldError("limit", "must be between 1 and " + MAX_LIMIT));
-            } catch (NumberFormatException e) {
-                errors.add(new FieldError("limit", "must be a whole number"));
-            }
-        }
-        Long afterId = null;
-        if (after != null && !after.isBlank()) {
-            try {
-                afterId = Long.parseLong(after);
-            } catch (NumberFormatException e) {
-                errors.add(new FieldError("after", "must be the 'next' value of a previous page"));
-            }
-        }
+        int lim = ParameterGuard.pageSize(limit, DEFAULT_LIMIT, MAX_LIMIT, errors);
+        Long afterId = ParameterGuard.afterId(after, errors);
         if (!errors.isEmpty()) throw ApiException.invalid(errors);
         List<JobsRecord> rows = queries.list(db, new JobQueries.JobFilter(tenantOrNull, st, blank(queue), blank(type),
                 blank(orderingKey)), afterId, lim + 1);

@@ -72,14 +72,39 @@ final class ParameterGuard implements ContainerRequestFilter {
 
     /** A {@code limit} query parameter: blank is left out ({@code dflt}), else a whole number 1 to {@code max} or a 422. */
     static int pageSize(String limit, int dflt, int max) {
+        List<FieldError> errors = new ArrayList<>();
+        int n = pageSize(limit, dflt, max, errors);
+        if (!errors.isEmpty()) throw ApiException.invalid(errors);
+        return n;
+    }
+
+    /** As {@link #pageSize(String, int, int)}, adding the error to {@code errors} (a resource that reports all at once). */
+    static int pageSize(String limit, int dflt, int max, List<FieldError> errors) {
         if (limit == null || limit.isBlank()) return dflt;
         try {
-            int n = Integer.parseInt(limit);
+            int n = Integer.parseInt(limit.strip());
             if (n >= 1 && n <= max) return n;
         } catch (NumberFormatException e) {
             // answered below
         }
-        throw ApiException.invalid("limit", "must be a whole number between 1 and " + max);
+        errors.add(new FieldError("limit", "must be a whole number between 1 and " + max));
+        return dflt;
+    }
+
+    /**
+     * An {@code after} query parameter that pages by id: blank is the first page, else the {@code next} of a previous
+     * page, a whole number of 0 or more (ids start at 1; -1 had answered the first page as if it meant something).
+     */
+    static Long afterId(String after, List<FieldError> errors) {
+        if (after == null || after.isBlank()) return null;
+        try {
+            long n = Long.parseLong(after.strip());
+            if (n >= 0) return n;
+        } catch (NumberFormatException e) {
+            // answered below
+        }
+        errors.add(new FieldError("after", "must be the 'next' value of a previous page (a whole number of 0 or more)"));
+        return null;
     }
 
     static boolean hasControl(String s) {

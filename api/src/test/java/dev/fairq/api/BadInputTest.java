@@ -240,6 +240,21 @@ class BadInputTest extends AppTest {
         assertEquals(200, app.call("GET", "/v1/jobs?_=1&_=2", key, null).status(), "a parameter fairq does not read is ignored");
     }
 
+    /** Every paged list reads limit and after one way: out of range or not a whole number is a 422 naming it. */
+    @Test
+    void pagingParametersAreCheckedAlike() {
+        for (String path : List.of("/v1/jobs", "/v1/admin/jobs", "/v1/admin/audit")) {
+            String token = path.startsWith("/v1/admin") ? TestApp.ADMIN_TOKEN : key;
+            for (String bad : List.of("0", "-1", "x", "1.5", "100000")) refused("GET", path + "?limit=" + bad, token, null, "limit");
+            for (String bad : List.of("-1", "x", "1.5", "99999999999999999999")) refused("GET", path + "?after=" + bad, token, null, "after");
+            assertEquals(200, app.call("GET", path + "?limit=1&after=0", token, null).status(), path);
+            assertEquals(200, app.call("GET", path + "?limit=&after=", token, null).status(), path + ": blank is left out");
+        }
+        TestApp.Res both = app.call("GET", "/v1/jobs?limit=0&after=-1&status=nope", key, null);
+        assertEquals(3, both.body().get("errors").size(), "all three named at once: " + both);
+        for (String bad : List.of("0", "501", "x")) refused("GET", "/v1/admin/overview?limit=" + bad, TestApp.ADMIN_TOKEN, null, "limit");
+    }
+
     /** A tenant body may repeat the path's id (a GET's answer sent back), never name another tenant. */
     /**
      * Jersey's own refusals (no such route, a method the route lacks, a media type it does not take or give) answer
