@@ -98,7 +98,15 @@ final class JsonBodyReader implements MessageBodyReader<RequestBody> {
      */
     static byte[] readCapped(InputStream entity, int maxPayloadBytes) throws IOException {
         long cap = Math.min((long) BatchSubmission.MAX_BATCH * (maxPayloadBytes + 8 * 1024), MAX_BODY_BYTES);
-        byte[] bytes = entity.readNBytes((int) Math.min(cap + 1, Integer.MAX_VALUE - 16));
+        byte[] bytes;
+        try {
+            bytes = entity.readNBytes((int) Math.min(cap + 1, Integer.MAX_VALUE - 16));
+        } catch (RuntimeException | java.util.zip.ZipException e) {
+            // Jetty inflates a body sent with Content-Encoding: gzip as it is read, and throws (a RuntimeException
+            // around a ZipException) when the bytes are not gzip: the client's fault, a 400 rather than a 500
+            if (!(e instanceof java.util.zip.ZipException) && !(e.getCause() instanceof java.util.zip.ZipException)) throw e;
+            throw ApiException.badRequest("the request body is not valid gzip (it was sent with Content-Encoding: gzip)");
+        }
         if (bytes.length > cap) {
             throw new ApiException(Response.Status.REQUEST_ENTITY_TOO_LARGE.getStatusCode(),
                     "the request body is over " + cap + " bytes (the largest there is reason to send: a batch of "
