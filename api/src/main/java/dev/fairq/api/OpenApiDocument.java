@@ -147,6 +147,19 @@ public final class OpenApiDocument {
                     r.setDescription(status == null ? code : status.getReasonPhrase());
                 }
             });
+            // ParameterGuard runs before every resource: any operation answers its 422, parameters declared or not
+            String guard = "a path or query parameter holds a control character, or one such as limit is given twice "
+                    + "(named in errors); nothing was done";
+            io.swagger.v3.oas.models.responses.ApiResponse r422 = responses.get("422");
+            if (r422 != null) {
+                r422.setDescription(r422.getDescription() + "; or " + guard);
+            } else {
+                responses.addApiResponse("422", new io.swagger.v3.oas.models.responses.ApiResponse()
+                        .description((op.getRequestBody() != null
+                                ? "invalid or unknown fields, each named in errors; nothing was written; or " : "") + guard)
+                        .content(new io.swagger.v3.oas.models.media.Content().addMediaType("application/json",
+                                new MediaType().schema(new Schema<>().$ref(ERROR)))));
+            }
             if (path.startsWith("/v1/")) {
                 boolean admin = path.startsWith("/v1/admin/");
                 if (op.getSecurity() == null || op.getSecurity().isEmpty()) {
@@ -171,8 +184,6 @@ public final class OpenApiDocument {
                 if (op.getRequestBody() != null) {
                     responses.putIfAbsent("400", new io.swagger.v3.oas.models.responses.ApiResponse()
                             .description("the body is not a JSON object"));
-                    responses.putIfAbsent("422", new io.swagger.v3.oas.models.responses.ApiResponse()
-                            .description("invalid or unknown fields, each named in errors; nothing was written"));
                     // every body is read through one cap (JsonBodyReader.readCapped)
                     String cap = "the body is over 1,000 x (FAIRQ_MAX_PAYLOAD_BYTES + 8 KiB), at most 256 MiB: refused unread";
                     io.swagger.v3.oas.models.responses.ApiResponse r413 = responses.get("413");

@@ -160,6 +160,35 @@ class OpenApiContractTest extends AppTest {
         assertFields("FieldError", app.call("POST", "/v1/jobs", key, "{\"priority\": 1000}").body().get("errors").get(0));
     }
 
+    /**
+     * ParameterGuard answers 422 on any operation (a control character in a path or query parameter, one it reads or
+     * not), so every operation declares it with the error body: GET /v1/jobs/{id}, cancel and the admin reads had
+     * declared no 422 while answering one.
+     */
+    @Test
+    void theParameterGuardsAnswerIsDeclaredEverywhere() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("oas422"));
+        List<String> undeclared = new ArrayList<>();
+        doc.get("paths").fields().forEachRemaining(p -> p.getValue().fields().forEachRemaining(op -> {
+            if (!"#/components/schemas/Error".equals(op.getValue().at("/responses/422/content/application~1json/schema/$ref").asText())) {
+                undeclared.add(op.getKey().toUpperCase() + " " + p.getKey());
+            }
+        }));
+        assertEquals(List.of(), undeclared, "operations without the 422 they answer");
+
+        for (String[] call : List.of(new String[]{"GET", "/v1/jobs/%C2%85", "/v1/jobs/{id}"},
+                new String[]{"POST", "/v1/jobs/%C2%85/cancel", "/v1/jobs/{id}/cancel"},
+                new String[]{"GET", "/v1/stats?x=%01", "/v1/stats"})) {
+            TestApp.Res r = app.call(call[0], call[1], key, null);
+            assertEquals(422, r.status(), call[1] + " -> " + r);
+            assertFalse(doc.at("/paths/" + call[2].replace("/", "~1") + "/" + call[0].toLowerCase() + "/responses/422").isMissingNode(),
+                    call[0] + " " + call[2] + " declares the 422 it answered");
+            List<String> misfits = new ArrayList<>();
+            fits("Error", r.body(), misfits);
+            assertEquals(List.of(), misfits, r.toString());
+        }
+    }
+
     /** OpenAPI 3.0: a header, like a parameter, must have a schema or a content (the schedule headers had neither). */
     @Test
     void everyResponseHeaderHasASchema() {
