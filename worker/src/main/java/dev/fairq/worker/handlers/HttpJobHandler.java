@@ -292,6 +292,10 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
             if (url.getHost() == null || url.getHost().isEmpty()) {
                 throw new PermanentJobException("url: no host (a server-based http(s) URL is required)");
             }
+            if (url.getPort() == 0 || url.getPort() > 65535) {
+                // java.net.URI takes any number; Jetty's failure on it would be retried as transient, on every attempt
+                throw new PermanentJobException("url: the port must be from 1 to 65535, got " + url.getPort());
+            }
 
             String method = "POST";
             JsonNode m = p.path("method");
