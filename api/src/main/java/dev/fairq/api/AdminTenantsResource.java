@@ -67,7 +67,7 @@ public final class AdminTenantsResource {
     @Operation(summary = "The tenants and their limits by id, a page at a time (pass next back as after)", responses = {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = TenantList.class))),
             @ApiResponse(responseCode = "422", description = "a bad limit")})
-    public TenantList list(@Parameter(description = "tenants per page, 1-1000 (default 100)") @jakarta.ws.rs.QueryParam("limit") String limit,
+    public TenantList list(@Parameter(description = "tenants per page", schema = @Schema(type = "integer", minimum = "1", maximum = "" + MAX_TENANTS_PAGE, defaultValue = "" + DEFAULT_TENANTS_PAGE)) @jakarta.ws.rs.QueryParam("limit") String limit,
                            @Parameter(description = "the next page: the previous page's next") @jakarta.ws.rs.QueryParam("after") String after) {
         int n = ParameterGuard.pageSize(limit, DEFAULT_TENANTS_PAGE, MAX_TENANTS_PAGE);
         List<TenantView> page = tenants.page(after == null || after.isEmpty() ? null : after, n + 1);

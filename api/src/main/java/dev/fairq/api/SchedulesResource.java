@@ -9,6 +9,7 @@ import dev.fairq.scheduler.ScheduleService;
 import dev.fairq.schema.EnqueueResult;
 import dev.fairq.schema.FieldError;
 import io.swagger.v3.oas.annotations.Operation;
+import io.swagger.v3.oas.annotations.Parameter;
 import io.swagger.v3.oas.annotations.headers.Header;
 import io.swagger.v3.oas.annotations.media.Content;
 import io.swagger.v3.oas.annotations.media.Schema;
@@ -105,7 +106,8 @@ public final class SchedulesResource {
     @Operation(summary = "The tenant's schedules by name, a page at a time (pass next back as after)", responses = {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = Page.class))),
             @ApiResponse(responseCode = "422", description = "a bad limit")})
-    public Page list(@Context SecurityContext sc, @QueryParam("limit") String limit, @QueryParam("after") String after) {
+    public Page list(@Context SecurityContext sc, @Parameter(description = "schedules per page", schema = @Schema(type = "integer", minimum = "1", maximum = "" + MAX_LIMIT, defaultValue = "" + DEFAULT_LIMIT)) @QueryParam("limit") String limit,
+                     @Parameter(description = "the next page: the previous page's next") @QueryParam("after") String after) {
         String tenant = BearerAuthFilter.tenant(sc);
         ScheduleService.Page p = schedules.list(db, tenant, after == null ? null : tenant, blank(after), limit(limit));
         return new Page(p.schedules(), p.nextName());
@@ -200,7 +202,7 @@ public final class SchedulesResource {
         @Operation(summary = "Any tenant's schedules, a page at a time (next is <tenant>:<name>)", responses = {
                 @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = Page.class))),
                 @ApiResponse(responseCode = "422", description = "a bad limit or after")})
-        public Page list(@QueryParam("tenant") String tenant, @QueryParam("limit") String limit,
+        public Page list(@QueryParam("tenant") String tenant, @Parameter(description = "schedules per page", schema = @Schema(type = "integer", minimum = "1", maximum = "" + MAX_LIMIT, defaultValue = "" + DEFAULT_LIMIT)) @QueryParam("limit") String limit,
                          @QueryParam("after") String after) {
             String afterTenant = null, afterName = null;
             if (blank(after) != null) {

@@ -189,6 +189,22 @@ class OpenApiContractTest extends AppTest {
         }
     }
 
+    /** Every page size is declared a bounded integer (the tenant and schedule lists declared a string). */
+    @Test
+    void everyLimitIsABoundedInteger() {
+        List<String> loose = new ArrayList<>();
+        doc.get("paths").fields().forEachRemaining(p -> p.getValue().fields().forEachRemaining(op -> {
+            for (JsonNode param : op.getValue().path("parameters")) {
+                if (!param.path("name").asText().equals("limit")) continue;
+                JsonNode schema = param.path("schema");
+                if (!schema.path("type").asText().equals("integer") || schema.path("minimum").asInt(0) != 1 || !schema.has("maximum")) {
+                    loose.add(op.getKey().toUpperCase() + " " + p.getKey() + ": " + schema);
+                }
+            }
+        }));
+        assertEquals(List.of(), loose, "limits not declared as integers from 1 to a maximum");
+    }
+
     /** OpenAPI 3.0: a header, like a parameter, must have a schema or a content (the schedule headers had neither). */
     @Test
     void everyResponseHeaderHasASchema() {
