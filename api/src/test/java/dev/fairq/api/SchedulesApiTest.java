@@ -160,6 +160,34 @@ class SchedulesApiTest extends AppTest {
         assertEquals(403, app.admin("GET", "/v1/schedules", null).status());
     }
 
+    /**
+     * A schedule that existed before an admin raised min_schedule_interval_s stays as it is, and its tenant can
+     * still pause it or change its job: only a new cron or time zone is held to the limit (the PATCH had been a 422
+     * on a cron it did not touch).
+     */
+    @Test
+    void aScheduleBelowARaisedIntervalCanStillBePausedAndChanged() {
+        String tenant = TestApp.uniqueTenant("schedraise");
+        String key = app.newTenantKey(tenant);
+        assertEquals(201, app.call("PUT", "/v1/schedules/often", key,
+                "{\"cron\": \"*/5 * * * *\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}}").status());
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"min_schedule_interval_s\": 3600}").status());
+
+        TestApp.Res paused = app.call("PATCH", "/v1/schedules/often", key, "{\"paused\": true}");
+        assertEquals(200, paused.status(), paused.toString());
+        assertTrue(paused.body().get("paused").asBoolean());
+        TestApp.Res changed = app.call("PATCH", "/v1/schedules/often", key, "{\"job\": {\"priority\": 3}, \"paused\": false}");
+        assertEquals(200, changed.status(), changed.toString());
+        assertEquals(3, changed.body().get("job").get("priority").asInt());
+        assertEquals(200, app.call("PUT", "/v1/schedules/often", key,
+                "{\"cron\": \"*/5 * * * *\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}}").status(),
+                "the same cron and zone, replaced");
+        // a new cron or zone is checked
+        app.call("PATCH", "/v1/schedules/often", key, "{\"cron\": \"*/10 * * * *\"}").assertRefused(422, "cron");
+        app.call("PATCH", "/v1/schedules/often", key, "{\"time_zone\": \"Europe/Berlin\"}").assertRefused(422, "cron");
+        assertEquals("*/5 * * * *", app.call("GET", "/v1/schedules/often", key, null).body().get("cron").asText());
+    }
+
     @Test
     void aTriggeredJobRunsNowAndExplainNamesItsSchedule() {
         String key = app.newTenantKey(TestApp.uniqueTenant("trig"));

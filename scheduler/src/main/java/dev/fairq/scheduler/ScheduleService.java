@@ -84,7 +84,11 @@ public final class ScheduleService {
             if (old == null && room.schedules() >= room.maxSchedules()) {
                 throw new ScheduleLimitException(tenantId, room.maxSchedules());
             }
-            checkInterval(r.schedule(), room.minScheduleIntervalS(), now);
+            // only a new cron is held to the limit: one that exists stays as it is (README), and must still
+            // be pausable, its job or end_at changeable, after an admin raised min_schedule_interval_s
+            if (old == null || !old.getCron().equals(r.cron()) || !old.getTimeZone().equals(r.timeZone())) {
+                checkInterval(r.schedule(), room.minScheduleIntervalS(), now);
+            }
             Instant firedUpTo = old == null ? null : withdrawAhead(tx, old, now);
             Schedules.Upserted u = schedules.upsert(tx, r.write(tenantId, name, firstFire(r.schedule(), r.startAt(),
                     r.endAt(), now, firedUpTo)));
