@@ -127,6 +127,20 @@ class SchedulesApiTest extends AppTest {
         assertEquals(200, app.call("PUT", "/v1/schedules/far", key, "{\"cron\": \"0 3 * * *\", \"time_zone\": \"UTC\", "
                 + "\"job\": {\"type\": \"record\"}, \"start_at\": \"1970-01-01T00:00:00Z\"}").status());
     }
+    /** timestamptz keeps microseconds: a start_at and end_at a nanosecond apart are one instant there (had been a 500). */
+    @Test
+    void aStartAndEndWithinOneMicrosecondAreA422() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("nanosched"));
+        long schedules = app.db.count("SELECT count(*) FROM schedules");
+        app.call("PUT", "/v1/schedules/nano", key, "{\"cron\": \"0 0 * * *\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}, "
+                + "\"start_at\": \"2030-01-01T00:00:00.000000001Z\", \"end_at\": \"2030-01-01T00:00:00.000000002Z\"}").assertRefused(422, "end_at");
+        assertEquals(schedules, app.db.count("SELECT count(*) FROM schedules"));
+        TestApp.Res ok = app.call("PUT", "/v1/schedules/nano", key, "{\"cron\": \"0 0 * * *\", \"time_zone\": \"UTC\", "
+                + "\"job\": {\"type\": \"record\"}, \"start_at\": \"2030-01-01T00:00:00.0000019Z\", \"end_at\": \"2030-01-01T00:00:00.000002Z\"}");
+        assertEquals(201, ok.status(), ok.toString());
+        assertEquals("2030-01-01T00:00:00.000001Z", ok.body().get("start_at").asText(), "stored as timestamptz keeps it");
+    }
+
     @Test
     void limitsAreLiveAuditedAndEnforcedAndAdminsSeeEveryTenantsSchedules() {
         String tenant = TestApp.uniqueTenant("schedlim");

@@ -280,7 +280,9 @@ public record ScheduleDefinition(String cron, String timeZone, JobTemplate job, 
         if (text == null) return null;
         Instant at;
         try {
-            at = OffsetDateTime.parse(text).toInstant();
+            // to the microsecond, as timestamptz keeps it: start_at and end_at a nanosecond apart had passed the
+            // end-after-start check here and broken the table's CHECK once rounded alike (a 500)
+            at = OffsetDateTime.parse(text).toInstant().truncatedTo(java.time.temporal.ChronoUnit.MICROS);
         } catch (DateTimeParseException e) {
             errors.add(new FieldError(field, "must be an RFC 3339 time such as 2030-01-01T00:00:00Z"));
             return null;
