@@ -127,6 +127,28 @@ class SchedulesApiTest extends AppTest {
         assertEquals(200, app.call("PUT", "/v1/schedules/far", key, "{\"cron\": \"0 3 * * *\", \"time_zone\": \"UTC\", "
                 + "\"job\": {\"type\": \"record\"}, \"start_at\": \"1970-01-01T00:00:00Z\"}").status());
     }
+    /** A cron the schedules table cannot store (over 200 characters, a NUL) had passed cron-utils and answered 500. */
+    @Test
+    void aCronTheTableCannotStoreIsA422NamingIt() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("longcron"));
+        long schedules = app.db.count("SELECT count(*) FROM schedules");
+        StringBuilder minutes = new StringBuilder("0");
+        for (int m = 1; m < 60; m++) minutes.append(',').append(m);
+        StringBuilder hours = new StringBuilder("0");
+        for (int h = 1; h < 24; h++) hours.append(',').append(h);
+        StringBuilder days = new StringBuilder("1");
+        for (int d = 2; d <= 31; d++) days.append(',').append(d);
+        String tooLong = minutes + " " + hours + " " + days + " * *"; // a valid expression of 319 characters
+        for (String cron : List.of(tooLong, "0 0 * * *\\u0000", "\\u00000 0 * * *", "0 0 * * *\\u0001")) {
+            app.call("PUT", "/v1/schedules/c", key, "{\"cron\": \"" + cron + "\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}}")
+                    .assertRefused(422, "cron", cron + " ");
+        }
+        assertEquals(schedules, app.db.count("SELECT count(*) FROM schedules"));
+        assertEquals(201, app.call("PUT", "/v1/schedules/c", key,
+                "{\"cron\": \"0\\t0\\t*\\t*\\t*\\n\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}}").status(),
+                "tabs separate fields, a trailing newline is left out");
+    }
+
     /** timestamptz keeps microseconds: a start_at and end_at a nanosecond apart are one instant there (had been a 500). */
     @Test
     void aStartAndEndWithinOneMicrosecondAreA422() {

@@ -57,6 +57,8 @@ public final class CronSchedule {
             "@hourly", "0 * * * *", "@daily", "0 0 * * *", "@midnight", "0 0 * * *", "@weekly", "0 0 * * 0",
             "@monthly", "0 0 1 * *", "@yearly", "0 0 1 1 *", "@annually", "0 0 1 1 *");
     private static final CronParser PARSER = new CronParser(CronDefinitionBuilder.instanceDefinitionFor(CronType.UNIX));
+    /** The longest expression stored (the schedules table's CHECK). */
+    public static final int MAX_LENGTH = 200;
     /** Offset changes further than this from an instant do not affect what fires next to it. */
     private static final Duration NEAR = Duration.ofDays(2);
     /** A walk that found nothing after this many steps gives up (no valid expression needs more than a few). */
@@ -122,6 +124,14 @@ public final class CronSchedule {
     private static Cron parse(String cron) {
         if (cron == null || cron.isBlank()) throw new InvalidCronException("cron", "is required");
         String text = cron.strip();
+        // what the schedules table stores (length 1-200, text without NUL): cron-utils trims control characters
+        // and reads a list as long as given, so both had passed here and failed the insert (a 500)
+        if (text.length() > MAX_LENGTH) {
+            throw new InvalidCronException("cron", "must be at most " + MAX_LENGTH + " characters, not " + text.length());
+        }
+        if (text.chars().anyMatch(ch -> Character.isISOControl(ch) && ch != '\t')) {
+            throw new InvalidCronException("cron", "must not contain control characters (fields are separated by spaces or tabs)");
+        }
         if (text.startsWith("@")) {
             String five = MACROS.get(text.toLowerCase(Locale.ROOT));
             if (five == null) {
