@@ -149,6 +149,27 @@ class SchedulesApiTest extends AppTest {
                 "tabs separate fields, a trailing newline is left out");
     }
 
+    /** Vixie cron's names: a range from SUN is Sunday on (SUN-THU, a Sunday-to-Thursday week, had been a 422). */
+    @Test
+    void aDayOfWeekRangeFromSundayIsVixieCrons() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("sunsched"));
+        for (String cron : List.of("0 9 * * SUN-THU", "0 9 * * sun-wed,THU")) {
+            TestApp.Res put = app.call("PUT", "/v1/schedules/week", key,
+                    "{\"cron\": \"" + cron + "\", \"time_zone\": \"Asia/Jerusalem\", \"job\": {\"type\": \"record\"}}");
+            assertTrue(put.status() == 201 || put.status() == 200, cron + ": " + put);
+            assertEquals(cron, put.body().get("cron").asText(), "stored as written");
+            java.util.Set<java.time.DayOfWeek> days = java.util.EnumSet.noneOf(java.time.DayOfWeek.class);
+            for (JsonNode n : put.body().get("next_fires")) {
+                days.add(Instant.parse(n.asText()).atZone(java.time.ZoneId.of("Asia/Jerusalem")).getDayOfWeek());
+            }
+            java.util.Set<java.time.DayOfWeek> sunToThu = java.util.EnumSet.range(java.time.DayOfWeek.MONDAY, java.time.DayOfWeek.THURSDAY);
+            sunToThu.add(java.time.DayOfWeek.SUNDAY);
+            assertEquals(sunToThu, days, cron + ": five fires, one on each day Sunday to Thursday: " + put.body().get("next_fires"));
+        }
+        app.call("PUT", "/v1/schedules/week", key, "{\"cron\": \"0 9 * * SUN-FUN\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}}")
+                .assertRefused(422, "cron");
+    }
+
     /** timestamptz keeps microseconds: a start_at and end_at a nanosecond apart are one instant there (had been a 500). */
     @Test
     void aStartAndEndWithinOneMicrosecondAreA422() {

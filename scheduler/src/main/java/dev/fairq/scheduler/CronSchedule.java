@@ -141,11 +141,22 @@ public final class CronSchedule {
             text = five;
         }
         try {
-            return PARSER.parse(text).validate();
+            return PARSER.parse(sundayFirst(text)).validate();
         } catch (IllegalArgumentException e) {
             throw new InvalidCronException("cron", "must be five fields (minute hour day-of-month month "
                     + "day-of-week, e.g. '30 2 * * *') or a macro such as @daily: " + e.getMessage());
         }
+    }
+
+    /**
+     * Vixie cron reads SUN as 0, so SUN-WED is Sunday to Wednesday; cron-utils reads it as 7 and refused the range
+     * ("Invalid range! [7,3]"). A range that starts at SUN is given to it as 0 (FRI-SUN, 5-7, it reads already).
+     */
+    private static String sundayFirst(String five) {
+        String[] fields = five.split("\\s+");
+        if (fields.length != 5) return five; // cron-utils says what is wrong
+        fields[4] = fields[4].replaceAll("(?i)(?<=^|,)SUN-", "0-");
+        return String.join(" ", fields);
     }
 
     private static ZoneId zone(String timeZone) {
