@@ -1,5 +1,6 @@
 package dev.fairq.api;
 
+import dev.fairq.schema.DurabilityWaiter;
 import dev.fairq.schema.EnqueueResult;
 import dev.fairq.schema.JobRequest;
 import dev.fairq.schema.JobQueries;
@@ -32,6 +33,7 @@ import org.jooq.DSLContext;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 
 /** A tenant's jobs: submit (one or a batch), read, list, cancel, retry, explain. Always the caller's tenant. */
 @Path("/v1/jobs")
@@ -48,30 +50,43 @@ public final class JobsResource {
     private final Waker workersWaker;
     /** FAIRQ_SUBMIT_START=commit: a job may start at its commit, before the flush the answer waits for. */
     private final boolean startAtCommit;
+    /** The shared wait for the flush (null: FAIRQ_SUBMIT_START=flush, whose commit waited already). */
+    private final DurabilityWaiter flushes;
 
-    JobsResource(JobStore store, DSLContext db, Waker workersWaker, boolean startAtCommit, Explainer explainer) {
+    JobsResource(JobStore store, DSLContext db, Waker workersWaker, DurabilityWaiter flushes, Explainer explainer) {
         this.store = store;
         this.db = db;
         this.workersWaker = workersWaker;
-        this.startAtCommit = startAtCommit;
+        this.startAtCommit = flushes != null;
+        this.flushes = flushes;
         this.explainer = explainer;
     }
 
     /**
-     * Runs {@code enqueue} (its own commit included), wakes the workers, and with FAIRQ_SUBMIT_START=commit waits for
-     * the flush, all on one connection: the flush covers only what that server committed, so the wait must reach the
-     * server the insert committed on. On another connection of the pool, a crash and restart in between (or a
-     * failover) would let it succeed for a job the server lost; on this one it fails with the connection.
+     * Runs {@code enqueue} (its own commit included) and wakes the workers on one connection, then with
+     * FAIRQ_SUBMIT_START=commit waits for the flush before it answers. The wait is shared ({@link DurabilityWaiter}:
+     * one durable commit for the submits that committed meanwhile), so the connection goes back to the pool at
+     * once; when the waiter's connection is down, it waits on this connection as before: the flush covers only
+     * what that server committed, so the wait must reach the server the insert committed on, over a session
+     * opened before the commit. On a connection opened later, a crash and restart in between (or a failover)
+     * would let it succeed for a job the server lost.
      */
     private List<EnqueueResult> onOneConnection(java.util.function.Function<DSLContext, List<EnqueueResult>> enqueue) {
-        return db.connectionResult(c -> {
+        List<CompletableFuture<Void>> durable = new ArrayList<>(1);
+        List<EnqueueResult> done = db.connectionResult(c -> {
             DSLContext one = db.configuration().derive(c).dsl();
             List<EnqueueResult> results = enqueue.apply(one);
             store.startCommitted(results); // a job a grant admitted that this process's worker took in the statement
             wakeForReady(results);
-            if (startAtCommit) store.awaitDurable(one);
+            if (startAtCommit) {
+                CompletableFuture<Void> shared = flushes.afterCommit();
+                if (shared == null) store.awaitDurable(one);
+                else durable.add(shared);
+            }
             return results;
         });
+        if (!durable.isEmpty()) DurabilityWaiter.await(durable.get(0));
+        return done;
     }
 
     private List<EnqueueResult> enqueue(DSLContext tx, List<JobRequest> requests) {
