@@ -155,6 +155,25 @@ class CronScheduleTest {
                 CronSchedule.of("0 0,23 * * *", "UTC").shortestInterval(from, 100, Duration.ofDays(3)));
     }
 
+    /**
+     * How often an expression fires is the expression's own: a change of the clocks does not make Berlin's @daily
+     * "23 hours" (a limit of 86,400 s refused it), nor does it hide a gap that is short on every day.
+     */
+    @Test
+    void theShortestIntervalIsTheExpressionsNotTheClockChanges() {
+        Instant spring = Instant.parse("2027-03-20T00:00:00Z"); // Berlin's clocks go forward on 2027-03-28
+        for (String zone : List.of("Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "UTC")) {
+            assertEquals(Optional.of(Duration.ofDays(1)), CronSchedule.of("@daily", zone).shortestInterval(spring, 100, Duration.ofDays(400)), zone);
+            assertEquals(Optional.of(Duration.ofDays(1)), CronSchedule.of("30 2 * * *", zone).shortestInterval(spring, 100, Duration.ofDays(400)), zone);
+            assertEquals(Optional.of(Duration.ofDays(7)), CronSchedule.of("@weekly", zone).shortestInterval(spring, 100, Duration.ofDays(400)), zone);
+            assertEquals(Optional.of(Duration.ofHours(12)), CronSchedule.of("0 */12 * * *", zone).shortestInterval(spring, 100, Duration.ofDays(400)), zone);
+            assertEquals(Optional.of(Duration.ofMinutes(30)), CronSchedule.of("*/30 * * * *", zone).shortestInterval(spring, 2000, Duration.ofDays(400)), zone);
+        }
+        // the real gap in Berlin across the spring change is 23 h: what the limit used to see
+        List<Instant> fires = CronSchedule.of("@daily", "Europe/Berlin").fires(Instant.parse("2027-03-27T12:00:00Z"), null, 2);
+        assertEquals(Duration.ofHours(23), Duration.between(fires.get(0), fires.get(1)));
+    }
+
     @Test
     void invalidExpressionsAndZonesNameTheirFieldAndSayWhatIsWrong() {
         assertInvalid("61 * * * *", "UTC", "cron", "61");
