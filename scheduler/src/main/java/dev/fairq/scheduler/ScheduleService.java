@@ -89,6 +89,11 @@ public final class ScheduleService {
             if (old == null || !old.getCron().equals(r.cron()) || !old.getTimeZone().equals(r.timeZone())) {
                 checkInterval(r.schedule(), room.minScheduleIntervalS(), now);
             }
+            if (old != null && sameDefinition(definitionOf(old).resolve(Integer.MAX_VALUE), r)) {
+                // a write that changes nothing changes nothing: a tool that applies its configuration again (every
+                // deploy, every minute) had its job created ahead withdrawn and made again, under a new id
+                return new Written(info(tx, tenantId, name, now).orElseThrow(), false);
+            }
             Instant firedUpTo = old == null ? null : withdrawAhead(tx, old, now);
             Schedules.Upserted u = schedules.upsert(tx, r.write(tenantId, name, firstFire(r.schedule(), r.startAt(),
                     r.endAt(), now, firedUpTo)));
@@ -232,6 +237,23 @@ public final class ScheduleService {
     }
 
     /** The stored definition, as a caller would have written it (what a PATCH merges into). */
+    /** Whether two resolved definitions say the same (the payloads as JSON, whatever their key order or spacing). */
+    static boolean sameDefinition(ScheduleDefinition.Resolved a, ScheduleDefinition.Resolved b) {
+        try {
+            return a.cron().equals(b.cron()) && a.timeZone().equals(b.timeZone()) && a.jobType().equals(b.jobType())
+                    && Json.EXACT.readTree(a.jobPayloadJson()).equals(Json.EXACT.readTree(b.jobPayloadJson()))
+                    && java.util.Objects.equals(a.jobQueue(), b.jobQueue()) && a.jobPriority() == b.jobPriority()
+                    && java.util.Objects.equals(a.jobOrderingKey(), b.jobOrderingKey())
+                    && java.util.Objects.equals(a.jobMaxAttempts(), b.jobMaxAttempts())
+                    && a.missedRuns().equals(b.missedRuns()) && a.backfillLimit() == b.backfillLimit()
+                    && a.overlap().equals(b.overlap()) && a.paused() == b.paused()
+                    && java.util.Objects.equals(a.startAt(), b.startAt()) && java.util.Objects.equals(a.endAt(), b.endAt())
+                    && java.util.Objects.equals(a.jobTimeoutMs(), b.jobTimeoutMs()) && a.jobPayloadVersion() == b.jobPayloadVersion();
+        } catch (JsonProcessingException e) {
+            return false; // not comparable: written as a change
+        }
+    }
+
     static ScheduleDefinition definitionOf(SchedulesRecord s) {
         JsonNode payload;
         try {

@@ -244,6 +244,34 @@ class ScheduleFirerTest extends ScheduleTenantsTest {
         assertEquals(2, db.count("SELECT count(*) FROM jobs WHERE ordering_key IS NULL AND status = 'pending'"));
     }
 
+    /**
+     * A write that changes nothing (a tool applying its configuration again: the same PUT, a PATCH to what is there,
+     * a payload with its keys in another order) keeps the fire created ahead, its job and id; a real change does not.
+     */
+    @Test
+    void aWriteThatChangesNothingKeepsTheFireCreatedAhead() {
+        var payload = dev.fairq.schema.Json.MAPPER.createObjectNode().put("a", 1).put("b", 2);
+        ScheduleDefinition d = ScheduleDefinition.builder("* * * * *", "UTC",
+                new ScheduleDefinition.JobTemplate("report", payload, null, null, null, null)).build();
+        put("acme", "same", d);
+        at("2026-06-01T12:00:40Z");
+        firer.fire(dsl);
+        long ahead = jobId("acme", "schedule:same:2026-06-01T12:01:00Z");
+        assertTrue(ahead > 0);
+        put("acme", "same", d);
+        var reordered = dev.fairq.schema.Json.MAPPER.createObjectNode().put("b", 2).put("a", 1);
+        put("acme", "same", ScheduleDefinition.builder("* * * * *", "UTC",
+                new ScheduleDefinition.JobTemplate("report", reordered, null, null, null, null)).build());
+        service.setPaused(dsl, "acme", "same", false);
+        assertEquals(1, db.count("SELECT count(*) FROM jobs WHERE id = ?", ahead), "the job created ahead stays, with its id");
+        assertEquals(ahead, service.get(dsl, "acme", "same").orElseThrow().nextJobId());
+        assertEquals(1, db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'acme'"));
+
+        put("acme", "same", ScheduleDefinition.builder("* * * * *", "UTC",
+                new ScheduleDefinition.JobTemplate("report", payload.deepCopy().put("c", 3), null, null, null, null)).build());
+        assertEquals(0, db.count("SELECT count(*) FROM jobs WHERE id = ?", ahead), "a real change withdraws it");
+    }
+
     @Test
     void aChangeWithdrawsTheFireCreatedAheadAndFiresItAgainUnderTheNewDefinition() {
         put("acme", "c", every("* * * * *").build());
