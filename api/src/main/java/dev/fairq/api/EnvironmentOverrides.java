@@ -158,6 +158,8 @@ final class EnvironmentOverrides {
             if (eq < 0 || !q.matches(dev.fairq.schema.JobRequest.NAME_REGEX)) {
                 throw new IllegalArgumentException("FAIRQ_WORKER_RESERVED: '" + part.trim() + "' must be queue=threads, e.g. urgent=2");
             }
+            // urgent=2,urgent=3 is a typo, not a choice: the second had silently replaced the first
+            if (out.containsKey(q)) throw new IllegalArgumentException("FAIRQ_WORKER_RESERVED names queue '" + q + "' twice");
             out.put(q, intIn("FAIRQ_WORKER_RESERVED (" + q + ")", part.substring(eq + 1).trim(), 1, threads));
         }
         return out;

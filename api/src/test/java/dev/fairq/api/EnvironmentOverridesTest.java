@@ -92,6 +92,7 @@ class EnvironmentOverridesTest {
                 Map.of("FAIRQ_WORKER_RESERVED", "urgent=99"), Map.of("FAIRQ_MAX_SNOOZES", "-1"));
         refusedSaying(Map.of("FAIRQ_WORKER_QUEUES", "bulk", "FAIRQ_WORKER_RESERVED", "urgent=1"),
                 "queue 'urgent' has reserved threads but is not among the queues served");
+        refusedSaying(Map.of("FAIRQ_WORKER_RESERVED", "urgent=2,urgent=3"), "FAIRQ_WORKER_RESERVED names queue 'urgent' twice");
     }
 
     private static SchedulerConfig scheduler(Map<String, String> env) {
