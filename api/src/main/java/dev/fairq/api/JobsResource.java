@@ -66,20 +66,21 @@ public final class JobsResource {
      * Runs {@code enqueue} (its own commit included) and wakes the workers on one connection, then with
      * FAIRQ_SUBMIT_START=commit waits for the flush before it answers. The wait is shared ({@link DurabilityWaiter}:
      * one durable commit for the submits that committed meanwhile), so the connection goes back to the pool at
-     * once; when the waiter's connection is down, it waits on this connection as before: the flush covers only
-     * what that server committed, so the wait must reach the server the insert committed on, over a session
-     * opened before the commit. On a connection opened later, a crash and restart in between (or a failover)
-     * would let it succeed for a job the server lost.
+     * once. The flush covers only what that server committed, so the wait must reach the server the insert
+     * committed on, over a session open since before the transaction began (the ticket): on one opened later, a
+     * crash and restart in between would let it succeed for a job the server lost. When the waiter cannot vouch so
+     * (its connection changed or is down, or a durable commit there is stuck), it waits on this connection as before.
      */
     private List<EnqueueResult> onOneConnection(java.util.function.Function<DSLContext, List<EnqueueResult>> enqueue) {
         List<CompletableFuture<Void>> durable = new ArrayList<>(1);
         List<EnqueueResult> done = db.connectionResult(c -> {
             DSLContext one = db.configuration().derive(c).dsl();
+            long ticket = startAtCommit ? flushes.ticket() : 0;
             List<EnqueueResult> results = enqueue.apply(one);
             store.startCommitted(results); // a job a grant admitted that this process's worker took in the statement
             wakeForReady(results);
             if (startAtCommit) {
-                CompletableFuture<Void> shared = flushes.afterCommit();
+                CompletableFuture<Void> shared = flushes.afterCommit(ticket);
                 if (shared == null) store.awaitDurable(one);
                 else durable.add(shared);
             }
@@ -122,7 +123,7 @@ public final class JobsResource {
         // ordering key raced another request), each atomic on its own, and a job_key replay writes nothing.
         // Autocommit saves the COMMIT round trip, about a millisecond of enqueue-to-start on an idle server.
         // By default (FAIRQ_SUBMIT_START=commit) the commit does not wait for the WAL flush, so the workers can take
-        // the job at once; the answer waits for it (awaitDurable), so nothing answered is ever lost
+        // the job at once; the answer waits for it (DurabilityWaiter), so nothing answered is ever lost
         // (JobStore#enqueueAllUnflushed). A job a tenant grant inserted ready wakes the workers after the commit,
         // in a statement of its own (Waker; a pending job still wakes the scheduler in the statement: V7's trigger).
         List<EnqueueResult> results = onOneConnection(one -> enqueue(one, List.of(request)));

@@ -17,6 +17,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -98,10 +99,10 @@ class DurabilityWaiterTest {
         Watched w = new Watched();
         w.gate = new CountDownLatch(1);
         try (DurabilityWaiter waiter = started(w)) {
-            CompletableFuture<Void> first = waiter.afterCommit();
+            CompletableFuture<Void> first = waiter.afterCommit(waiter.ticket());
             assertTrue(w.atGate.await(30, TimeUnit.SECONDS), "the first durable commit is out");
             List<CompletableFuture<Void>> rest = new ArrayList<>();
-            for (int i = 0; i < 50; i++) rest.add(waiter.afterCommit());
+            for (int i = 0; i < 50; i++) rest.add(waiter.afterCommit(waiter.ticket()));
             w.gate.countDown();
             w.gate = null;
             DurabilityWaiter.await(first);
@@ -116,23 +117,66 @@ class DurabilityWaiterTest {
         w.gate = new CountDownLatch(1);
         w.reopen = new CountDownLatch(1);
         try (DurabilityWaiter waiter = started(w)) {
-            CompletableFuture<Void> caught = waiter.afterCommit();
+            CompletableFuture<Void> caught = waiter.afterCommit(waiter.ticket());
             assertTrue(w.atGate.await(30, TimeUnit.SECONDS));
-            CompletableFuture<Void> next = waiter.afterCommit(); // for the commit after the one that fails
+            CompletableFuture<Void> next = waiter.afterCommit(waiter.ticket()); // for the commit after the one that fails
             w.terminate();
             w.gate.countDown();
             w.gate = null;
             assertInstanceOf(DataAccessException.class, assertThrows(RuntimeException.class, () -> DurabilityWaiter.await(caught)),
                     "a commit the server may have lost is not vouched for");
             // the failure is heard only once the waiter is down: a caller now waits on its own connection
-            assertNull(waiter.afterCommit(), "no caller served by a connection opened after its commit");
+            assertNull(waiter.afterCommit(waiter.ticket()), "nobody served while the waiter is down");
             assertThrows(RuntimeException.class, () -> DurabilityWaiter.await(next));
+            long before = waiter.ticket(); // a caller whose transaction began while the waiter was down
+            assertEquals(0, before);
             w.reopen.countDown();
             await().atMost(30, TimeUnit.SECONDS).until(waiter::up);
             assertEquals(2, w.opened.get(), "a new connection, for later callers only");
-            CompletableFuture<Void> later = waiter.afterCommit();
+            assertNull(waiter.afterCommit(before), "its commit may predate the new connection (a crash in between): not vouched for here");
+            CompletableFuture<Void> later = waiter.afterCommit(waiter.ticket());
             assertNotNull(later);
             DurabilityWaiter.await(later);
+        }
+    }
+
+    /**
+     * A caller whose transaction began on the waiter's first connection, and whose commit returned after that
+     * connection was replaced (a crash and restart of the server in between, say), is not served by the new one.
+     */
+    @Test
+    void aCallerIsServedOnlyByTheConnectionUpBeforeItsTransaction() throws Exception {
+        Watched w = new Watched();
+        try (DurabilityWaiter waiter = started(w)) {
+            long ticket = waiter.ticket();
+            w.terminate();
+            CompletableFuture<Void> probe = waiter.afterCommit(waiter.ticket()); // finds the connection gone
+            if (probe != null) assertThrows(RuntimeException.class, () -> DurabilityWaiter.await(probe)); // null: the idle check found it
+            await().atMost(30, TimeUnit.SECONDS).until(waiter::up);
+            assertEquals(2, w.opened.get());
+            assertNull(waiter.afterCommit(ticket), "the caller waits on its own connection");
+        }
+    }
+
+    /** A durable commit out too long (a synchronous standby gone, a dropped connection) takes no new callers. */
+    @Test
+    void aStuckDurableCommitSendsNewCallersBackToTheirOwnConnections() throws Exception {
+        Watched w = new Watched();
+        w.gate = new CountDownLatch(1);
+        DurabilityWaiter waiter = new DurabilityWaiter(w::open, "durability-waiter-test-stuck", java.time.Duration.ofMillis(500)).start();
+        try {
+            await().atMost(30, TimeUnit.SECONDS).until(waiter::up);
+            CompletableFuture<Void> stuck = waiter.afterCommit(waiter.ticket());
+            assertTrue(w.atGate.await(30, TimeUnit.SECONDS));
+            await().atMost(30, TimeUnit.SECONDS).until(() -> waiter.afterCommit(waiter.ticket()) == null);
+            w.gate.countDown();
+            w.gate = null;
+            DurabilityWaiter.await(stuck);
+            CompletableFuture<Void> after = waiter.afterCommit(waiter.ticket());
+            assertNotNull(after, "served again once the commit came back");
+            DurabilityWaiter.await(after);
+        } finally {
+            waiter.close();
         }
     }
 
@@ -141,29 +185,35 @@ class DurabilityWaiterTest {
         Watched w = new Watched();
         w.gate = new CountDownLatch(1);
         DurabilityWaiter waiter = started(w);
-        CompletableFuture<Void> first = waiter.afterCommit();
+        CompletableFuture<Void> first = waiter.afterCommit(waiter.ticket());
         assertTrue(w.atGate.await(30, TimeUnit.SECONDS));
         List<CompletableFuture<Void>> accepted = new ArrayList<>();
-        for (int i = 0; i < 5; i++) accepted.add(waiter.afterCommit());
+        for (int i = 0; i < 5; i++) accepted.add(waiter.afterCommit(waiter.ticket()));
         Thread stop = new Thread(waiter::close);
         stop.start();
-        await().atMost(30, TimeUnit.SECONDS).until(() -> waiter.afterCommit() == null);
+        await().atMost(30, TimeUnit.SECONDS).until(() -> waiter.afterCommit(waiter.ticket()) == null);
         w.gate.countDown();
         w.gate = null;
         stop.join(30_000);
+        assertFalse(stop.isAlive(), "the stop returned");
         DurabilityWaiter.await(first);
         for (CompletableFuture<Void> f : accepted) DurabilityWaiter.await(f);
         assertEquals(2, w.statements.get());
-        assertNull(waiter.afterCommit());
+        assertNull(waiter.afterCommit(waiter.ticket()));
     }
 
     @Test
-    void nobodyIsServedBeforeAConnectionIsUp() {
+    void nobodyIsServedWhileNoConnectionIsUp() {
+        AtomicInteger tries = new AtomicInteger();
         DurabilityWaiter waiter = new DurabilityWaiter(() -> {
+            tries.incrementAndGet();
             throw new java.sql.SQLException("no server");
         }, "durability-waiter-test-down").start();
         try {
-            assertNull(waiter.afterCommit());
+            await().atMost(30, TimeUnit.SECONDS).until(() -> tries.get() >= 2); // failed, waited, failed again
+            assertEquals(0, waiter.ticket());
+            assertNull(waiter.afterCommit(waiter.ticket()));
+            assertNull(waiter.afterCommit(1), "not even with a ticket from another waiter's numbering");
         } finally {
             waiter.close();
         }
