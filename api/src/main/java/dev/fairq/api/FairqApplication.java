@@ -6,7 +6,6 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.fairq.scheduler.ScheduleService;
 import dev.fairq.scheduler.SchedulerService;
 import dev.fairq.schema.Database;
-import dev.fairq.schema.DurabilityWaiter;
 import dev.fairq.schema.JobStore;
 import dev.fairq.schema.Waker;
 import dev.fairq.worker.HandlerRegistry;
@@ -161,17 +160,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         // the workers' wake-up after an API enqueue that a grant admitted, sent once it committed (Waker.wakeNow)
         Waker workersWaker = new Waker("fairq-api-waker", wakeLocalWorker, () -> store.leases().wakeWorkers(db));
         env.lifecycle().manage(closing(workersWaker::close));
-        // the submits' shared wait for the WAL flush, on a connection of its own (DurabilityWaiter)
-        DurabilityWaiter flushes = null;
-        if (submitStartsAtCommit) {
-            DurabilityWaiter waiter = new DurabilityWaiter(() -> target.dedicated("fairq-flush"), "fairq-flush-waiter");
-            env.lifecycle().manage(new Managed() {
-                @Override public void start() { waiter.start(); }
-                @Override public void stop() { waiter.close(); }
-            });
-            flushes = waiter;
-        }
-        env.jersey().register(new JobsResource(store, db, workersWaker, flushes, new Explainer(store, db, scheduler::get)));
+        env.jersey().register(new JobsResource(store, db, workersWaker, submitStartsAtCommit, new Explainer(store, db, scheduler::get)));
         env.jersey().register(new StatsResource(db));
         env.jersey().register(new AdminTenantsResource(tenants, keys));
         env.jersey().register(new AdminJobsResource(store, db, tenants));

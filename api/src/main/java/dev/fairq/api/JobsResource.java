@@ -1,6 +1,5 @@
 package dev.fairq.api;
 
-import dev.fairq.schema.DurabilityWaiter;
 import dev.fairq.schema.EnqueueResult;
 import dev.fairq.schema.JobRequest;
 import dev.fairq.schema.JobQueries;
@@ -33,7 +32,6 @@ import org.jooq.DSLContext;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 
 /** A tenant's jobs: submit (one or a batch), read, list, cancel, retry, explain. Always the caller's tenant. */
 @Path("/v1/jobs")
@@ -50,44 +48,30 @@ public final class JobsResource {
     private final Waker workersWaker;
     /** FAIRQ_SUBMIT_START=commit: a job may start at its commit, before the flush the answer waits for. */
     private final boolean startAtCommit;
-    /** The shared wait for the flush (null: FAIRQ_SUBMIT_START=flush, whose commit waited already). */
-    private final DurabilityWaiter flushes;
 
-    JobsResource(JobStore store, DSLContext db, Waker workersWaker, DurabilityWaiter flushes, Explainer explainer) {
+    JobsResource(JobStore store, DSLContext db, Waker workersWaker, boolean startAtCommit, Explainer explainer) {
         this.store = store;
         this.db = db;
         this.workersWaker = workersWaker;
-        this.startAtCommit = flushes != null;
-        this.flushes = flushes;
+        this.startAtCommit = startAtCommit;
         this.explainer = explainer;
     }
 
     /**
-     * Runs {@code enqueue} (its own commit included) and wakes the workers on one connection, then with
-     * FAIRQ_SUBMIT_START=commit waits for the flush before it answers. The wait is shared ({@link DurabilityWaiter}:
-     * one durable commit for the submits that committed meanwhile), so the connection goes back to the pool at
-     * once. The flush covers only what that server committed, so the wait must reach the server the insert
-     * committed on, over a session open since before the transaction began (the ticket): on one opened later, a
-     * crash and restart in between would let it succeed for a job the server lost. When the waiter cannot vouch so
-     * (its connection changed or is down, or a durable commit there is stuck), it waits on this connection as before.
+     * Runs {@code enqueue} (its own commit included), wakes the workers, and with FAIRQ_SUBMIT_START=commit waits for
+     * the flush, all on one connection: the flush covers only what that server committed, so the wait must reach the
+     * server the insert committed on. On another connection of the pool, a crash and restart in between (or a
+     * failover) would let it succeed for a job the server lost; on this one it fails with the connection.
      */
     private List<EnqueueResult> onOneConnection(java.util.function.Function<DSLContext, List<EnqueueResult>> enqueue) {
-        List<CompletableFuture<Void>> durable = new ArrayList<>(1);
-        List<EnqueueResult> done = db.connectionResult(c -> {
+        return db.connectionResult(c -> {
             DSLContext one = db.configuration().derive(c).dsl();
-            long ticket = startAtCommit ? flushes.ticket() : 0;
             List<EnqueueResult> results = enqueue.apply(one);
             store.startCommitted(results); // a job a grant admitted that this process's worker took in the statement
             wakeForReady(results);
-            if (startAtCommit) {
-                CompletableFuture<Void> shared = flushes.afterCommit(ticket);
-                if (shared == null) store.awaitDurable(one);
-                else durable.add(shared);
-            }
+            if (startAtCommit) store.awaitDurable(one);
             return results;
         });
-        if (!durable.isEmpty()) DurabilityWaiter.await(durable.get(0));
-        return done;
     }
 
     private List<EnqueueResult> enqueue(DSLContext tx, List<JobRequest> requests) {
@@ -123,7 +107,7 @@ public final class JobsResource {
         // ordering key raced another request), each atomic on its own, and a job_key replay writes nothing.
         // Autocommit saves the COMMIT round trip, about a millisecond of enqueue-to-start on an idle server.
         // By default (FAIRQ_SUBMIT_START=commit) the commit does not wait for the WAL flush, so the workers can take
-        // the job at once; the answer waits for it (DurabilityWaiter), so nothing answered is ever lost
+        // the job at once; the answer waits for it (awaitDurable), so nothing answered is ever lost
         // (JobStore#enqueueAllUnflushed). A job a tenant grant inserted ready wakes the workers after the commit,
         // in a statement of its own (Waker; a pending job still wakes the scheduler in the statement: V7's trigger).
         List<EnqueueResult> results = onOneConnection(one -> enqueue(one, List.of(request)));
