@@ -111,10 +111,14 @@ public record JobSubmission(
         return out;
     }
 
-    /** The request to store for the caller's tenant, with the hash that tells a job_key replay from a conflict. */
+    /**
+     * The request to store for the caller's tenant, with the hash that tells a job_key replay from a conflict. Only
+     * a job with a job_key gets one: nothing else is ever compared with it, and the canonical JSON and SHA-256 were 9%
+     * of the API threads' CPU under batches of 100 keyless jobs (JFR, 40 of 452 samples).
+     */
     JobRequest toRequest(String tenantId) {
         JobRequest.Builder b = builder(tenantId);
-        return b.requestHash(hash(b.buildUnchecked())).buildUnchecked();
+        return jobKey == null ? b.buildUnchecked() : b.requestHash(hash(b.buildUnchecked())).buildUnchecked();
     }
 
     private JobRequest.Builder builder(String tenantId) {

@@ -15,6 +15,8 @@ import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
@@ -70,6 +72,9 @@ class JsonBodyReaderTest {
         assertEquals("default", s.toRequest("acme").queue());
         assertEquals(s.toRequest("acme").requestHash(), read("{\"job_key\": \"k\", \"payload\": null, \"type\": \"t\", \"priority\": 0}",
                 JobSubmission.class).toRequest("acme").requestHash(), "the defaults filled in, the same request");
+        assertNotNull(s.toRequest("acme").requestHash());
+        assertNull(read("{\"type\": \"t\", \"payload\": {}}", JobSubmission.class).toRequest("acme").requestHash(),
+                "no job_key, nothing to tell a replay from: no hash");
         ApiException tooBig = assertThrows(ApiException.class, () -> read("{\"jobs\": [{\"type\": \"t\", \"payload\": \"" + "x".repeat(200) + "\"}]}", BatchSubmission.class));
         assertEquals(413, tooBig.status);
         assertEquals("jobs[0].payload", tooBig.errors.get(0).field());
