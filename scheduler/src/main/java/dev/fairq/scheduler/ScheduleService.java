@@ -236,7 +236,6 @@ public final class ScheduleService {
         return instant(s.getPrevFireAt());
     }
 
-    /** The stored definition, as a caller would have written it (what a PATCH merges into). */
     /** Whether two resolved definitions say the same (the payloads as JSON, whatever their key order or spacing). */
     static boolean sameDefinition(ScheduleDefinition.Resolved a, ScheduleDefinition.Resolved b) {
         try {
@@ -254,6 +253,7 @@ public final class ScheduleService {
         }
     }
 
+    /** The stored definition, as a caller would have written it (what a PATCH merges into). */
     static ScheduleDefinition definitionOf(SchedulesRecord s) {
         JsonNode payload;
         try {
