@@ -323,7 +323,9 @@ public final class JobQueries {
 
     /**
      * The tenant's fairness keys with admissible jobs waiting, counted up to {@code cap}: a loose scan of
-     * jobs_admit_key_idx (one probe per lane), for explain's fair_share_key.
+     * jobs_admit_key_idx (one probe per lane), for explain's fair_share_key. A lane counts only with a job due
+     * now (one more probe per lane, as the scheduler's candidate read makes): a key whose jobs are all delayed
+     * or in backoff competes for nothing yet, and had been counted.
      */
     private static final String ACTIVE_FAIRNESS_KEYS = """
             WITH RECURSIVE lanes(fk, ck) AS (
@@ -339,11 +341,19 @@ public final class JobQueries {
                       AND (coalesce(j.fairness_key, ''), coalesce(j.concurrency_key, '')) > (l.fk, l.ck)
                     ORDER BY 1, 2 LIMIT 1) f
             )
-            SELECT count(DISTINCT fk) FROM (SELECT fk FROM lanes WHERE fk <> '' LIMIT ?) x
+            SELECT count(DISTINCT fk) FROM (
+                SELECT l.fk FROM lanes l
+                WHERE l.fk <> '' AND EXISTS (
+                    SELECT 1 FROM jobs j
+                    WHERE j.tenant_id = ? AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
+                      AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL) AND j.no_worker_since IS NULL
+                      AND coalesce(j.fairness_key, '') = l.fk AND coalesce(j.concurrency_key, '') = l.ck
+                      AND j.run_at <= now())
+                LIMIT ?) x
             """;
 
     public long activeFairnessKeys(DSLContext ctx, String tenantId, int cap) {
-        return ctx.resultQuery(ACTIVE_FAIRNESS_KEYS, tenantId, tenantId, cap).fetchOne(0, Long.class);
+        return ctx.resultQuery(ACTIVE_FAIRNESS_KEYS, tenantId, tenantId, tenantId, cap).fetchOne(0, Long.class);
     }
 
     /**
