@@ -112,7 +112,7 @@ public final class JobsResource {
         // in a statement of its own (Waker; a pending job still wakes the scheduler in the statement: V7's trigger).
         List<EnqueueResult> results = onOneConnection(one -> enqueue(one, List.of(request)));
         EnqueueResult result = results.get(0);
-        if (!result.created()) checkReplay(result.job(), request, "");
+        if (!result.created()) checkReplay(result.job(), request, "", List.of());
         JobView job = JobView.of(result.job());
         if (result.created()) {
             return Response.created(uri.getBaseUriBuilder().path("v1/jobs/{id}").build(job.id())).entity(job).build();
@@ -143,7 +143,7 @@ public final class JobsResource {
         List<EnqueueResult> results = onOneConnection(one -> one.transactionResult(c -> {
             List<EnqueueResult> rs = enqueue(c.dsl(), requests);
             for (int i = 0; i < rs.size(); i++) {
-                if (!rs.get(i).created()) checkReplay(rs.get(i).job(), requests.get(i), "jobs[" + i + "].");
+                if (!rs.get(i).created()) checkReplay(rs.get(i).job(), requests.get(i), "jobs[" + i + "].", rs.subList(0, i));
             }
             return rs;
         }));
@@ -163,11 +163,22 @@ public final class JobsResource {
         public record Item(JobView job, @Schema(description = "true when the item replayed an earlier identical request") boolean idempotentReplay) {}
     }
 
-    private static void checkReplay(JobsRecord existing, JobRequest request, String prefix) {
+    /**
+     * A 409 names the job that used the key. When that job is an earlier item of the same batch, it names the
+     * item: the 409 rolls the batch back, so its id would name a job that never exists.
+     */
+    private static void checkReplay(JobsRecord existing, JobRequest request, String prefix, List<EnqueueResult> earlier) {
         if (existing.getRequestHash() == null || !existing.getRequestHash().equals(request.requestHash())) {
-            throw new ApiException(409, prefix + "job_key '" + request.jobKey() + "' was already used by job "
-                    + existing.getId() + " with a different request", List.of(
-                    new dev.fairq.schema.FieldError(prefix + "job_key", "already used by job " + existing.getId()
+            String by = "job " + existing.getId();
+            for (int k = 0; k < earlier.size(); k++) {
+                if (earlier.get(k).created() && earlier.get(k).job().getId().equals(existing.getId())) {
+                    by = "jobs[" + k + "] of this batch";
+                    break;
+                }
+            }
+            throw new ApiException(409, prefix + "job_key '" + request.jobKey() + "' was already used by " + by
+                    + " with a different request", List.of(
+                    new dev.fairq.schema.FieldError(prefix + "job_key", "already used by " + by
                             + " with a different request")), Map.of());
         }
     }

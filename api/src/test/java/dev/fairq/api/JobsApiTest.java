@@ -122,6 +122,24 @@ class JobsApiTest extends AppTest {
         assertEquals(mid, app.snapshot());
     }
 
+    /**
+     * Two items of one batch with the same job_key and different requests: the 409 names the earlier item. It had
+     * named that item's job id, which the rollback left naming no job (a GET of it answered 404).
+     */
+    @Test
+    void aBatchReusingItsOwnJobKeyNamesTheItemNotAnIdThatNeverExists() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("batchkey"));
+        List<Object> before = app.snapshot();
+        TestApp.Res r = app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": ["
+                + "{\"type\": \"record\", \"payload\": {}, \"job_key\": \"dup\", \"concurrency_key\": \"a\"}, "
+                + "{\"type\": \"record\", \"payload\": {}, \"job_key\": \"dup\", \"concurrency_key\": \"b\"}]}")
+                .assertRefused(409, "jobs[1].job_key");
+        assertEquals("already used by jobs[0] of this batch with a different request",
+                r.body().get("errors").get(0).get("message").asText(), r.toString());
+        assertTrue(r.body().get("error").asText().contains("jobs[0] of this batch"), r.toString());
+        assertEquals(before, app.snapshot(), "nothing written");
+    }
+
     @Test
     void getListCancelRetryAndTheirConflicts() {
         String tenant = TestApp.uniqueTenant("ops");
