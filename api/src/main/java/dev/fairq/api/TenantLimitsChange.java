@@ -12,7 +12,8 @@ import java.util.Map;
  * is checked by its {@link TenantLimit} (the one declaration of its range, shared with tenants.yml and the
  * tenants table's CHECK constraints); a limit given as null is refused. {@code id} is allowed for symmetry with
  * GET (a GET's answer can be sent back) when it is the path's tenant; naming another tenant is a 422 (the path
- * names the tenant, and a body that says otherwise is a mistake, not a rename).
+ * names the tenant, and a body that says otherwise is a mistake, not a rename). {@code created_at} and
+ * {@code updated_at} are allowed and ignored for the same reason: a GET's answer carries them, and they are not limits.
  */
 @Schema(name = "TenantLimitsChange", description = "Tenant limits; unknown fields are refused (422)")
 public record TenantLimitsChange(
@@ -29,7 +30,10 @@ public record TenantLimitsChange(
         @Limit(TenantLimit.API_RATE_PER_SECOND) Double apiRatePerSecond,
         @Limit(TenantLimit.API_BURST) Integer apiBurst,
         @Limit(TenantLimit.CONCURRENCY_LIMITS) Map<String, Object> concurrencyLimits,
-        @Limit(TenantLimit.KEY_WEIGHTS) Map<String, Object> keyWeights) implements RequestBody {
+        @Limit(TenantLimit.KEY_WEIGHTS) Map<String, Object> keyWeights,
+        @Schema(description = "ignored: read-only, allowed so that a GET's answer can be sent back") java.time.OffsetDateTime createdAt,
+        @Schema(description = "ignored: read-only, allowed so that a GET's answer can be sent back") java.time.OffsetDateTime updatedAt)
+        implements RequestBody {
 
     /** 422 when the body names a tenant other than the path's. */
     void checkId(String pathId) {

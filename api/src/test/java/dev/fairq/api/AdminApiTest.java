@@ -97,6 +97,28 @@ class AdminApiTest extends AppTest {
         assertTrue(last.get("changed_at").asText().endsWith("Z"));
     }
 
+    /** api/README: "a GET's answer can be sent back": it carries created_at and updated_at, which had been 422s. */
+    @Test
+    void aGetsAnswerCanBeSentBackWithPutOrPatch() {
+        String t = TestApp.uniqueTenant("back");
+        assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + t, "{\"max_running\": 5}").status());
+        com.fasterxml.jackson.databind.node.ObjectNode got = (com.fasterxml.jackson.databind.node.ObjectNode)
+                app.admin("GET", "/v1/admin/tenants/" + t, null).body();
+        assertTrue(got.has("created_at") && got.has("updated_at"), got.toString());
+        TestApp.Res patched = app.admin("PATCH", "/v1/admin/tenants/" + t, got.put("weight", 4).toString());
+        assertEquals(200, patched.status(), patched.toString());
+        assertEquals(4, patched.body().get("weight").asInt());
+        TestApp.Res put = app.admin("PUT", "/v1/admin/tenants/" + t, got.put("weight", 5).toString());
+        assertEquals(200, put.status(), put.toString());
+        assertEquals(5, put.body().get("weight").asInt());
+        assertEquals(5, put.body().get("max_running").asInt(), "the answer's limits, sent back, are the limits");
+        // still typed: not a time is a 422 naming it, and changes nothing
+        List<Object> before = app.snapshot(t);
+        app.admin("PATCH", "/v1/admin/tenants/" + t, "{\"weight\": 6, \"created_at\": 5}").assertRefused(422, "created_at", "");
+        app.admin("PATCH", "/v1/admin/tenants/" + t, "{\"weight\": 6, \"updated_at\": \"yesterday\"}").assertRefused(422, "updated_at", "");
+        assertEquals(before, app.snapshot(t));
+    }
+
     @Test
     void webhookAllowEntriesAreValidatedAndABadOneIs422NamingIt() {
         String t = TestApp.uniqueTenant("hooks");
