@@ -100,6 +100,30 @@ class ClientTest extends AppTest {
         assertEquals(2, out.get(1).job().payload().get("n").asInt());
     }
 
+    /**
+     * The server keeps a payload's numbers as sent (api/README); the client read answers as doubles, so a job read
+     * back had lost digits (0.12345678901234567890123 -> 0.12345678901234568, 1.50 -> 1.5), and resubmitting it
+     * with its job_key was a 409 instead of a replay. The command line's --json printed the same lost digits.
+     */
+    @Test
+    void aPayloadReadBackKeepsItsNumbersAndResubmittingItIsAReplay() throws Exception {
+        FairqClient c = app.client(app.newTenantKey(TestApp.uniqueTenant("cli-num")));
+        String exact = "{\"amount\":0.12345678901234567890123,\"price\":1.50,\"big\":123456789012345678901234567890}";
+        JsonNode payload = dev.fairq.schema.Json.EXACT.readValue(exact);
+        Model.Submitted s = c.submit(NewJob.of("record", payload).jobKey("exact").delayMs(3_600_000L));
+        assertEquals(TestApp.JSON.readTree(exact).size(), s.job().payload().size());
+        for (JsonNode read : List.of(s.job().payload(), c.get(s.job().id()).payload(),
+                FairqClient.mapper().readTree(exact))) {
+            assertEquals("0.12345678901234567890123", read.get("amount").toString());
+            assertEquals("1.50", read.get("price").toString());
+            assertEquals("123456789012345678901234567890", read.get("big").toString());
+        }
+        Model.Job back = c.get(s.job().id());
+        Model.Submitted again = c.submit(NewJob.of("record", back.payload()).jobKey("exact").delayMs(3_600_000L));
+        assertTrue(again.idempotentReplay(), "what was read back is the same request");
+        assertEquals(s.job().id(), again.job().id());
+    }
+
     @Test
     void errorsAreTypesWithTheServersFieldsAndNothingIsWritten() {
         String tenant = TestApp.uniqueTenant("cli-err");

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.cfg.JsonNodeFeature;
 import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
 
 import java.io.IOException;
@@ -79,12 +80,18 @@ public final class FairqClient {
         public FairqClient build() { return new FairqClient(this); }
     }
 
-    /** The mapper the client reads and writes JSON with (snake_case, RFC 3339 times, unknown fields ignored). */
+    /**
+     * The mapper the client reads and writes JSON with (snake_case, RFC 3339 times, unknown fields ignored). Numbers
+     * in trees (a job's payload) are read as written: the server keeps 0.12345678901234567890123 and 1.50, and as
+     * doubles a job read back had lost digits (and resubmitting it with its job_key was a 409, not a replay).
+     */
     public static ObjectMapper mapper() {
         return new ObjectMapper().registerModule(new JavaTimeModule())
                 .setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
                 .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
-                .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
+                .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+                .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+                .configure(JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES, false);
     }
 
     // ---- tenants' endpoints -------------------------------------------------------------------------------
