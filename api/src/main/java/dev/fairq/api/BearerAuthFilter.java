@@ -93,7 +93,8 @@ final class BearerAuthFilter implements ContainerRequestFilter, ContainerRespons
     private void limit(ApiKeyStore.Owner o) {
         long wait = limiter.acquire(o.tenant(), o.apiRatePerSecond(), o.apiBurst());
         if (wait == 0) return;
-        long seconds = Math.max(1, (wait + 999_999_999L) / 1_000_000_000L);
+        // rounded up without adding to wait: a token centuries away saturates it at Long.MAX_VALUE, and the sum overflowed to 1 s
+        long seconds = Math.max(1, wait / 1_000_000_000L + (wait % 1_000_000_000L == 0 ? 0 : 1));
         throw new ApiException(429, "tenant " + o.tenant() + " is over its API request limit (api_rate_per_second "
                 + o.apiRatePerSecond() + ", api_burst " + o.apiBurst() + "); retry after " + seconds + " s", List.of(),
                 Map.of("Retry-After", Long.toString(seconds)));

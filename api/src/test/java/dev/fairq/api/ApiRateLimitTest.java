@@ -44,6 +44,24 @@ class ApiRateLimitTest extends AppTest {
         assertEquals(200, app.admin("GET", "/v1/admin/tenants/" + tenant, null).status());
     }
 
+    /**
+     * Any rate above 0 is allowed; at 1e-12 a second the next token is about 30,000 years away, past a long's
+     * nanoseconds (292 years), and rounding the wait up to seconds overflowed: "Retry-After: 1", so a client that
+     * honours it called again every second.
+     */
+    @Test
+    void aTokenCenturiesAwayIsNotRetryAfterOneSecond() {
+        String tenant = TestApp.uniqueTenant("apislow");
+        String key = app.newTenantKey(tenant);
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant,
+                "{\"api_rate_per_second\": 1e-12, \"api_burst\": 1}").status());
+        assertEquals(200, app.call("GET", "/v1/stats", key, null).status());
+        TestApp.Res refused = app.call("GET", "/v1/stats", key, null);
+        assertEquals(429, refused.status(), refused.toString());
+        long retryAfter = Long.parseLong(refused.header("Retry-After"));
+        assertTrue(retryAfter >= 200L * 365 * 24 * 3600, "centuries, not " + retryAfter + " s");
+    }
+
     @Test
     void aLiveChangeAppliesAtTheNextRequestAndIsAudited() {
         String tenant = TestApp.uniqueTenant("apilive");
