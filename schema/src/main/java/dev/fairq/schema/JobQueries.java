@@ -325,7 +325,10 @@ public final class JobQueries {
      * The tenant's fairness keys with admissible jobs waiting, counted up to {@code cap}: a loose scan of
      * jobs_admit_key_idx (one probe per lane), for explain's fair_share_key. A lane counts only with a job due
      * now (one more probe per lane, as the scheduler's candidate read makes): a key whose jobs are all delayed
-     * or in backoff competes for nothing yet, and had been counted.
+     * or in backoff competes for nothing yet, and had been counted. The probe stops at the highest sort_key a
+     * due job can have (run_at now, priority -100), so a lane of delayed jobs is not walked to its end: without
+     * that bound, 200,000 of one key's jobs delayed by a day took it through every one (28.5 ms, 4,508 buffers;
+     * 0.06 ms with it).
      */
     private static final String ACTIVE_FAIRNESS_KEYS = """
             WITH RECURSIVE lanes(fk, ck) AS (
@@ -348,7 +351,7 @@ public final class JobQueries {
                     WHERE j.tenant_id = ? AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
                       AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL) AND j.no_worker_since IS NULL
                       AND coalesce(j.fairness_key, '') = l.fk AND coalesce(j.concurrency_key, '') = l.ck
-                      AND j.run_at <= now())
+                      AND j.sort_key <= fairq_epoch(now()) / 10.0 + 100 AND j.run_at <= now())
                 LIMIT ?) x
             """;
 
