@@ -286,6 +286,11 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
             Set<String> chosen = chooseTracked(depths.byTenant());
             Map<String, Long> dead = queries.deadCounts(db, chosen);
             Map<String, Long> oldest = queries.oldestPendingAgeMs(db, chosen);
+            // _other's oldest: the lowest pending id among the other tenants (from the grouped read), one probe.
+            // Without it an untracked tenant's stuck job (one job: never among the K by backlog) aged unseen.
+            depths.oldestPendingId().entrySet().stream().filter(e -> !chosen.contains(e.getKey()))
+                    .map(Map.Entry::getValue).min(Long::compare)
+                    .map(id -> queries.pendingAgeMs(db, id)).ifPresent(ms -> oldest.put(OTHER, ms));
             List<String> statuses = List.of("pending", "ready", "running");
             var jobs = GaugeWithCallback.builder().name("fairq_jobs")
                     .help("jobs in the table by status: per tracked tenant, the rest as tenant=\"_other\" (finished "
@@ -307,7 +312,7 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
                         }
                     }).build();
             var age = GaugeWithCallback.builder().name("fairq_oldest_pending_age_seconds")
-                    .help("age of the oldest pending job, per tracked tenant").labelNames("tenant")
+                    .help("age of the oldest pending job, per tracked tenant; tenant=\"_other\": the oldest among all other tenants").labelNames("tenant")
                     .callback(cb -> oldest.forEach((t, ms) -> cb.call(ms / 1000.0, t))).build();
             List<JobQueries.KeyUsage> keys = queries.topKeys(db, null, TOP_KEYS);
             var keyJobs = GaugeWithCallback.builder().name("fairq_key_jobs")

@@ -77,9 +77,14 @@ class BoundedMetricsTest {
         backlog(mid, 800);
         for (int i = 0; i < 30; i++) backlog("mb-" + run + "-tail-" + i, 1);
         backlog(small, 700);
+        // one untracked tenant's job has waited an hour: never among the K by backlog, it must still show
+        dsl.execute("UPDATE jobs SET created_at = now() - interval '1 hour' WHERE tenant_id = ?", "mb-" + run + "-tail-0");
         FairqMetrics metrics = new FairqMetrics(dsl, 3, () -> null);
 
         String text = scrape(metrics);
+        double otherAge = value(text, "fairq_oldest_pending_age_seconds{tenant=\"" + FairqMetrics.OTHER + "\"}");
+        assertTrue(otherAge >= 3600 && otherAge < 3700, "_other's oldest pending job is the untracked one of an hour: " + otherAge);
+        assertTrue(value(text, "fairq_oldest_pending_age_seconds{tenant=\"" + big + "\"}") < 600);
         Set<String> labelled = tenants(text);
         assertEquals(Set.of(big, mid, small, FairqMetrics.OTHER), labelled, "K = 3 tenants of their own, the rest summed");
         long pendingAll = db.count("SELECT count(*) FROM jobs WHERE status = 'pending'");

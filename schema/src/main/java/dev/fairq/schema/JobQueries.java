@@ -185,23 +185,26 @@ public final class JobQueries {
      * indexes of the live jobs, so it costs the backlog, never the tenants or the retention.
      */
     static final NamedSql LIVE_DEPTHS = NamedSql.of("""
-            SELECT tenant_id, 0 AS s, count(*) FROM jobs WHERE status = 'pending' GROUP BY tenant_id
+            SELECT tenant_id, 0 AS s, count(*), min(id) FROM jobs WHERE status = 'pending' GROUP BY tenant_id
             UNION ALL
-            SELECT tenant_id, 1, count(*) FROM jobs WHERE status = 'ready' GROUP BY tenant_id
+            SELECT tenant_id, 1, count(*), NULL FROM jobs WHERE status = 'ready' GROUP BY tenant_id
             UNION ALL
-            SELECT tenant_id, 2, count(*) FROM jobs WHERE status = 'running' GROUP BY tenant_id
+            SELECT tenant_id, 2, count(*), NULL FROM jobs WHERE status = 'running' GROUP BY tenant_id
             UNION ALL
-            SELECT NULL, 3, count(*) FROM jobs WHERE status = 'dead'
+            SELECT NULL, 3, count(*), NULL FROM jobs WHERE status = 'dead'
             """);
 
     /**
-     * Live jobs per tenant ({pending, ready, running}) and totals per status (dead included).
+     * Live jobs per tenant ({pending, ready, running}), totals per status (dead included), and each tenant's
+     * lowest pending id (its oldest pending job: ids grow with time), read with the pending count from the same
+     * index entries.
      */
-    public record Depths(Map<String, long[]> byTenant, Map<String, Long> totals) {}
+    public record Depths(Map<String, long[]> byTenant, Map<String, Long> totals, Map<String, Long> oldestPendingId) {}
 
     public Depths liveDepths(DSLContext ctx) {
         Map<String, long[]> byTenant = new HashMap<>();
         Map<String, Long> totals = new HashMap<>();
+        Map<String, Long> oldestPendingId = new HashMap<>();
         String[] names = {"pending", "ready", "running", "dead"};
         for (String n : names) totals.put(n, 0L);
         for (Record r : LIVE_DEPTHS.bind().fetch(ctx)) {
@@ -209,8 +212,16 @@ public final class JobQueries {
             long n = r.get(2, Long.class);
             totals.merge(names[s], n, Long::sum);
             if (s < 3) byTenant.computeIfAbsent(r.get(0, String.class), k -> new long[3])[s] = n;
+            if (s == 0) oldestPendingId.put(r.get(0, String.class), r.get(3, Long.class));
         }
-        return new Depths(byTenant, totals);
+        return new Depths(byTenant, totals, oldestPendingId);
+    }
+
+    /** The age of one job in ms if it is still pending (one primary-key probe), else null. */
+    public Long pendingAgeMs(DSLContext ctx, long id) {
+        Record r = ctx.fetchOne("SELECT (fairq_epoch(now()) - fairq_epoch(created_at)) * 1000 FROM jobs "
+                + "WHERE id = ? AND status = 'pending'", id);
+        return r == null ? null : Math.round(r.get(0, Double.class));
     }
 
     static final NamedSql DEAD_COUNTS = NamedSql.of("""
