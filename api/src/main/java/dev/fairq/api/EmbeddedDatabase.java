@@ -45,7 +45,10 @@ final class EmbeddedDatabase implements Managed {
         Path passwordFile = root.resolve(PASSWORD_FILE).toAbsolutePath();
         String password = password(passwordFile, data);
         log.info("no FAIRQ_DATABASE_URL: starting the embedded PostgreSQL with its data in {}", data);
-        EmbeddedPostgres pg = EmbeddedPostgres.builder()
+        stopOrphanedPostmaster(data);
+        EmbeddedPostgres pg;
+        try {
+            pg = EmbeddedPostgres.builder()
                 .setDataDirectory(data)
                 .setCleanDataDirectory(false)
                 .setServerConfig("max_connections", "100")
@@ -57,6 +60,12 @@ final class EmbeddedDatabase implements Managed {
                 // zonky's own readiness check connects with these properties
                 .setConnectConfig("password", password)
                 .start();
+        } catch (IllegalStateException e) {
+            if (e.getMessage() == null || !e.getMessage().startsWith("could not lock")) throw e;
+            // zonky's own lock on the data directory: another live process (a second server) has it
+            throw new IllegalStateException("the embedded PostgreSQL in " + data + " is in use by another fairq process "
+                    + "(FAIRQ_DATA_DIR " + root + "): stop it, or give this one a FAIRQ_DATA_DIR of its own", e);
+        }
         try {
             lockDown(pg, data, passwordFile, password);
         } catch (IOException | SQLException | RuntimeException e) {
@@ -64,6 +73,43 @@ final class EmbeddedDatabase implements Managed {
             throw new IOException("could not set the embedded PostgreSQL's password: " + e.getMessage(), e);
         }
         return new EmbeddedDatabase(pg, data, password);
+    }
+
+    /**
+     * A server killed with SIGKILL leaves its postmaster running (it is a child process, not a thread), holding
+     * postmaster.pid: the next start failed with "lock file postmaster.pid already exists" (and only its clean-up
+     * stopped the orphan, so the start after that worked). When no live process holds zonky's lock on the data
+     * directory (every fairq server holds it while it runs), a postmaster still running there is such an orphan:
+     * it is asked to stop (SIGINT, PostgreSQL's fast shutdown: it has no clients left worth waiting for) first.
+     */
+    static void stopOrphanedPostmaster(Path data) throws IOException {
+        Path pidFile = data.resolve("postmaster.pid");
+        if (!Files.exists(pidFile)) return;
+        long pid;
+        try {
+            pid = Long.parseLong(Files.readAllLines(pidFile, StandardCharsets.UTF_8).get(0).strip());
+        } catch (RuntimeException e) {
+            return; // not a postmaster.pid we can read: PostgreSQL itself says what is wrong
+        }
+        java.util.Optional<ProcessHandle> postmaster = ProcessHandle.of(pid).filter(ProcessHandle::isAlive)
+                .filter(p -> p.info().commandLine().map(c -> c.contains("postgres") && c.contains(data.toString())).orElse(false));
+        if (postmaster.isEmpty()) return; // a stale file of a dead postmaster: PostgreSQL removes it itself
+        try (java.nio.channels.FileChannel lock = java.nio.channels.FileChannel.open(data.resolve("epg-lock"),
+                java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE);
+             java.nio.channels.FileLock held = lock.tryLock()) {
+            if (held == null) return; // a live fairq process owns it: reported as such by the start
+        }
+        log.warn("the embedded PostgreSQL (pid {}) in {} outlived the process that started it: stopping it", pid, data);
+        try {
+            new ProcessBuilder("kill", "-INT", Long.toString(pid)).inheritIO().start().waitFor();
+            postmaster.get().onExit().get(60, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while stopping the orphaned PostgreSQL " + pid, e);
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            throw new IOException("the orphaned embedded PostgreSQL (pid " + pid + ") in " + data
+                    + " did not stop within 60 s: stop it, then start again", e);
+        }
     }
 
     /**

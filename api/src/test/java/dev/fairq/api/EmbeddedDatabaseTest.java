@@ -69,6 +69,56 @@ class EmbeddedDatabaseTest {
         assertTrue(e.getMessage().contains("db-password is missing"), e.getMessage());
     }
 
+    /**
+     * A server killed with SIGKILL leaves its PostgreSQL running: the next start must stop that orphan and start
+     * (it failed with "lock file postmaster.pid already exists"), while a second process on a data directory in use
+     * is refused in one line naming FAIRQ_DATA_DIR (it had been zonky's bare "could not lock").
+     */
+    @Test
+    void aStartAfterTheServerWasKilledStopsItsOrphanedPostgres(@TempDir Path root) throws Exception {
+        String classpath = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+        Process child = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx128m", "-cp", classpath, StartAndWait.class.getName(), root.toString()).redirectErrorStream(true).start();
+        try {
+            var out = new java.io.BufferedReader(new java.io.InputStreamReader(child.getInputStream()));
+            for (String line; (line = out.readLine()) != null && !line.equals(StartAndWait.STARTED); ) {
+                // the child's log, until it says its database is up
+            }
+            assertTrue(child.isAlive(), "the child started its embedded PostgreSQL");
+            IllegalStateException inUse = assertThrows(IllegalStateException.class, () -> EmbeddedDatabase.start(root));
+            assertTrue(inUse.getMessage().contains("in use by another fairq process (FAIRQ_DATA_DIR"), inUse.getMessage());
+            assertTrue(StartupErrors.expected(inUse), "one line, no stack trace");
+        } finally {
+            child.destroyForcibly().waitFor(); // SIGKILL: its postmaster lives on
+        }
+        assertTrue(Files.exists(root.resolve("postgres").resolve("postmaster.pid")));
+
+        EmbeddedDatabase restarted = EmbeddedDatabase.start(root);
+        try {
+            String password = Files.readString(root.resolve(EmbeddedDatabase.PASSWORD_FILE)).strip();
+            assertEquals("after the kill", read(restarted.target().url(), password));
+        } finally {
+            restarted.stop();
+        }
+    }
+
+    /** A server in miniature: starts the embedded database, writes a row, says so, and waits to be killed. */
+    static final class StartAndWait {
+        static final String STARTED = "embedded database started";
+
+        public static void main(String[] args) throws Exception {
+            EmbeddedDatabase db = EmbeddedDatabase.start(Path.of(args[0]));
+            try (Connection c = DriverManager.getConnection(db.target().url(), "postgres", db.target().password());
+                 Statement s = c.createStatement()) {
+                s.execute("CREATE TABLE kept (v text)");
+                s.execute("INSERT INTO kept VALUES ('after the kill')");
+            }
+            System.out.println(STARTED);
+            System.out.flush();
+            Thread.sleep(Long.MAX_VALUE);
+        }
+    }
+
     private static String read(String url, String password) throws SQLException {
         try (Connection c = DriverManager.getConnection(url, "postgres", password); Statement s = c.createStatement();
              var rs = s.executeQuery("SELECT v FROM kept")) {
