@@ -46,7 +46,11 @@ final class EnvironmentOverrides {
             c.effectRetentionHours = intIn("FAIRQ_EFFECT_RETENTION_HOURS", v, 1, 24 * 3650);
         }
         if ((v = get(env, "FAIRQ_FAIR_SHARE")) != null) {
-            dev.fairq.scheduler.SchedulerConfig.FairShare.parse(v); // refused at start-up, naming the variable
+            try {
+                dev.fairq.scheduler.SchedulerConfig.FairShare.parse(v); // refused at start-up, naming the variable
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException(e.getMessage(), e); // thrown from here: a setting, one line (StartupErrors)
+            }
             c.fairShare = v.trim().toLowerCase(java.util.Locale.ROOT);
         }
         if ((v = get(env, "FAIRQ_SUBMIT_START")) != null) {

@@ -85,6 +85,9 @@ public class FairqApplication extends Application<FairqConfiguration> {
 
     @Override
     public void run(FairqConfiguration config, Environment env) throws Exception {
+        // checked before anything starts: refused later, in a Managed's start, Jetty's start failure logs its trace
+        if (config.runWorker) Roles.workerConfig(config);
+        if (config.runScheduler) Roles.schedulerConfig(config);
         DatabaseTarget target;
         if (config.embeddedDatabase()) {
             EmbeddedDatabase embedded = EmbeddedDatabase.start(Path.of(config.dataDirectory));

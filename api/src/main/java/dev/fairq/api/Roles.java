@@ -46,10 +46,15 @@ final class Roles {
 
     /** The scheduler's settings from the configuration (FAIRQ_RETENTION_HOURS, _FAIR_SHARE, ...). */
     static SchedulerConfig schedulerConfig(FairqConfiguration fairq) {
-        return SchedulerConfig.builder().retention(
-                java.time.Duration.ofHours(fairq.retentionHours), java.time.Duration.ofHours(fairq.deadRetentionHours))
-                .effectRetention(java.time.Duration.ofHours(fairq.effectRetentionHours))
-                .fairShare(SchedulerConfig.FairShare.parse(fairq.fairShare)).build();
+        try {
+            return SchedulerConfig.builder().retention(
+                    java.time.Duration.ofHours(fairq.retentionHours), java.time.Duration.ofHours(fairq.deadRetentionHours))
+                    .effectRetention(java.time.Duration.ofHours(fairq.effectRetentionHours))
+                    .fairShare(SchedulerConfig.FairShare.parse(fairq.fairShare)).build();
+        } catch (IllegalArgumentException e) {
+            // thrown by the scheduler module (fairShare: seconds in a config file): a setting, one line (StartupErrors)
+            throw new IllegalArgumentException(e.getMessage(), e);
+        }
     }
 
     /** A worker with its own small pool (claim, completion, heartbeat), as its engine expects. */
@@ -65,11 +70,18 @@ final class Roles {
     /** The worker's settings from the configuration (FAIRQ_WORKER_THREADS, _LEASE_MS, _HEARTBEAT_MS, ...). */
     static WorkerConfig workerConfig(FairqConfiguration config) {
         java.time.Duration lease = java.time.Duration.ofMillis(config.leaseMs);
-        return WorkerConfig.builder().threads(config.workerThreads)
-                .lease(lease, config.heartbeatMs != null ? java.time.Duration.ofMillis(config.heartbeatMs) : lease.dividedBy(3))
-                .shutdownGrace(java.time.Duration.ofMillis(config.shutdownGraceMs))
-                .defaultTimeout(java.time.Duration.ofMillis(config.jobTimeoutMs))
-                .queues(config.workerQueues).reserved(config.workerReserved).maxSnoozes(config.maxSnoozes).build();
+        try {
+            return WorkerConfig.builder().threads(config.workerThreads)
+                    .lease(lease, config.heartbeatMs != null ? java.time.Duration.ofMillis(config.heartbeatMs) : lease.dividedBy(3))
+                    .shutdownGrace(java.time.Duration.ofMillis(config.shutdownGraceMs))
+                    .defaultTimeout(java.time.Duration.ofMillis(config.jobTimeoutMs))
+                    .queues(config.workerQueues).reserved(config.workerReserved).maxSnoozes(config.maxSnoozes).build();
+        } catch (IllegalArgumentException e) {
+            // the checks across settings (a reserved queue not served, more reserved than threads) are the builder's:
+            // a user's setting all the same, so one line naming them (StartupErrors), not the worker module's trace
+            throw new IllegalArgumentException("the worker's settings (FAIRQ_WORKER_THREADS, FAIRQ_WORKER_QUEUES, "
+                    + "FAIRQ_WORKER_RESERVED, ...): " + e.getMessage(), e);
+        }
     }
 
     /**

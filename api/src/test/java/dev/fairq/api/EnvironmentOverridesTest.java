@@ -95,6 +95,24 @@ class EnvironmentOverridesTest {
         refusedSaying(Map.of("FAIRQ_WORKER_RESERVED", "urgent=2,urgent=3"), "FAIRQ_WORKER_RESERVED names queue 'urgent' twice");
     }
 
+    /**
+     * A setting refused by the worker's or scheduler's own checks stops start-up in one line (StartupErrors), like
+     * the others: a reserved queue not served, more threads reserved than the worker has, an unknown fair share
+     * (each had printed 9-19 frames of stack trace).
+     */
+    @Test
+    void settingsRefusedAcrossModulesAreOneLine() {
+        for (Map<String, String> env : java.util.List.of(Map.of("FAIRQ_WORKER_QUEUES", "bulk", "FAIRQ_WORKER_RESERVED", "urgent=1"),
+                Map.of("FAIRQ_WORKER_THREADS", "4", "FAIRQ_WORKER_RESERVED", "a=3,b=3"), Map.of("FAIRQ_FAIR_SHARE", "seconds"))) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> worker(env), env.toString());
+            assertTrue(StartupErrors.expected(e), "one line, no stack trace: " + env + " " + e);
+        }
+        FairqConfiguration fromFile = new FairqConfiguration();
+        fromFile.fairShare = "seconds"; // a config file's fairShare, read when the scheduler starts
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Roles.schedulerConfig(fromFile));
+        assertTrue(StartupErrors.expected(e) && e.getMessage().contains("FAIRQ_FAIR_SHARE"), e.getMessage());
+    }
+
     private static SchedulerConfig scheduler(Map<String, String> env) {
         return Roles.schedulerConfig(EnvironmentOverrides.apply(new FairqConfiguration(), env));
     }
