@@ -44,6 +44,11 @@ final class StartupErrors {
             StackTraceElement[] at = e.getStackTrace();
             return at.length > 0 && SETTINGS.contains(at[0].getClassName());
         }
+        // a port in use or an address that does not resolve (FAIRQ_PORT, FAIRQ_ADMIN_PORT, FAIRQ_ADMIN_BIND): Jetty wraps
+        // the BindException in a RuntimeException, which had printed 17 frames
+        for (Throwable c = e; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (c instanceof java.net.BindException || c instanceof java.nio.channels.UnresolvedAddressException) return true;
+        }
         return e instanceof IOException || e instanceof ConfigurationException
                 || e instanceof HikariPool.PoolInitializationException || e instanceof FlywayException;
     }
