@@ -867,11 +867,22 @@ public final class Worker implements AutoCloseable {
         return new JobOutcome.Failed(job.id(), job.attempt(), false, delay, error);
     }
 
+    /**
+     * last_error: the exception's class and message, then its causes'. A handler's own verdict (PermanentJobException,
+     * RetryableJobException) is its message alone: the class says only which verdict, which the job's status shows,
+     * and the README's texts (an unknown payload_version, an http job's "HTTP 403 from ...") are the messages.
+     */
     static String errorText(Throwable e) {
         StringBuilder sb = new StringBuilder();
         Throwable t = e;
         for (int depth = 0; t != null && depth < 4; depth++, t = t.getCause()) {
             if (depth > 0) sb.append(" <- caused by ");
+            boolean verdict = depth == 0 && t.getMessage() != null
+                    && (t instanceof PermanentJobException || t instanceof RetryableJobException);
+            if (verdict) {
+                sb.append(t.getMessage());
+                continue;
+            }
             sb.append(t.getClass().getName());
             if (t.getMessage() != null) sb.append(": ").append(t.getMessage());
         }
