@@ -12,11 +12,12 @@ import java.util.List;
 
 /**
  * A keyset page of jobs, newest first. {@code next} is the cursor for the following page (pass it as
- * {@code after}); null on the last page.
+ * {@code after}); null on the last page. A page filtered on queue, type or ordering_key may hold fewer jobs than
+ * asked, even none, and still have a next ({@link JobQueries#FILTERED_SCAN}).
  */
 @io.swagger.v3.oas.annotations.media.Schema(name = "JobPage")
 public record JobPage(List<JobView> jobs,
-                      @io.swagger.v3.oas.annotations.media.Schema(description = "pass back as after for the next page; null on the last")
+                      @io.swagger.v3.oas.annotations.media.Schema(description = "pass back as after for the next page; null on the last (only null says so: a page filtered on queue, type or ordering_key may be short, even empty, with a next)")
                       String next) {
     static final int DEFAULT_LIMIT = 50;
     static final int MAX_LIMIT = 500;
@@ -32,12 +33,11 @@ public record JobPage(List<JobView> jobs,
         int lim = ParameterGuard.pageSize(limit, DEFAULT_LIMIT, MAX_LIMIT, errors);
         Long afterId = ParameterGuard.afterId(after, errors);
         if (!errors.isEmpty()) throw ApiException.invalid(errors);
-        List<JobsRecord> rows = queries.list(db, new JobQueries.JobFilter(tenantOrNull, st, blank(queue), blank(type),
-                blank(orderingKey)), afterId, lim + 1);
-        boolean more = rows.size() > lim;
-        List<JobView> jobs = new ArrayList<>(Math.min(rows.size(), lim));
-        for (int i = 0; i < Math.min(rows.size(), lim); i++) jobs.add(JobView.of(rows.get(i)));
-        return new JobPage(jobs, more ? Long.toString(jobs.get(jobs.size() - 1).id()) : null);
+        JobQueries.Page page = queries.page(db, new JobQueries.JobFilter(tenantOrNull, st, blank(queue), blank(type),
+                blank(orderingKey)), afterId, lim);
+        List<JobView> jobs = new ArrayList<>(page.jobs().size());
+        for (JobsRecord j : page.jobs()) jobs.add(JobView.of(j));
+        return new JobPage(jobs, page.next() == null ? null : Long.toString(page.next()));
     }
 
     private static String blank(String s) {
