@@ -260,9 +260,16 @@ public record JobRequest(String tenantId, String queue, String type, String payl
         return null;
     }
 
+    /**
+     * One JSON value and nothing after it: readTree alone stops after the first value, so "{} {}" passed here and
+     * then failed in PostgreSQL's jsonb cast, an error naming no field.
+     */
+    private static final com.fasterxml.jackson.databind.ObjectReader ONE_VALUE = Json.MAPPER.readerFor(
+            com.fasterxml.jackson.databind.JsonNode.class).with(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+
     private static boolean isJson(String text) {
         try {
-            Json.MAPPER.readTree(text);
+            ONE_VALUE.readTree(text);
             return !text.isBlank();
         } catch (JsonProcessingException e) {
             return false;

@@ -48,6 +48,16 @@ class EnqueueValidationTest extends StoreTestSupport {
         assertEquals(List.of("payload"), fieldsOf(rejectSingle(job(T1).payload(""))));
     }
 
+    /** Content after the JSON value was accepted, then failed in the jsonb cast with an error naming no field. */
+    @Test
+    void aPayloadWithContentAfterItsValueIsRefusedNamingIt() {
+        for (String payload : List.of("{} {}", "{\"a\": 1} trailing", "{\"a\": 1}]")) {
+            assertEquals(List.of("payload"), fieldsOf(rejectSingle(job(T1).payload(payload))), payload);
+            InvalidJobException e = assertThrows(InvalidJobException.class, () -> job(T1).payload(payload).build());
+            assertEquals(List.of("payload"), fieldsOf(e), payload);
+        }
+    }
+
     @Test
     void runAtAndDelayTogetherAreRefused() {
         InvalidJobException e = rejectSingle(job(T1).runAt(OffsetDateTime.now()).delay(Duration.ofSeconds(5)));
