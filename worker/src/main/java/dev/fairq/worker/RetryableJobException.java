@@ -11,7 +11,7 @@ public class RetryableJobException extends Exception {
         this.retryAfter = retryAfter;
     }
 
-    /** null: use the type's backoff. */
+    /** null: use the type's backoff. Taken within 0 to one year ({@link dev.fairq.schema.JobRequest#MAX_DELAY}), as a snooze. */
     public Duration retryAfter() {
         return retryAfter;
     }

@@ -4,6 +4,7 @@ import dev.fairq.schema.ClaimedJob;
 import dev.fairq.schema.Completion;
 import dev.fairq.schema.JobOutcome;
 import dev.fairq.schema.JobStore;
+import dev.fairq.schema.JobRequest;
 import dev.fairq.schema.LocalStarts;
 import dev.fairq.schema.QueueClock;
 import dev.fairq.schema.Waker;
@@ -862,9 +863,19 @@ public final class Worker implements AutoCloseable {
             log.info("job {} dead after {} attempts: {}", job.id(), job.attempt(), error);
             return new JobOutcome.Failed(job.id(), job.attempt(), true, 0, error);
         }
-        long delay = retryAfter != null ? retryAfter.toMillis() : policy.delayMillis(job.attempt(), random);
+        long delay = retryAfter != null ? retryAfterMillis(retryAfter) : policy.delayMillis(job.attempt(), random);
         log.info("job {} attempt {} failed, retry in {} ms: {}", job.id(), job.attempt(), delay, error);
         return new JobOutcome.Failed(job.id(), job.attempt(), false, delay, error);
+    }
+
+    /**
+     * A handler's {@link RetryableJobException#retryAfter()} within 0 to one year, as a snooze's: one far beyond it
+     * (a parsed header, {@code ChronoUnit.FOREVER}) overflowed the completion's run_at ("interval out of range")
+     * and failed the whole batch at every retry, so no outcome of the worker was recorded again.
+     */
+    static long retryAfterMillis(Duration retryAfter) {
+        if (retryAfter.isNegative()) return 0;
+        return retryAfter.compareTo(JobRequest.MAX_DELAY) > 0 ? JobRequest.MAX_DELAY_MS : retryAfter.toMillis();
     }
 
     /**

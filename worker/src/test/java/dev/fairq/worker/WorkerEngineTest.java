@@ -115,6 +115,28 @@ class WorkerEngineTest extends PlatformTest {
         assertTrue(error.contains("upstream timeout on attempt 4"), "last_error keeps the last error: " + error);
     }
 
+    /**
+     * A retryAfter past what a run_at can hold failed the completion statement ("interval out of range") at every
+     * retry, with the other jobs of its batch: nothing the worker finished was recorded again.
+     */
+    @Test
+    void aRetryAfterBeyondAYearIsTakenAsAYearAndTheWorkerGoesOnRecording() {
+        HandlerRegistry handlers = new HandlerRegistry()
+                .register("forever", job -> { throw new RetryableJobException("come back never", Duration.ofMillis(Long.MAX_VALUE)); })
+                .register("past", job -> { throw new RetryableJobException("come back yesterday", Duration.ofDays(-1)); })
+                .register("fine", job -> {});
+        long forever = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "forever").build()).job().getId();
+        long past = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "past").maxAttempts(1).build()).job().getId();
+        platform.startScheduler(SchedulerConfig.defaults());
+        platform.startWorker(TestPlatform.fastConfig("w1", 2), handlers);
+
+        await().atMost(Duration.ofSeconds(30)).until(() -> "pending".equals(status(forever)) && "dead".equals(status(past)));
+        long inDays = db.count("SELECT extract(day FROM run_at - now())::bigint FROM jobs WHERE id = ?", forever);
+        assertTrue(inDays >= 364 && inDays <= 366, "a year ahead, not " + inDays + " days");
+        long fine = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "fine").build()).job().getId();
+        await().atMost(Duration.ofSeconds(30)).until(() -> "succeeded".equals(status(fine)));
+    }
+
     @Test
     void transientErrorThenSuccess() {
         HandlerRegistry handlers = new HandlerRegistry().register("second-time-lucky", job -> {
