@@ -70,14 +70,24 @@ public final class PayloadVersions {
     public record Read(int version, String json) {}
 
     /**
-     * The payload as the handler reads it: as is when its version is read, else upcast step by step until it
-     * is; {@link PermanentJobException} naming the version when neither works.
+     * The payload as the handler reads it: upcast step by step to the highest version the chain reaches that the
+     * handler reads (as is when that is its own); {@link PermanentJobException} naming the version when none is.
      */
     public Read read(String type, int version, String json) throws PermanentJobException {
+        // the highest version the chain reaches that the handler reads, not the first: with reads(2, 3) and an
+        // upcaster from 2, a version-2 payload is brought to 3 (api/README, "Contract notes for the handler toolkit")
+        int target = reads.contains(version) ? version : -1;
+        for (int c = version; upcasters.containsKey(c); c++) {
+            if (reads.contains(c + 1)) target = c + 1;
+        }
+        if (target < 0) {
+            throw new PermanentJobException(UNKNOWN + " " + version + " for type '" + type + "': its handler reads "
+                    + readVersions() + (upcasters.isEmpty() ? "" : " and upcasts from " + upcastFrom()));
+        }
+        if (target == version) return new Read(version, json);
         int v = version;
-        if (reads.contains(v)) return new Read(v, json);
         JsonNode node = null;
-        while (!reads.contains(v) && upcasters.containsKey(v)) {
+        while (v < target) {
             try {
                 if (node == null) node = Json.EXACT.readTree(json); // numbers through upcasting as stored
                 node = upcasters.get(v).apply(node);
@@ -88,10 +98,6 @@ public final class PayloadVersions {
             if (node == null) throw new PermanentJobException("the upcaster of type '" + type + "' from payload_version "
                     + v + " returned no payload");
             v++;
-        }
-        if (!reads.contains(v)) {
-            throw new PermanentJobException(UNKNOWN + " " + version + " for type '" + type + "': its handler reads "
-                    + readVersions() + (upcasters.isEmpty() ? "" : " and upcasts from " + upcastFrom()));
         }
         try {
             return new Read(v, Json.MAPPER.writeValueAsString(node));

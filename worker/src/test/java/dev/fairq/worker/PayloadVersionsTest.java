@@ -38,6 +38,23 @@ class PayloadVersionsTest extends PlatformTest {
         assertThrows(IllegalArgumentException.class, () -> PayloadVersions.reads(0));
     }
 
+    /** The contract: the handler gets the highest version the chain reaches that it reads (it got the first one). */
+    @Test
+    void aHandlerReadingSeveralVersionsGetsTheHighestTheChainReaches() throws Exception {
+        PayloadVersions oneAndThree = PayloadVersions.reads(1, 3)
+                .upcast(1, p -> ((ObjectNode) p.deepCopy()).put("v2", true))
+                .upcast(2, p -> ((ObjectNode) p.deepCopy()).put("v3", true));
+        PayloadVersions.Read read = oneAndThree.read("t", 1, "{}");
+        assertEquals(3, read.version());
+        assertTrue(read.json().contains("\"v2\":true") && read.json().contains("\"v3\":true"), read.json());
+        assertEquals(3, oneAndThree.read("t", 2, "{}").version());
+        assertEquals(new PayloadVersions.Read(3, "{}"), oneAndThree.read("t", 3, "{}"));
+        PayloadVersions readsOneAndTwo = PayloadVersions.reads(1, 2).upcast(1, p -> ((ObjectNode) p.deepCopy()).put("v2", true));
+        assertEquals(2, readsOneAndTwo.read("t", 1, "{}").version());
+        assertEquals(new PayloadVersions.Read(1, "{}"), PayloadVersions.reads(1, 3).upcast(2, p -> p).read("t", 1, "{}"),
+                "no upcaster from 1: read as is");
+    }
+
     @Test
     void aWorkerHandsTheHandlerItsVersionAndDeadLettersOneItCannotRead() {
         Map<Long, String> seen = new ConcurrentHashMap<>();
