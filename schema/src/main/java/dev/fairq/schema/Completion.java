@@ -247,8 +247,14 @@ public final class Completion {
                 .set("worker_id", workerId).query(ctx, rs -> rs.getLong(1)));
     }
 
+    /**
+     * An error text as last_error holds it: at most {@code max} characters, and a NUL (a handler quoting binary
+     * data) as U+FFFD. PostgreSQL's text cannot hold a NUL: the statement failed, with every outcome of its
+     * batch, at every retry, so the worker recorded nothing again (WorkerEngineTest).
+     */
     static String truncate(String s, int max) {
         if (s == null) return null;
-        return s.length() <= max ? s : s.substring(0, max);
+        String t = s.length() <= max ? s : s.substring(0, max);
+        return t.indexOf('\u0000') < 0 ? t : t.replace('\u0000', '\uFFFD');
     }
 }

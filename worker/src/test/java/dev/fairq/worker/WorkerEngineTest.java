@@ -137,6 +137,26 @@ class WorkerEngineTest extends PlatformTest {
         await().atMost(Duration.ofSeconds(30)).until(() -> "succeeded".equals(status(fine)));
     }
 
+    /**
+     * An error text PostgreSQL's text type cannot hold (a NUL, as a handler may quote binary data) failed the
+     * completion statement at every retry, with every other outcome of its batch: the worker recorded nothing again.
+     */
+    @Test
+    void anErrorWithANulIsRecordedAndTheWorkerGoesOnRecording() {
+        HandlerRegistry handlers = new HandlerRegistry()
+                .register("binary", job -> { throw new IllegalStateException("bad frame \u0000\u0001 at 7"); })
+                .register("fine", job -> {});
+        long binary = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "binary").maxAttempts(1).build()).job().getId();
+        platform.startScheduler(SchedulerConfig.defaults());
+        platform.startWorker(TestPlatform.fastConfig("w1", 2), handlers);
+
+        await().atMost(Duration.ofSeconds(30)).until(() -> "dead".equals(status(binary)));
+        assertEquals("java.lang.IllegalStateException: bad frame \uFFFD\u0001 at 7",
+                db.dsl().fetchValue("SELECT last_error FROM jobs WHERE id = ?", binary));
+        long fine = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "fine").build()).job().getId();
+        await().atMost(Duration.ofSeconds(30)).until(() -> "succeeded".equals(status(fine)));
+    }
+
     @Test
     void transientErrorThenSuccess() {
         HandlerRegistry handlers = new HandlerRegistry().register("second-time-lucky", job -> {
