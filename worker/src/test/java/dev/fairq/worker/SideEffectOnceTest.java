@@ -46,6 +46,16 @@ class SideEffectOnceTest extends PlatformTest {
                 "test-" + jobId).withSideEffects(store, db.dsl());
     }
 
+    /** A result PostgreSQL's text cannot hold (a NUL) is stored with U+FFFD: the next attempt gets it, no second run. */
+    @Test
+    void aResultWithANulIsStoredAndTheEffectDoesNotRunAgain() throws Exception {
+        AtomicInteger effects = new AtomicInteger();
+        JobContext.SideEffect effect = () -> "frame\u0000" + effects.incrementAndGet();
+        assertEquals("frame\uFFFD1", attempt(2000, 1).once("raw:7", Duration.ofSeconds(30), effect));
+        assertEquals("frame\uFFFD1", attempt(2000, 2).once("raw:7", Duration.ofSeconds(30), effect));
+        assertEquals(1, effects.get());
+    }
+
     /**
      * Twenty attempts (threads, each its own connection from the pool) race for one key: the effect runs once,
      * the others wait (a snooze each time they find it held) and then all get the first one's result.
