@@ -21,6 +21,15 @@ import java.util.Set;
  */
 public final class Admission {
     /**
+     * The highest sort_key a job due at :now can have. jobs.sort_key is {@code fairq_epoch(run_at) / 10.0 - priority}
+     * (V1), so run_at <= :now and priority >= {@link JobRequest#MIN_PRIORITY} put a due job at or below this, written
+     * the column's way so that one at the edge compares equal. A read of due jobs in sort_key order stops here
+     * instead of walking every delayed job behind them (DelayedBacklogTest): the candidate read, the key grants',
+     * the enqueue's and explain's key probes. A compile-time constant, so using it initialises nothing.
+     */
+    static final String DUE_SORT_KEY_BOUND = "j.sort_key <= fairq_epoch(:now) / 10.0 - (" + JobRequest.MIN_PRIORITY + ")";
+
+    /**
      * Per tenant, its next admissible due jobs in aging order, for the tenants the scheduler names with how
      * many it may take from each, read per <i>lane</i>. Jobs with neither a concurrency nor a fairness key: one
      * index probe per named tenant on jobs_admit_idx. The others: a loose index scan of jobs_admit_key_idx finds
@@ -86,7 +95,7 @@ public final class Admission {
                 SELECT j.id, j.sort_key, j.queue, j.type FROM jobs j
                 WHERE j.tenant_id = r.tenant_id AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
                   AND j.concurrency_key IS NULL AND j.fairness_key IS NULL AND j.no_worker_since IS NULL
-                  AND j.run_at <= :now AND j.sort_key <= fairq_epoch(:now) / 10.0 + 100
+                  AND j.run_at <= :now AND {due_bound}
                 ORDER BY j.sort_key, j.id
                 LIMIT r.lim
             ) c
@@ -98,7 +107,7 @@ public final class Admission {
                 WHERE j.tenant_id = s.tenant_id AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
                   AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL) AND j.no_worker_since IS NULL
                   AND coalesce(j.fairness_key, '') = s.fk AND coalesce(j.concurrency_key, '') = s.ck
-                  AND j.run_at <= :now AND j.sort_key <= fairq_epoch(:now) / 10.0 + 100
+                  AND j.run_at <= :now AND {due_bound}
                 ORDER BY j.sort_key, j.id
                 LIMIT least(s.lane_limit, s.cap)
             ) c
@@ -106,7 +115,7 @@ public final class Admission {
             WINDOW w AS (PARTITION BY s.tenant_id, s.fk, s.ck)
             UNION ALL
             SELECT l.tenant_id, NULL, NULL, NULL, NULL, NULL, NULL, false, -1 FROM lanes l WHERE l.fk IS NULL
-            """);
+            """.replace("{due_bound}", DUE_SORT_KEY_BOUND));
 
     /**
      * Moves the chosen jobs to ready in one statement, each with the rank (start tag) the scheduler gave it;
@@ -310,12 +319,12 @@ public final class Admission {
                                     WHERE j.tenant_id = g.t AND coalesce(j.fairness_key, '') = g.k
                                       AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
                                       AND j.no_worker_since IS NULL AND j.run_at <= :now
-                                      AND j.sort_key <= fairq_epoch(:now) / 10.0 + 100
+                                      AND {due_bound}
                                       AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL))) q
             WHERE q.n <= q.m -- at most the tenant's room among its keys that passed
             ON CONFLICT (tenant_id, fairness_key, slot) DO NOTHING
             RETURNING tenant_id, fairness_key, slot
-            """);
+            """.replace("{due_bound}", DUE_SORT_KEY_BOUND));
 
     /** Takes key grants back, SKIP LOCKED as REVOKE_GRANTS. */
     static final NamedSql REVOKE_KEY_GRANTS = NamedSql.of("""

@@ -262,13 +262,13 @@ public final class Enqueue {
                                   WHERE j.tenant_id = i.tenant_id AND coalesce(j.fairness_key, '') = i.fairness_key
                                     AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
                                     AND j.no_worker_since IS NULL AND j.run_at <= :now
-                                    AND j.sort_key <= fairq_epoch(:now) / 10.0 + 100
+                                    AND {due_bound}
                                     AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL))
                   AND NOT EXISTS (SELECT 1 FROM input e
                                   WHERE e.tenant_id = i.tenant_id AND e.fairness_key = i.fairness_key AND e.ord < i.ord
                                     AND NOT e.grantable AND coalesce(e.run_at::timestamptz <= :now, true)
                                     AND coalesce(e.delay_ms, 0) <= 0)
-            """;
+            """.replace("{due_bound}", Admission.DUE_SORT_KEY_BOUND);
 
     /**
      * INSERT_JOBS with key grants (V13__key_grants.sql, described above), for a request with a fairness key; one

@@ -429,9 +429,9 @@ public final class JobQueries {
                     WHERE j.tenant_id = ? AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
                       AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL) AND j.no_worker_since IS NULL
                       AND coalesce(j.fairness_key, '') = l.fk AND coalesce(j.concurrency_key, '') = l.ck
-                      AND j.sort_key <= fairq_epoch(now()) / 10.0 + 100 AND j.run_at <= now())
+                      AND {due_bound} AND j.run_at <= now())
                 LIMIT ?) x
-            """;
+            """.replace("{due_bound}", Admission.DUE_SORT_KEY_BOUND.replace(":now", "now()"));
 
     public long activeFairnessKeys(DSLContext ctx, String tenantId, int cap) {
         return ctx.resultQuery(ACTIVE_FAIRNESS_KEYS, tenantId, tenantId, tenantId, cap).fetchOne(0, Long.class);
