@@ -247,14 +247,19 @@ public final class Completion {
                 .set("worker_id", workerId).query(ctx, rs -> rs.getLong(1)));
     }
 
-    /**
-     * An error text as last_error holds it: at most {@code max} characters, and a NUL (a handler quoting binary
-     * data) as U+FFFD. PostgreSQL's text cannot hold a NUL: the statement failed, with every outcome of its
-     * batch, at every retry, so the worker recorded nothing again (WorkerEngineTest).
-     */
+    /** An error text as last_error holds it: at most {@code max} characters, {@link #storableText} (null stays null). */
     static String truncate(String s, int max) {
         if (s == null) return null;
-        String t = s.length() <= max ? s : s.substring(0, max);
-        return t.indexOf('\u0000') < 0 ? t : t.replace('\u0000', '\uFFFD');
+        return storableText(s.length() <= max ? s : s.substring(0, max));
+    }
+
+    /**
+     * A handler's text as PostgreSQL's text type can hold it: a NUL (a handler quoting binary data) becomes U+FFFD.
+     * Stored as is, it failed its statement at every retry: a completion with every outcome of its batch, so the
+     * worker recorded nothing again (WorkerEngineTest); a side effect's result, so the key stayed held and the
+     * effect ran again after its lock (SideEffectOnceTest).
+     */
+    public static String storableText(String s) {
+        return s == null || s.indexOf('\u0000') < 0 ? s : s.replace('\u0000', '\uFFFD');
     }
 }

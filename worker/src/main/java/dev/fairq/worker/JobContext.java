@@ -211,11 +211,7 @@ public final class JobContext {
             }
             throw e;
         }
-        if (result != null && result.indexOf('\u0000') >= 0) {
-            // PostgreSQL's text cannot hold a NUL: the write failed, the key stayed held, and the attempt that took
-            // it over after the lock ran the effect again. Stored (and answered) with U+FFFD, it runs once.
-            result = result.replace('\u0000', '\uFFFD');
-        }
+        result = dev.fairq.schema.Completion.storableText(result); // answered as stored, so every attempt sees the same
         effects.store().complete(effects.db(), tenantId, key, token, result);
         return result;
     }
