@@ -186,7 +186,7 @@ public final class Completion {
             if (!snoozed.isEmpty()) {
                 Long[] ids = snoozed.stream().map(JobOutcome::jobId).toArray(Long[]::new);
                 Integer[] attempts = snoozed.stream().map(JobOutcome::attempt).toArray(Integer[]::new);
-                Long[] delays = snoozed.stream().map(z -> Math.max(0, z.delayMs())).toArray(Long[]::new);
+                Long[] delays = snoozed.stream().map(z -> storableDelay(z.delayMs())).toArray(Long[]::new);
                 String[] reasons = snoozed.stream().map(z -> truncate(z.reason(), MAX_ERROR_CHARS)).toArray(String[]::new);
                 for (Record r : SNOOZE.bind().clock(clock).set("ids", ids).set("attempts", attempts).set("delays_ms", delays)
                         .set("reasons", reasons).set("worker_id", workerId).fetch(tx)) {
@@ -221,7 +221,7 @@ public final class Completion {
                 ids[i] = f.jobId();
                 attempts[i] = f.attempt();
                 dead[i] = f.dead();
-                delays[i] = Math.max(0, f.retryDelayMs());
+                delays[i] = storableDelay(f.retryDelayMs());
                 errors[i] = truncate(f.error(), MAX_ERROR_CHARS);
             }
             for (Record r : FAIL.bind().clock(clock).set("dead", dead).set("delays_ms", delays).set("errors", errors)
@@ -245,6 +245,15 @@ public final class Completion {
         // (JFR over ./bench/run subkeys' flood: 12 of its 35)
         return new HashSet<>(COMPLETE.bind().clock(clock).set("ids", ids).set("attempts", attempts).set("run_us", runUs)
                 .set("worker_id", workerId).query(ctx, rs -> rs.getLong(1)));
+    }
+
+    /**
+     * A retry's or snooze's delay as run_at can take it: 0 to {@link JobRequest#MAX_DELAY_MS} (a year, the most any
+     * job may be delayed). One far beyond (a handler's retryAfter, a RetryPolicy's max) overflowed run_at ("interval
+     * out of range") and failed the statement at every retry, with every outcome of its batch (WorkerSqlTest).
+     */
+    static long storableDelay(long ms) {
+        return Math.min(JobRequest.MAX_DELAY_MS, Math.max(0, ms));
     }
 
     /** An error text as last_error holds it: at most {@code max} characters, {@link #storableText} (null stays null). */

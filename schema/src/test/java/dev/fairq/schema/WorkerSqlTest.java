@@ -45,6 +45,21 @@ class WorkerSqlTest extends StoreTestSupport {
         assertTrue(status(id) != JobStatus.running, "job " + id + " is no longer running");
     }
 
+    /** A delay past what run_at holds is a year: the statement, and the other outcomes of its batch, go through. */
+    @Test
+    void aDelayBeyondAYearIsRecordedAsAYear() {
+        List<Long> ids = enqueueAndAdmit(2);
+        List<ClaimedJob> claimed = store.claim(dsl, "w1", 10, LEASE);
+        assertEquals(2, claimed.size());
+        Set<Long> recorded = store.finish(dsl, "w1", List.of(
+                new JobOutcome.Failed(claimed.get(0).id(), claimed.get(0).attempt(), false, Long.MAX_VALUE, "come back never"),
+                new JobOutcome.Succeeded(claimed.get(1).id(), claimed.get(1).attempt())));
+        assertEquals(Set.copyOf(ids), recorded);
+        long inDays = db.count("SELECT extract(day FROM run_at - now())::bigint FROM jobs WHERE id = ?", claimed.get(0).id());
+        assertTrue(inDays >= 364 && inDays <= 367, "a year ahead, not " + inDays + " days");
+        assertEquals(JobStatus.succeeded, status(claimed.get(1).id()));
+    }
+
     @Test
     void claimTakesALease() {
         long id = enqueueAndAdmit(1).get(0);

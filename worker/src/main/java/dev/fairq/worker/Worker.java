@@ -869,9 +869,9 @@ public final class Worker implements AutoCloseable {
     }
 
     /**
-     * A handler's {@link RetryableJobException#retryAfter()} within 0 to one year, as a snooze's: one far beyond it
-     * (a parsed header, {@code ChronoUnit.FOREVER}) overflowed the completion's run_at ("interval out of range")
-     * and failed the whole batch at every retry, so no outcome of the worker was recorded again.
+     * A handler's {@link RetryableJobException#retryAfter()} in milliseconds, within 0 to one year as a snooze's:
+     * {@code Duration.toMillis} throws past Long.MAX_VALUE ms ({@code ChronoUnit.FOREVER}), so it is bounded before
+     * the conversion. What is stored is bounded again, for every delay, by the completion (Completion.storableDelay).
      */
     static long retryAfterMillis(Duration retryAfter) {
         if (retryAfter.isNegative()) return 0;
