@@ -1061,8 +1061,63 @@ public final class Worker implements AutoCloseable {
     /**
      * Writes a batch of outcomes and hand-backs, retrying while the database is unreachable (the leases are
      * still ours), until the stop's deadline when the worker is stopping.
+     *
+     * <p>A batch the database refuses for its data (see {@link #refusal}) is never retried as it is: it would fail
+     * again at every retry, and the worker would record nothing again while its leases stay alive (a NUL in an
+     * error text and an out-of-range retry delay each did that). It is split in halves until the refused
+     * outcome is alone; that one is recorded without its handler's text, and if the database refuses even that,
+     * its job is left to its lease (the reaper counts the attempt, retries it or dead-letters it).
      */
     private void record(List<Finished> batch) {
+        String refused = tryRecord(batch);
+        if (refused == null) return;
+        if (batch.size() > 1) {
+            int half = batch.size() / 2;
+            record(batch.subList(0, half));
+            record(batch.subList(half, batch.size()));
+            return;
+        }
+        Finished f = batch.get(0);
+        JobOutcome plain = withoutText(f.outcome(), "the outcome could not be stored (" + refused + ")");
+        if (plain != null && tryRecord(List.of(new Finished(f.attempt(), plain))) == null) return;
+        Attempt a = f.attempt();
+        log.error("job {} attempt {}: the database refuses its outcome ({}); the job is left to its lease, and the "
+                + "reaper will count the attempt", a.job.id(), a.job.attempt(), refused);
+        held.remove(a.job.id(), a); // no heartbeat extends its lease any more
+        slotFreed.release();
+    }
+
+    /**
+     * The outcome with the handler's text replaced by {@code text}; null when there is no text to drop (a
+     * success, a hand-back).
+     */
+    private static JobOutcome withoutText(JobOutcome o, String text) {
+        if (o instanceof JobOutcome.Failed x) return new JobOutcome.Failed(x.jobId(), x.attempt(), x.dead(), x.retryDelayMs(), text);
+        if (o instanceof JobOutcome.Snoozed x) return new JobOutcome.Snoozed(x.jobId(), x.attempt(), x.delayMs(), text);
+        if (o instanceof JobOutcome.Cancelled x) return new JobOutcome.Cancelled(x.jobId(), x.attempt(), text);
+        return null;
+    }
+
+    /**
+     * The SQLSTATE and message when the database refused the statement for the data it was given: class 22 (data
+     * exception), a NOT NULL or CHECK violation, class 54 (program limit exceeded), P0 (raised by a trigger). Null
+     * for anything else (an unreachable database, a failover, a serialization failure, a unique violation a race
+     * may cause): those pass, so they are retried as they are.
+     */
+    static String refusal(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof SQLException s && s.getSQLState() != null) {
+                String state = s.getSQLState();
+                return state.startsWith("22") || state.equals("23502") || state.equals("23514") || state.startsWith("54")
+                        || state.startsWith("P0")
+                        ? "SQLSTATE " + state + ": " + s.getMessage() : null;
+            }
+        }
+        return null;
+    }
+
+    /** One batch in one go, retried while that may help; null when recorded, or the refusal it met. */
+    private String tryRecord(List<Finished> batch) {
         List<JobOutcome> list = new ArrayList<>();
         Map<Long, Integer> handBack = new LinkedHashMap<>();
         for (Finished f : batch) {
@@ -1088,19 +1143,24 @@ public final class Worker implements AutoCloseable {
                     }
                 }
                 slotFreed.release(); // room again for a claimer held back by unrecorded outcomes
-                return;
+                return null;
             } catch (RuntimeException e) {
+                String refused = refusal(e);
+                if (refused != null) {
+                    log.warn("the database refused a batch of {} outcomes", batch.size(), e);
+                    return refused;
+                }
                 if (stopped && clock.nanoTime() - stopDeadlineNanos >= 0) {
                     log.error("recording {} outcomes failed and the stop's grace is over: they are left to their leases",
                             batch.size(), e);
-                    return;
+                    return null;
                 }
                 log.warn("recording {} outcomes failed, retrying in {} ms", batch.size(), backoff, e);
                 try {
                     Thread.sleep(backoff);
                 } catch (InterruptedException ie) {
                     Thread.currentThread().interrupt();
-                    return;
+                    return null;
                 }
                 backoff = Math.min(5000, backoff * 2);
             }
