@@ -59,6 +59,12 @@ public final class HandlerRegistry {
 
     public HandlerRegistry register(String type, JobHandler handler, RetryPolicy retryPolicy, Duration timeout,
                                     PayloadVersions versions) {
+        // the worker registers these types as its route: one no job can have would never be claimed
+        if (type == null || !type.matches(JobRequest.NAME_REGEX)) {
+            throw new IllegalArgumentException("a handler's type " + JobRequest.NAME_RULE + ", not " + (type == null ? "null" : "'" + type + "'"));
+        }
+        if (handler == null) throw new IllegalArgumentException("the handler for type '" + type + "' is null");
+        if (retryPolicy == null) throw new IllegalArgumentException("the retry policy for type '" + type + "' is null");
         if (byType.putIfAbsent(type, new Registration(handler, retryPolicy, timeout, versions)) != null) {
             throw new IllegalArgumentException("a handler for type '" + type + "' is already registered");
         }
