@@ -446,6 +446,11 @@ public final class Enqueue {
      */
     public List<EnqueueResult> enqueueAll(DSLContext tx, List<JobRequest> requests, Commit commit) {
         if (requests.isEmpty()) return List.of();
+        if (requests.size() > MAX_BATCH && tx.connectionResult(java.sql.Connection::getAutoCommit)) {
+            // several statements, given no transaction: one of ours, so that a failure in a later batch leaves none
+            // of the jobs in (in autocommit each batch committed alone); a caller's own transaction is used as it is
+            return tx.transactionResult(c -> enqueueAll(c.dsl(), requests, commit));
+        }
         List<FieldError> errors = new ArrayList<>();
         for (int i = 0; i < requests.size(); i++) {
             String prefix = requests.size() == 1 ? "" : "jobs[" + i + "].";

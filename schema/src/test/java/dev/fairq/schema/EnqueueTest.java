@@ -253,6 +253,34 @@ class EnqueueTest extends StoreTestSupport {
         assertEquals("true", scalar(String.class, "SELECT payload->>'first' FROM jobs WHERE job_key = 'dup'"));
     }
 
+    /**
+     * More than one statement's batch given no transaction: a failure in the second statement used to leave the
+     * first statement's 10,000 jobs committed, and the caller, told it failed, could not know which.
+     */
+    @Test
+    void aBatchOfSeveralStatementsWithoutATransactionIsAllOrNothing() {
+        dsl.execute("""
+                CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN RAISE EXCEPTION 'poison refused by the test' USING ERRCODE = '22023'; END $$""");
+        dsl.execute("CREATE TRIGGER refuse_poison BEFORE INSERT ON jobs FOR EACH ROW WHEN (NEW.type = 'poison') "
+                + "EXECUTE FUNCTION refuse_poison()");
+        try {
+            List<JobRequest> requests = new ArrayList<>();
+            for (int i = 0; i < Enqueue.MAX_BATCH; i++) requests.add(job(T1).build());
+            requests.add(JobRequest.builder(T1, "poison").build());
+            assertThrows(RuntimeException.class, () -> store.enqueueAll(dsl, requests));
+            assertEquals(0, countJobs());
+
+            requests.remove(requests.size() - 1);
+            requests.add(job(T1).build());
+            assertEquals(Enqueue.MAX_BATCH + 1, store.enqueueAll(dsl, requests).size());
+            assertEquals(Enqueue.MAX_BATCH + 1, countJobs());
+        } finally {
+            dsl.execute("DROP TRIGGER refuse_poison ON jobs");
+            dsl.execute("DROP FUNCTION refuse_poison()");
+        }
+    }
+
     @Test
     void batchMixingNewAndExistingJobKeys() {
         long existing = enqueue(job(T1).jobKey("b"));
