@@ -87,7 +87,7 @@ class FailoverTest {
         List<String> holders = dsl.fetch("""
                 SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
                 WHERE l.locktype = 'advisory' AND l.classid = 1717658993 AND l.objid = 1 AND l.objsubid = 2
-                  AND l.granted""").getValues(0, String.class);
+                  AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())""").getValues(0, String.class);
         assertTrue(holders.size() <= 1, "more than one session holds the scheduler lock: " + holders);
         return holders.isEmpty() ? null : holders.get(0);
     }

@@ -74,7 +74,7 @@ class MaintenanceTest {
 
     private Integer leaderPid() {
         return dsl.resultQuery("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = 1717658993 "
-                + "AND objid = 1 AND granted").fetchOptional(0, Integer.class).orElse(null);
+                + "AND objid = 1 AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())").fetchOptional(0, Integer.class).orElse(null);
     }
 
     /** Runs jobs as a worker would until {@code total} have succeeded. */

@@ -43,7 +43,7 @@ class ScheduleFailoverProcessTest extends PlatformTest {
     private long lockHolders(String applicationName) {
         return db.count("""
                 SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-                WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = ?""", applicationName);
+                WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = ? AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())""", applicationName);
     }
 
     private OffsetDateTime dbNow() {

@@ -32,7 +32,7 @@ class SchedulerFailoverProcessTest extends PlatformTest {
     private long lockHolders(String applicationName) {
         return ((Number) db.dsl().fetchValue("""
                 SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-                WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = ?""", applicationName)).longValue();
+                WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = ? AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())""", applicationName)).longValue();
     }
 
     @Test
