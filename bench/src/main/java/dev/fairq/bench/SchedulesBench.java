@@ -45,7 +45,8 @@ final class SchedulesBench implements Bench.Benchmark {
     /** Advisory lock of the active scheduler (SchedulerService). */
     static final String LEADER = """
             SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-            WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 1717658993 AND l.objid = 1""";
+            WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 1717658993 AND l.objid = 1
+              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())""";
 
     private final List<Process> processes = new ArrayList<>();
 

@@ -97,7 +97,7 @@ class FailoverTest {
         return dsl.resultQuery("""
                 SELECT l.pid FROM pg_locks l
                 WHERE l.locktype = 'advisory' AND l.classid = 1717658993 AND l.objid = 1 AND l.objsubid = 2
-                  AND l.granted""").fetchOptional(0, Integer.class).orElse(null);
+                  AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())""").fetchOptional(0, Integer.class).orElse(null);
     }
 
     /** Waits until exactly one of the nodes leads, by its own flag and by the lock in PostgreSQL. */

@@ -16,9 +16,14 @@ public final class LeaderLock {
     /** Advisory lock key: two ints, "fairq" and "scheduler". */
     private static final int LOCK_CLASS = 1717658993, LOCK_ID = 1;
     private static final String TRY_LOCK = "SELECT pg_try_advisory_lock(" + LOCK_CLASS + ", " + LOCK_ID + ")";
-    /** Some session holds the lock (a two-int advisory lock shows its keys as classid and objid). */
+    /**
+     * Some session holds the lock (a two-int advisory lock shows its keys as classid and objid) in this database:
+     * pg_locks shows the whole cluster's, and a fairq on another database of the same server (staging beside
+     * production) holds a lock with the same keys, which made this one's health check report a leader it did not have.
+     */
     private static final NamedSql HELD = NamedSql.of("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
-            + "AND granted AND classid = " + LOCK_CLASS + " AND objid = " + LOCK_ID + ")");
+            + "AND granted AND classid = " + LOCK_CLASS + " AND objid = " + LOCK_ID
+            + " AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))");
 
     private LeaderLock() {}
 
