@@ -76,7 +76,9 @@ public final class Completion {
      * failed_at stamped (the dashboard rollup counts retried failures per minute by it), and wakes the
      * scheduler with its tenant, which then sets a timer for the retry's due time. A dead head keeps its key
      * blocked unless its queue says 'continue'. A job someone asked to cancel while it ran ends cancelled
-     * instead, whatever the worker knew: a cancel that races a failure never becomes a retry.
+     * instead, whatever the worker knew: a cancel that races a failure never becomes a retry. A keyed retry with a
+     * delay waits out of its lane (not_due) until the scheduler sees it due (Admission.PROMOTE_DUE); so does a keyed
+     * snooze.
      */
     static final NamedSql FAIL = NamedSql.of("""
             WITH input AS MATERIALIZED (
@@ -97,6 +99,8 @@ public final class Completion {
                 failed_at = CASE WHEN f.dead OR j.cancel_requested_at IS NOT NULL THEN j.failed_at ELSE :now END,
                 last_error = f.error, locked_by = NULL, locked_until = NULL,
                 ready_rank = NULL, admitted_at = NULL,
+                not_due = NOT f.dead AND j.cancel_requested_at IS NULL AND f.delay_ms > 0
+                          AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL),
                 key_head = CASE WHEN j.cancel_requested_at IS NOT NULL THEN false
                                 WHEN f.dead AND (SELECT q.ordering_on_dead FROM queues q WHERE q.name = j.queue) = 'continue'
                                 THEN false ELSE j.key_head END
@@ -144,6 +148,8 @@ public final class Completion {
                               ELSE j.run_at END,
                 finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN :now END,
                 attempts = j.attempts - 1, snoozes = j.snoozes + 1,
+                not_due = j.cancel_requested_at IS NULL AND i.delays[array_position(i.ids, j.id)] > 0
+                          AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL),
                 last_error = i.reasons[array_position(i.ids, j.id)],
                 locked_by = NULL, locked_until = NULL, ready_rank = NULL, admitted_at = NULL,
                 key_head = j.key_head AND j.cancel_requested_at IS NULL

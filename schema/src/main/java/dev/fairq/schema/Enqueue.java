@@ -183,7 +183,7 @@ public final class Enqueue {
                 INSERT INTO jobs (id, tenant_id, queue, type, payload, priority, run_at, job_key, ordering_key,
                                   key_head, max_attempts, request_hash, timeout_ms, payload_version, concurrency_key,
                                   fairness_key, status, ready_rank, admitted_at, created_at,
-                                  locked_by, locked_until, attempts, started_at)
+                                  locked_by, locked_until, attempts, started_at, not_due)
                 SELECT i.id, i.tenant_id, i.queue, i.type, i.payload::jsonb, i.priority,
                        coalesce(i.run_at::timestamptz, :now + coalesce(i.delay_ms, 0) * interval '1 millisecond'),
                        i.job_key, i.ordering_key,
@@ -197,7 +197,9 @@ public final class Enqueue {
                        CASE WHEN u.ord IS NOT NULL THEN s.worker END,
                        CASE WHEN u.ord IS NOT NULL AND s.worker IS NOT NULL THEN s.at + s.lease_ms * interval '1 millisecond' END,
                        CASE WHEN u.ord IS NOT NULL AND s.worker IS NOT NULL THEN 1 ELSE 0 END,
-                       CASE WHEN u.ord IS NOT NULL AND s.worker IS NOT NULL THEN :now END
+                       CASE WHEN u.ord IS NOT NULL AND s.worker IS NOT NULL THEN :now END,
+                       coalesce(i.run_at::timestamptz, :now + coalesce(i.delay_ms, 0) * interval '1 millisecond') > :now
+                           AND (i.concurrency_key IS NOT NULL OR i.fairness_key IS NOT NULL)
                 FROM input i LEFT JOIN grant_use u ON u.ord = i.ord
                      CROSS JOIN (SELECT :start_by::text AS worker, :start_lease_ms::bigint AS lease_ms,
                                         coalesce(:start_at::timestamptz, statement_timestamp()) AS at) s
@@ -332,7 +334,7 @@ public final class Enqueue {
             ), inserted AS (
                 INSERT INTO jobs (id, tenant_id, queue, type, payload, priority, run_at, job_key, ordering_key,
                                   key_head, max_attempts, request_hash, timeout_ms, payload_version, concurrency_key,
-                                  fairness_key, status, ready_rank, admitted_at, created_at)
+                                  fairness_key, status, ready_rank, admitted_at, created_at, not_due)
                 SELECT i.id, i.tenant_id, i.queue, i.type, i.payload::jsonb, i.priority,
                        coalesce(i.run_at::timestamptz, :now + coalesce(i.delay_ms, 0) * interval '1 millisecond'),
                        i.job_key, i.ordering_key,
@@ -343,7 +345,9 @@ public final class Enqueue {
                        CASE WHEN k.ord IS NOT NULL THEN k.ready_rank WHEN nk.ord IS NOT NULL THEN nk.ready_rank
                             WHEN u.ord IS NOT NULL THEN '-Infinity'::double precision END,
                        CASE WHEN u.ord IS NOT NULL OR k.ord IS NOT NULL OR nk.ord IS NOT NULL THEN :now END,
-                       :now
+                       :now,
+                       coalesce(i.run_at::timestamptz, :now + coalesce(i.delay_ms, 0) * interval '1 millisecond') > :now
+                           AND (i.concurrency_key IS NOT NULL OR i.fairness_key IS NOT NULL)
                 FROM input i LEFT JOIN grant_use u ON u.ord = i.ord LEFT JOIN key_grant_use k ON k.ord = i.ord
                      LEFT JOIN new_key_use nk ON nk.ord = i.ord
                 ORDER BY i.ord

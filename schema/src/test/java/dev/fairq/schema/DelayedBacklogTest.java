@@ -61,7 +61,7 @@ class DelayedBacklogTest extends StoreTestSupport {
      */
     private static long entriesReadSoFar(DSLContext tx) {
         return tx.fetchOne("SELECT sum(pg_stat_get_xact_tuples_returned(oid))::bigint FROM pg_class "
-                + "WHERE relname IN ('jobs_admit_idx', 'jobs_admit_key_idx')").get(0, Long.class);
+                + "WHERE relname IN ('jobs_admit_idx', 'jobs_admit_key_idx', 'jobs_lanes_idx')").get(0, Long.class);
     }
 
     private static final class RollBack extends RuntimeException {}
@@ -103,5 +103,41 @@ class DelayedBacklogTest extends StoreTestSupport {
         long read = entriesRead(tx -> store.enqueue(tx, job(T1).fairnessKey("later").build()),
                 r -> assertEquals("ready", r.job().getStatus().getLiteral(), "admitted in its enqueue by the key's grant"));
         assertTrue(read < 100, "the enqueue's key probe walked the key's delayed jobs: " + read + " index entries");
+    }
+
+    private long candidateRead(Set<Long> expected) {
+        return entriesRead(tx -> Admission.CANDIDATES.bind().clock(clock).set("tenant_ids", new String[]{T1})
+                .set("limits", new Integer[]{100}).set("keyed", new Boolean[]{true}).set("key_tenants", new String[0])
+                .set("key_names", new String[0]).set("key_rooms", new Integer[0]).fetch(tx), rows -> {
+            Set<Long> ids = new HashSet<>();
+            for (Record r : rows) if (r.get(1) != null) ids.add(r.get(1, Long.class));
+            assertEquals(expected, ids);
+        });
+    }
+
+    /**
+     * Customers each holding one reminder for tomorrow (one lane each): the round's lane probe found every one of
+     * them, one probe a lane at every round (10,000 lanes: about 50 ms a round). Written to wait (enqueued for later,
+     * or retried or snoozed with a delay: not_due), they join their lanes only when due (Admission.PROMOTE_DUE).
+     */
+    @Test
+    void lanesWhoseJobsAreAllDelayedCostTheRoundNothingUntilTheyAreDue() {
+        java.util.List<JobRequest> reminders = new java.util.ArrayList<>();
+        for (int i = 0; i < 5_000; i++) reminders.add(job(T1).fairnessKey("customer-" + i).delay(java.time.Duration.ofHours(20)).build());
+        Set<Long> remindersIds = new HashSet<>();
+        store.enqueueAll(dsl, reminders).forEach(r -> remindersIds.add(r.job().getId()));
+        dsl.execute("ANALYZE jobs");
+
+        long read = candidateRead(due);
+        assertTrue(read < 100, "the lane probe walked the lanes of delayed jobs: " + read + " index entries for 3 due jobs");
+        assertEquals(java.util.List.of(), store.admission().promoteDue(dsl, 10_000), "nothing came due");
+
+        clock.advance(java.time.Duration.ofHours(21));
+        assertEquals(java.util.List.of(T1), store.admission().promoteDue(dsl, 10_000), "the reminders came due");
+        Set<Long> all = new HashSet<>(due);
+        all.addAll(remindersIds);
+        // 5,000 lanes over a limit of 100: each lane is read up to its cap of 2, and here holds one job
+        candidateRead(all);
+        assertEquals(java.util.List.of(), store.admission().promoteDue(dsl, 10_000), "each job comes due once");
     }
 }

@@ -170,6 +170,38 @@ class WorkerEngineTest extends PlatformTest {
         assertEquals(2, db.count("SELECT attempts FROM jobs WHERE id = ?", id));
     }
 
+    /**
+     * A keyed job retried or snoozed with a delay waits out of its lane (not_due, V20) and joins it when due: the
+     * scheduler's tick must bring it back, or it would wait for ever.
+     */
+    @Test
+    void keyedJobsRetriedAndSnoozedLaterRunWhenDue() {
+        java.util.concurrent.atomic.AtomicInteger snoozed = new java.util.concurrent.atomic.AtomicInteger();
+        HandlerRegistry handlers = new HandlerRegistry()
+                .register("second-time-lucky", job -> {
+                    if (job.attempt() < 2) throw new RuntimeException("first attempt fails");
+                }, new RetryPolicy(Duration.ofMillis(200), 2.0, Duration.ofMillis(300), 0.5))
+                .register("snoozy", job -> {
+                    if (snoozed.getAndIncrement() == 0) throw new SnoozeJobException(Duration.ofMillis(300));
+                });
+        long retried = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "second-time-lucky")
+                .fairnessKey("customer-1").build()).job().getId();
+        long snoozy = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "snoozy")
+                .concurrencyKey("stripe").build()).job().getId();
+        long later = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "second-time-lucky")
+                .fairnessKey("customer-2").delay(Duration.ofMillis(500)).maxAttempts(2).build()).job().getId();
+        assertEquals(1, db.count("SELECT count(*) FROM jobs WHERE not_due"), "the delayed keyed job waits out of its lane");
+        platform.startScheduler(SchedulerConfig.defaults());
+        platform.startWorker(TestPlatform.fastConfig("w1", 2), handlers);
+
+        await().atMost(Duration.ofSeconds(30)).until(() -> "succeeded".equals(status(retried))
+                && "succeeded".equals(status(snoozy)) && "succeeded".equals(status(later)));
+        assertEquals(2, db.count("SELECT attempts FROM jobs WHERE id = ?", retried));
+        assertEquals(1, db.count("SELECT snoozes FROM jobs WHERE id = ?", snoozy));
+        assertEquals(2, db.count("SELECT attempts FROM jobs WHERE id = ?", later));
+        assertEquals(0, db.count("SELECT count(*) FROM jobs WHERE not_due"));
+    }
+
     @Test
     void aJobEnqueuedInARolledBackTransactionNeverRuns() {
         assertThrows(IllegalStateException.class, () -> db.dsl().transaction(c -> {
