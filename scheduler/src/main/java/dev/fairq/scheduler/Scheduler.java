@@ -497,6 +497,7 @@ public final class Scheduler {
         Set<String> deferred = new HashSet<>();
         Map<String, Double> grants = keepValidGrants(ctx, now, grantAges, deferred, load.nextRank());
         keepValidKeyGrants(ctx, now, load);
+        revokeBeyondRoom(ctx, load, grants);
         int capacity = config.fixedCapacity() > 0 ? config.fixedCapacity() : load.workerCapacity();
         keysBusy.clear();
         roundFirstRank.clear();
@@ -1301,6 +1302,42 @@ public final class Scheduler {
         grantedWithLastAdmission = Set.of();
         revoke(ctx, revoke, grants, nextRank);
         return grants;
+    }
+
+    /**
+     * Each grant (a tenant's or a key's) holds a place under max_running, and a round never grants past the room. So
+     * grants beyond a tenant's room mean its max_running was lowered since they were made: they go back, the
+     * tenant's spares from the highest slot down, then its first grant, then its key grants. Else an enqueue could
+     * take one and start a job past the new cap (a quiet tenant's grant is kept for a minute; measured over the API:
+     * max_running lowered from 2 to 1 with one job running, a submit 10 s later ran beside it).
+     */
+    private void revokeBeyondRoom(DSLContext ctx, Admission.QueueLoad load, Map<String, Double> grants) {
+        if (grants.isEmpty() && keyGrants.isEmpty()) return;
+        Map<String, Integer> held = new HashMap<>();
+        for (String id : grants.keySet()) held.merge(Admission.tenantOfGrant(id), 1, Integer::sum);
+        keyGrants.forEach((tenant, keys) -> held.merge(tenant, keys.size(), Integer::sum));
+        List<String> tenantGrants = new ArrayList<>();
+        List<Admission.KeyGrant> ofKeys = new ArrayList<>();
+        held.forEach((tenantId, n) -> {
+            TenantState t = tenants.get(tenantId);
+            if (t == null) return;
+            int excess = n - Math.max(0, room(t, load));
+            for (int slot = MAX_TENANT_GRANTS - 1; slot >= 0 && excess > 0; slot--) {
+                String id = t.grantId(slot);
+                if (grants.containsKey(id)) {
+                    tenantGrants.add(id);
+                    excess--;
+                }
+            }
+            Set<String> keys = keyGrants.get(tenantId);
+            if (keys == null) return;
+            for (String id : keys) {
+                if (excess-- <= 0) break;
+                ofKeys.add(new Admission.KeyGrant(tenantId, Admission.KeyGrant.keyOf(id), Admission.KeyGrant.slotOf(id)));
+            }
+        });
+        if (!tenantGrants.isEmpty()) revoke(ctx, tenantGrants, grants, load.nextRank());
+        if (!ofKeys.isEmpty()) revokeKeyGrants(ctx, ofKeys, load);
     }
 
     /**

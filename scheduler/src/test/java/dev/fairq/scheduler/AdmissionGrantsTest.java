@@ -109,6 +109,33 @@ class AdmissionGrantsTest extends SimulatedSchedulerTest {
     }
 
     /**
+     * A grant holds a place under max_running, so lowering max_running live takes back the grants beyond the new
+     * room. Measured over the API before the fix: max_running 2, one job running and a grant out; max_running
+     * lowered to 1; 10 s later the next submit took the grant and ran beside the first: 2 running, cap 1 (the grant
+     * stays for a minute of quiet).
+     */
+    @Test
+    void loweringMaxRunningTakesBackTheGrantsBeyondTheNewCap() {
+        db.createTenant("c", 1, 1_000_000, 1_000_000, 2);
+        SimulatedScheduler s = grantedTo("c");
+        s.enqueue(jobs("c", 1)); // takes the grant: ready
+        assertEquals(1, s.store.claim(s.dsl, "w", 1, LEASE).size(), "now running");
+        s.tick(); // quiet again, room for one more under 2: granted again
+        assertEquals(1, grants(s));
+
+        s.dsl.execute("UPDATE tenants SET max_running = 1 WHERE id = 'c'");
+        s.clock.advance(RELOAD);
+        s.tick();
+        assertEquals(0, grants(s), "one running fills max_running 1: the grant's place is gone");
+        s.enqueue(jobs("c", 1));
+        assertEquals(1, s.count("SELECT count(*) FROM jobs WHERE tenant_id = 'c' AND status IN ('ready', 'running')"),
+                "the next job waits: it did not take a grant past the new cap");
+        assertEquals(1, status(s, "c", "pending"));
+        s.tick();
+        assertEquals(1, status(s, "c", "pending"), "nor does a round admit it");
+    }
+
+    /**
      * The rate bound counts starts, and a grant can be used long after it was made: its token stays reserved,
      * so a full bucket plus a grant is still at most burst jobs at once.
      */

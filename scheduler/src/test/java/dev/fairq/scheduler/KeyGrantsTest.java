@@ -87,6 +87,24 @@ class KeyGrantsTest extends SimulatedSchedulerTest {
         assertRankedAmongXsBufferedJobs(s, "y");
     }
 
+    /** Each key grant holds a place under max_running: lowering it to what is admitted and running takes them all back. */
+    @Test
+    void loweringMaxRunningTakesBackTheKeyGrantsBeyondTheNewCap() {
+        SimulatedScheduler s = floodWithOneOfY();
+        assertTrue(allKeyGrants(s) > 0);
+        long active = s.count("SELECT count(*) FROM jobs WHERE tenant_id = 't' AND status IN ('ready', 'running')");
+        s.dsl.execute("UPDATE tenants SET max_running = " + active + " WHERE id = 't'");
+        s.clock.advance(RELOAD);
+        s.tick();
+        assertEquals(0, allKeyGrants(s), "no place is left under the new max_running for a grant to hold");
+        s.dsl.execute("UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE fairness_key = 'y'");
+        s.enqueue(keyed("t", "y", 1));
+        s.enqueue(keyed("t", "w", 1));
+        assertEquals(0, s.count("SELECT count(*) FROM jobs WHERE fairness_key IN ('y', 'w') AND status = 'ready'"),
+                "neither a known key's job nor a new key's took a grant past the cap");
+        assertEquals(active - 1, s.count("SELECT count(*) FROM jobs WHERE tenant_id = 't' AND status IN ('ready', 'running')"));
+    }
+
     private static long newKeyGrants(SimulatedScheduler s, String tenant) {
         return s.count("SELECT count(*) FROM key_grants WHERE fairness_key = chr(1) AND tenant_id = '" + tenant + "'");
     }
