@@ -60,8 +60,14 @@ final class ApiExceptionMappers {
     static final class QueueFull implements ExceptionMapper<QueueFullException> {
         @Override
         public Response toResponse(QueueFullException e) {
-            return response(429, "the tenant has " + e.queued() + " jobs queued; its max_queued is " + e.maxQueued(),
-                    List.of(), Map.of("Retry-After", Long.toString(RETRY_AFTER_SECONDS)));
+            // a batch larger than max_queued never fits, however long the client waits: say so, and say the batch's size
+            // ("the tenant has 0 jobs queued; its max_queued is 5" left the client guessing why it was refused)
+            String message = e.adding() > e.maxQueued()
+                    ? "a request of " + e.adding() + " jobs can never fit under max_queued " + e.maxQueued()
+                            + " (the tenant has " + e.queued() + " jobs queued): send at most " + e.maxQueued() + " at once"
+                    : "the tenant has " + e.queued() + " jobs queued and this request adds " + e.adding()
+                            + "; its max_queued is " + e.maxQueued();
+            return response(429, message, List.of(), Map.of("Retry-After", Long.toString(RETRY_AFTER_SECONDS)));
         }
     }
 }

@@ -98,6 +98,26 @@ class JobsApiTest extends AppTest {
         assertEquals(before, app.snapshot());
     }
 
+    /** A refusal says how many jobs the request adds: a batch larger than max_queued is refused with no job queued. */
+    @Test
+    void aBatchBeyondMaxQueuedIsRefusedWithItsSize() {
+        String tenant = TestApp.uniqueTenant("fullb");
+        String key = app.newTenantKey(tenant);
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"max_queued\": 2}").status());
+        String later = "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000}";
+        List<Object> before = app.snapshot();
+        TestApp.Res r = app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [" + later + ", " + later + ", " + later + "]}");
+        assertEquals(429, r.status());
+        assertEquals("a request of 3 jobs can never fit under max_queued 2 (the tenant has 0 jobs queued): send at most 2 at once",
+                r.body().get("error").asText());
+        assertEquals(before, app.snapshot());
+
+        assertEquals(201, app.call("POST", "/v1/jobs", key, later).status());
+        r = app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [" + later + ", " + later + "]}");
+        assertEquals(429, r.status());
+        assertEquals("the tenant has 1 jobs queued and this request adds 2; its max_queued is 2", r.body().get("error").asText());
+    }
+
     @Test
     void batchIsAtomicAndNamesTheIndexAndField() {
         String key = app.newTenantKey(TestApp.uniqueTenant("batch"));

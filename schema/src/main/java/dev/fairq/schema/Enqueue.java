@@ -557,7 +557,7 @@ public final class Enqueue {
     /** An exact count of a tenant's waiting jobs: remembered, and a refusal if {@code adding} more do not fit. */
     private void counted(String tenant, long max, long queued, int adding, long now) {
         queueRoom.put(tenant, new QueueRoom(max, queued, now));
-        if (queued + adding > max) throw new QueueFullException(tenant, queued, max);
+        if (queued + adding > max) throw new QueueFullException(tenant, queued, max, adding);
     }
 
     /**
