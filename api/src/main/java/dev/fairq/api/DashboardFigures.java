@@ -182,10 +182,9 @@ final class DashboardFigures {
         Map<String, DashboardStore.RollupTotals> totals = dashboards.rollupTotals(db, ids, WINDOW, SHARE_WINDOW);
         Map<String, Long> dead = queries.deadCounts(db, ids);
         Map<String, Long> oldest = queries.oldestPendingAgeMs(db, ids);
-        Map<String, Long> blocked = new HashMap<>();
-        for (JobQueries.BlockedKey k : queries.blockedOrderingKeys(db, null, 10_000)) {
-            if (ids.contains(k.tenantId())) blocked.merge(k.tenantId(), 1L, Long::sum);
-        }
+        // counted for the page's tenants only: the first 10,000 blocked keys of all tenants (by tenant id) had
+        // been read and filtered, so a tenant sorting after them showed 0
+        Map<String, Long> blocked = queries.blockedKeyCounts(db, ids);
 
         List<DashboardViews.OverviewRow> out = new ArrayList<>();
         for (Row r : page) {

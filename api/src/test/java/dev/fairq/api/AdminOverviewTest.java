@@ -108,6 +108,34 @@ class AdminOverviewTest {
         assertEquals(all.get("active_tenants").asLong(), searched.get("active_tenants").asLong());
     }
 
+    /**
+     * A row's blocked_ordering_keys is its own count whatever other tenants hold: the overview read the first
+     * 10,000 blocked keys of all tenants (in tenant id order) and counted the page's among them, so a tenant whose
+     * id sorted after 10,000 other blocked keys showed 0.
+     */
+    @Test
+    void aTenantsBlockedKeysAreCountedWhateverOtherTenantsHold() {
+        String run = "ovb-" + UUID.randomUUID().toString().substring(0, 8);
+        String many = run + "-a", one = run + "-b";
+        for (String t : List.of(many, one)) app.db.createTenant(t);
+        String deadHead = "INSERT INTO jobs (tenant_id, type, status, ordering_key, key_head, attempts, max_attempts, "
+                + "finished_at, last_error) SELECT ?, 'record', 'dead', 'k' || i, true, 1, 1, now(), 'boom' "
+                + "FROM generate_series(1, ?) i";
+        try {
+            app.db.dsl().execute(deadHead, many, 10_001);
+            app.db.dsl().execute(deadHead, one, 1);
+            JsonNode rows = app.admin("GET", "/v1/admin/overview?search=" + run, null).body().get("tenants");
+            assertEquals(2, rows.size(), rows.toString());
+            for (JsonNode row : rows) {
+                long expected = row.get("tenant").asText().equals(many) ? 10_001 : 1;
+                assertEquals(expected, row.get("blocked_ordering_keys").asLong(), row.get("tenant").asText());
+                assertEquals(expected, row.get("counts").get("dead").asLong(), row.get("tenant").asText());
+            }
+        } finally {
+            app.db.dsl().execute("DELETE FROM jobs WHERE tenant_id IN (?, ?)", many, one); // no blocked keys left for other tests
+        }
+    }
+
     /** The page says the offset that was asked for, also past the end (it had answered the list's size instead). */
     @Test
     void aPagePastTheEndEchoesItsOffsetAndBlankParametersTakeTheDefaults() {

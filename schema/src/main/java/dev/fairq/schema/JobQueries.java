@@ -306,6 +306,24 @@ public final class JobQueries {
         return out;
     }
 
+    static final NamedSql BLOCKED_KEY_COUNTS = NamedSql.of("""
+            SELECT t.id, (SELECT count(*) FROM jobs j WHERE j.tenant_id = t.id AND j.key_head AND j.status = 'dead')
+            FROM unnest(:tenant_ids::text[]) AS t(id)
+            """);
+
+    /**
+     * Ordering keys blocked by a dead head, of the given tenants (one range of jobs_blocked_keys_idx each): the
+     * admin overview's count for its page, exact whatever other tenants hold.
+     */
+    public Map<String, Long> blockedKeyCounts(DSLContext ctx, java.util.Collection<String> tenants) {
+        Map<String, Long> out = new HashMap<>();
+        if (tenants.isEmpty()) return out;
+        for (Record r : BLOCKED_KEY_COUNTS.bind().set("tenant_ids", tenants.toArray(String[]::new)).fetch(ctx)) {
+            out.put(r.get(0, String.class), r.get(1, Long.class));
+        }
+        return out;
+    }
+
     /** The oldest pending job of each given tenant: one probe of jobs_tenant_status_idx per tenant. */
     static final NamedSql OLDEST_PENDING = NamedSql.of("""
             SELECT t.id, (SELECT (fairq_epoch(now()) - fairq_epoch(j.created_at)) * 1000 FROM jobs j
