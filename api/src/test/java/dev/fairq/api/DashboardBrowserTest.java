@@ -124,4 +124,38 @@ class DashboardBrowserTest {
         await().atMost(Duration.ofSeconds(30)).until(() -> app.db.dsl().fetchCount(app.db.dsl().selectOne().from("jobs")
                 .where("tenant_id = ? AND status IN ('ready', 'running')", flood)) == 0);
     }
+
+    /**
+     * Any tenant's limits can be edited from the admin page, whatever values the API allowed: rate_per_second is
+     * any positive number, but the form's input said min="0.001", so for a tenant at 0.0005 jobs/s the browser
+     * refused the whole form (even a pause, with no word on the page) and nothing was saved.
+     */
+    @Test
+    void anAdminPausesATenantWhoseRateIsBelowAThousandthFromThePage() throws Exception {
+        String tenant = TestApp.uniqueTenant("slow");
+        assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + tenant, "{\"rate_per_second\": 0.0005}").status());
+        browser.open(url("/dashboard/admin"));
+        browser.script("sessionStorage.setItem('fairq.adminToken', '" + TestApp.ADMIN_TOKEN + "');");
+        browser.open(url("/dashboard/admin")); // signed in from this tab's sessionStorage
+        try {
+            pauseFromTheAdminPage(tenant);
+        } finally {
+            browser.script("sessionStorage.clear();"); // the other test signs in from the form
+        }
+        com.fasterxml.jackson.databind.JsonNode stored = app.admin("GET", "/v1/admin/tenants/" + tenant, null).body();
+        assertTrue(stored.get("paused").asBoolean(), stored.toString());
+        assertEquals(0.0005, stored.get("rate_per_second").asDouble(), stored.toString());
+    }
+
+    private void pauseFromTheAdminPage(String tenant) {
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
+        browser.script("document.getElementById('search').value = '" + tenant + "';");
+        browser.click("#search-form button[type=submit]");
+        String row = "#tenants tr[data-tenant=\"" + tenant + "\"]";
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(row));
+        browser.click(row + " button.edit-limits");
+        browser.click("#edit-form input[name=paused]");
+        browser.click("#edit-save");
+        await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> browser.text("#edit-result").startsWith("saved"));
+    }
 }
