@@ -61,8 +61,9 @@ final class WebDriverClient implements AutoCloseable {
                 .until(() -> send("GET", "/status", null).path("value").path("ready").asBoolean());
         profile = Files.createTempDirectory("fairq-chromium-profile");
         ObjectNode caps = JSON.createObjectNode();
-        ObjectNode options = caps.putObject("capabilities").putObject("alwaysMatch")
-                .put("browserName", "chrome").putObject("goog:chromeOptions");
+        ObjectNode match = caps.putObject("capabilities").putObject("alwaysMatch").put("browserName", "chrome");
+        match.putObject("goog:loggingPrefs").put("browser", "ALL"); // the console, for severeLog()
+        ObjectNode options = match.putObject("goog:chromeOptions");
         options.put("binary", chromium);
         ArrayNode args = options.putArray("args");
         for (String a : List.of("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -134,6 +135,15 @@ final class WebDriverClient implements AutoCloseable {
         ObjectNode body = JSON.createObjectNode().put("script", js);
         body.putArray("args");
         return cmd("POST", "/execute/sync", body);
+    }
+
+    /** The console's errors (failed loads included) since the last call: chromedriver's browser log, SEVERE entries. */
+    List<String> severeLog() {
+        List<String> out = new ArrayList<>();
+        for (JsonNode e : cmd("POST", "/se/log", JSON.createObjectNode().put("type", "browser"))) {
+            if (e.path("level").asText().equals("SEVERE")) out.add(e.path("message").asText());
+        }
+        return out;
     }
 
     void screenshot(Path to) throws Exception {
