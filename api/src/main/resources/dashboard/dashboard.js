@@ -51,7 +51,12 @@
     return Math.floor(s / 3600) + ' h ' + Math.floor((s % 3600) / 60) + ' min';
   }
   function pct(x) { return x === null || x === undefined ? '–' : (x * 100).toFixed(x < 0.1 && x > 0 ? 1 : 0) + '%'; }
-  function num(x) { return x === null || x === undefined ? '–' : (Math.round(x * 100) / 100).toLocaleString('en'); }
+  // two decimals, but a small non-zero value keeps two significant digits (a rate of 0.0005/s is not 0)
+  function num(x) {
+    if (x === null || x === undefined) return '–';
+    if (x !== 0 && Math.abs(x) < 0.01) return String(Number(x.toPrecision(2)));
+    return (Math.round(x * 100) / 100).toLocaleString('en');
+  }
   function time(iso) { return iso ? new Date(iso).toLocaleTimeString() : '–'; }
   function statusPill(s) { return el('span', { 'class': 'st st-' + s, 'data-status': s }, s); }
 

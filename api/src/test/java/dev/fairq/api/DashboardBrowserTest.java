@@ -189,4 +189,33 @@ class DashboardBrowserTest {
             }
         }
     }
+
+    /**
+     * A small rate is shown as it is: numbers were rounded to two decimals, so a tenant limited to 0.0005 jobs/s
+     * showed a rate_per_second of 0 (nothing may start) on both pages.
+     */
+    @Test
+    void aRateBelowOneHundredthIsNotShownAsZero() {
+        String tenant = TestApp.uniqueTenant("tiny");
+        String key = app.newTenantKey(tenant);
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"rate_per_second\": 0.0005}").status());
+        browser.open(url("/dashboard"));
+        browser.script("sessionStorage.setItem('fairq.tenantKey', '" + key + "');"
+                + "sessionStorage.setItem('fairq.adminToken', '" + TestApp.ADMIN_TOKEN + "');");
+        try {
+            browser.open(url("/dashboard"));
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(tenant));
+            assertTrue(browser.text("#limits").contains("0 / 0.0005"), browser.text("#limits"));
+
+            browser.open(url("/dashboard/admin"));
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
+            browser.script("document.getElementById('search').value = '" + tenant + "';");
+            browser.click("#search-form button[type=submit]");
+            String row = "#tenants tr[data-tenant=\"" + tenant + "\"]";
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(row));
+            assertTrue(browser.text(row).contains("0 / 0.0005"), browser.text(row));
+        } finally {
+            browser.script("sessionStorage.clear();");
+        }
+    }
 }
