@@ -1143,6 +1143,11 @@ public final class Worker implements AutoCloseable {
                     }
                 }
                 slotFreed.release(); // room again for a claimer held back by unrecorded outcomes
+                // A recorded outcome frees a place under its tenant's max_running. With threads free here, ask the
+                // scheduler to refill now: the claimer's own "buffer ran dry" wake went out before this commit,
+                // so that tick still saw the tenant at its cap, and the next job waited for the idle tick (a
+                // tenant with max_running 1 and 50 ms jobs ran 4 a second). Busy workers send nothing.
+                if (!list.isEmpty() && outstanding.get() < config.threads()) wakeScheduler();
                 return null;
             } catch (RuntimeException e) {
                 String refused = refusal(e);
