@@ -632,12 +632,12 @@ public final class Admission {
         return out;
     }
 
-    /** Per tenant, milliseconds until its next admissible job is due; tenants with none are left out. */
     /** See {@link #PROMOTE_DUE}: the tenants some of whose keyed jobs just came due. */
     public List<String> promoteDue(DSLContext ctx, int limit) {
         return PROMOTE_DUE.bind().clock(clock).set("limit", limit).fetch(ctx).getValues(0, String.class);
     }
 
+    /** Per tenant, milliseconds until its next admissible job is due; tenants with none are left out. */
     public Map<String, Long> nextDueInMs(DSLContext ctx, List<String> tenants) {
         return nextDueInMs(ctx, tenants, List.of());
     }
