@@ -335,13 +335,16 @@ public final class Admission {
             FROM (SELECT g.t, g.k, g.s, g.r, g.m, row_number() OVER (PARTITION BY g.t ORDER BY g.o) AS n
                   FROM unnest(:tenant_ids::text[], :keys::text[], :slots::integer[], :ranks::double precision[],
                               :most::integer[]) WITH ORDINALITY AS g(t, k, s, r, m, o)
-                  WHERE EXISTS (SELECT 1 FROM tenants WHERE id = g.t) -- a tenant deleted meanwhile gets none
-                    AND NOT EXISTS (SELECT 1 FROM jobs j
-                                    WHERE j.tenant_id = g.t AND coalesce(j.fairness_key, '') = g.k
-                                      AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
-                                      AND j.no_worker_since IS NULL AND j.run_at <= :now
-                                      AND {due_bound}
-                                      AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL))) q
+                  -- scalar subqueries, so one probe per key asked for: as joins, the window's order with sorts ruled
+                  -- out was had from a walk of the whole tenants table, and with stale statistics the jobs probe
+                  -- became one read of every tenant's due keyed jobs
+                  WHERE (SELECT EXISTS (SELECT 1 FROM tenants WHERE id = g.t)) -- a tenant deleted meanwhile gets none
+                    AND NOT (SELECT EXISTS (SELECT 1 FROM jobs j
+                                            WHERE j.tenant_id = g.t AND coalesce(j.fairness_key, '') = g.k
+                                              AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
+                                              AND j.no_worker_since IS NULL AND j.run_at <= :now
+                                              AND {due_bound}
+                                              AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL)))) q
             WHERE q.n <= q.m -- at most the tenant's room among its keys that passed
             ON CONFLICT (tenant_id, fairness_key, slot) DO NOTHING
             RETURNING tenant_id, fairness_key, slot
