@@ -35,18 +35,18 @@ public final class JobQueries {
      */
     public List<JobsRecord> list(DSLContext ctx, JobFilter f, Long afterId, int limit) {
         var c = org.jooq.impl.DSL.noCondition();
-        if (f.tenantId() != null) c = c.and(JOBS.TENANT_ID.eq(f.tenantId()));
         if (f.queue() != null) c = c.and(JOBS.QUEUE.eq(f.queue()));
         if (f.type() != null) c = c.and(JOBS.TYPE.eq(f.type()));
         if (f.orderingKey() != null) c = c.and(JOBS.ORDERING_KEY.eq(f.orderingKey()));
-        if (afterId != null) c = c.and(JOBS.ID.lt(afterId));
-        if (f.status() != null || f.tenantId() == null) {
+        if (f.tenantId() == null) {
+            if (afterId != null) c = c.and(JOBS.ID.lt(afterId));
             if (f.status() != null) c = c.and(statusIs(f.status()));
             return oneStatusPage(ctx, c, limit).fetch();
         }
+        if (f.status() != null) return tenantStatusPage(ctx, c, f.tenantId(), f.status(), afterId, limit).fetch();
         org.jooq.Select<JobsRecord> union = null;
         for (JobStatus status : JobStatus.values()) {
-            var one = ctx.selectFrom(JOBS).where(c.and(statusIs(status))).orderBy(JOBS.ID.desc()).limit(limit);
+            var one = tenantStatusPage(ctx, c, f.tenantId(), status, afterId, limit);
             union = union == null ? one : union.unionAll(one);
         }
         var all = union.asTable("j");
@@ -89,16 +89,34 @@ public final class JobQueries {
         StringBuilder ranges = new StringBuilder();
         for (int n = 0; n < statuses.size(); n++) {
             StringBuilder where = new StringBuilder("true");
-            if (f.tenantId() != null) { where.append(" AND j.tenant_id = ?"); }
+            String order = "j.id DESC";
             // the status written into the statement, as statusIs explains: jobs_tenant_status_idx is partial
-            if (statuses.get(n) != null) where.append(" AND j.status = '").append(statuses.get(n).getLiteral()).append("'");
-            if (afterId != null) where.append(" AND j.id < ?");
+            String status = statuses.get(n) == null ? null : "'" + statuses.get(n).getLiteral() + "'";
+            List<Object> whereArgs = new ArrayList<>();
+            if (f.tenantId() != null) {
+                // one range of jobs_tenant_status_idx, bounded and ordered as tenantStatusPage explains (with
+                // j.tenant_id = ? the primary key was walked backwards through every newer job instead)
+                where.append(" AND (j.tenant_id, j.status) >= (?, ").append(status).append(")");
+                whereArgs.add(f.tenantId());
+                if (afterId != null) {
+                    where.append(" AND (j.tenant_id, j.status, j.id) < (?, ").append(status).append(", ?)");
+                    whereArgs.add(f.tenantId());
+                    whereArgs.add(afterId);
+                } else {
+                    where.append(" AND (j.tenant_id, j.status) <= (?, ").append(status).append(")");
+                    whereArgs.add(f.tenantId());
+                }
+                order = "j.tenant_id DESC, j.id DESC";
+            } else if (afterId != null) {
+                where.append(" AND j.id < ?");
+                whereArgs.add(afterId);
+            }
+            if (status != null) where.append(" AND j.status = ").append(status);
             if (n > 0) ranges.append(" UNION ALL ");
             ranges.append("SELECT ").append(n).append(" AS n, x.* FROM (SELECT j.id, (").append(hit).append(") AS hit FROM jobs j WHERE ")
-                    .append(where).append(" ORDER BY j.id DESC LIMIT ").append(FILTERED_SCAN).append(") x");
+                    .append(where).append(" ORDER BY ").append(order).append(" LIMIT ").append(FILTERED_SCAN).append(") x");
             args.addAll(hitArgs);
-            if (f.tenantId() != null) args.add(f.tenantId());
-            if (afterId != null) args.add(afterId);
+            args.addAll(whereArgs);
         }
         String sql = "WITH walked AS MATERIALIZED (" + ranges + "), "
                 + "edge AS (SELECT max(low) AS b FROM (SELECT min(id) AS low FROM walked GROUP BY n HAVING count(*) = "
@@ -106,7 +124,14 @@ public final class JobQueries {
                 + "SELECT (SELECT b FROM edge), array(SELECT w.id FROM walked w WHERE w.hit AND w.id >= coalesce((SELECT b FROM edge), 0) "
                 + "ORDER BY w.id DESC LIMIT ?)";
         args.add(limit + 1);
-        Record r = ctx.fetchOne(sql, args.toArray());
+        // sorts off for this read only (its transaction): with statistics that expect a tenant's status range to be
+        // small (analysed before a flood), the walk of up to FILTERED_SCAN rows was planned as a bitmap read of the
+        // whole range, sorted (905,151 rows for one tenant's succeeded jobs, 0.98 s); the ordered index walk is the
+        // plan that needs no sort
+        Record r = ctx.transactionResult(c -> {
+            c.dsl().execute("SET LOCAL enable_sort = off");
+            return c.dsl().fetchOne(sql, args.toArray());
+        });
         Long edge = r.get(0, Long.class);
         Long[] ids = r.get(1, Long[].class);
         List<JobsRecord> rows = ids.length == 0 ? List.of()
@@ -126,7 +151,38 @@ public final class JobQueries {
 
     /** A tenant's jobs of one status, newest first: what {@link #list} runs with a tenant and a status. */
     static org.jooq.ResultQuery<JobsRecord> tenantStatusPage(DSLContext ctx, String tenantId, JobStatus status, int limit) {
-        return oneStatusPage(ctx, JOBS.TENANT_ID.eq(tenantId).and(statusIs(status)), limit);
+        return tenantStatusPage(ctx, org.jooq.impl.DSL.noCondition(), tenantId, status, null, limit);
+    }
+
+    /**
+     * A tenant's jobs of one status below {@code afterId} (null: from the newest), newest first, as one range of
+     * jobs_tenant_status_idx (of the small claim or lease index for ready or running jobs). The tenant is bounded by
+     * row comparisons, not {@code tenant_id = ?}, and the rows ordered by (tenant_id, id): with an equality the order is
+     * the id alone, which the primary key gives too, and the planner walked it backwards through every newer job of any
+     * tenant and status until it had the page (it expects the tenant's rows spread evenly over the ids). On 1.2M jobs,
+     * 1M of them one tenant's finished ones (PostgreSQL 15): its succeeded page read 339,951 rows (77 ms) past its
+     * 200,000 newer waiting jobs, and a page of its history (after an old id) read every job below it for each status
+     * with none there (1,000,357 rows, 456 ms). Now the page's rows, or the ready or running ones.
+     */
+    static org.jooq.SelectLimitPercentStep<JobsRecord> tenantStatusPage(DSLContext ctx, org.jooq.Condition filter,
+                                                                        String tenantId, JobStatus status, Long afterId,
+                                                                        int limit) {
+        return ctx.selectFrom(JOBS).where(filter.and(tenantStatusRange(JOBS, tenantId, status, afterId)))
+                .orderBy(JOBS.TENANT_ID.desc(), JOBS.ID.desc()).limit(limit);
+    }
+
+    /**
+     * The tenant's jobs of one status below {@code afterId} (null: all), as {@link #tenantStatusPage} bounds them: the
+     * row comparisons stop a backward walk of jobs_tenant_status_idx at the tenant and status, and the status is also
+     * written as an equality (inline, see {@link #statusIs}) so that the partial index is seen to apply.
+     */
+    static org.jooq.Condition tenantStatusRange(dev.fairq.schema.generated.tables.Jobs j, String tenantId, JobStatus status,
+                                                Long afterId) {
+        var tenant = org.jooq.impl.DSL.val(tenantId);
+        var st = org.jooq.impl.DSL.inline(status);
+        var upper = afterId == null ? org.jooq.impl.DSL.row(j.TENANT_ID, j.STATUS).le(tenant, st)
+                : org.jooq.impl.DSL.row(j.TENANT_ID, j.STATUS, j.ID).lt(tenant, st, org.jooq.impl.DSL.val(afterId));
+        return org.jooq.impl.DSL.row(j.TENANT_ID, j.STATUS).ge(tenant, st).and(upper).and(j.STATUS.eq(st));
     }
 
     /**
