@@ -260,7 +260,8 @@ public final class Admission {
 
     /**
      * For tenants that have nothing due now, how long until their next admissible job is due (null: none
-     * waits). One probe of jobs_due_later_idx per tenant: only delayed, scheduled and retried jobs are in it.
+     * waits). One probe of jobs_due_later_idx per tenant: only delayed, scheduled and retried jobs are in it, parked
+     * ones left out (V21: each probe had walked them all).
      * A job that came due between the candidate probe and this one (a 10 ms retry) is not left out: its
      * negative wait becomes a timer of 0 (it used to drop out of the active set until the minute's rescan). The
      * jobs the round is admitting are left out by id (they are still pending at this point).
