@@ -131,6 +131,10 @@ class DelayedBacklogTest extends StoreTestSupport {
         long read = candidateRead(due);
         assertTrue(read < 100, "the lane probe walked the lanes of delayed jobs: " + read + " index entries for 3 due jobs");
         assertEquals(java.util.List.of(), store.admission().promoteDue(dsl, 10_000), "nothing came due");
+        JobQueries queries = new JobQueries();
+        long keysRead = entriesRead(tx -> queries.activeFairnessKeys(tx, T1, 1_000),
+                n -> assertEquals(1L, n, "only 'now' competes"));
+        assertTrue(keysRead < 100, "explain's key count walked the lanes of delayed jobs: " + keysRead + " index entries");
 
         clock.advance(java.time.Duration.ofHours(21));
         assertEquals(java.util.List.of(T1), store.admission().promoteDue(dsl, 10_000), "the reminders came due");
