@@ -354,9 +354,14 @@ public final class JobQueries {
 
     /** Dead letters of the given tenants (one range of jobs_tenant_status_idx each). */
     public Map<String, Long> deadCounts(DSLContext ctx, java.util.Collection<String> tenants) {
+        return countsPerTenant(ctx, DEAD_COUNTS, tenants);
+    }
+
+    /** A statement of (tenant id, count) rows over {@code :tenant_ids}, one row per given tenant, as a map. */
+    private static Map<String, Long> countsPerTenant(DSLContext ctx, NamedSql counts, java.util.Collection<String> tenants) {
         Map<String, Long> out = new HashMap<>();
         if (tenants.isEmpty()) return out;
-        for (Record r : DEAD_COUNTS.bind().set("tenant_ids", tenants.toArray(String[]::new)).fetch(ctx)) {
+        for (Record r : counts.bind().set("tenant_ids", tenants.toArray(String[]::new)).fetch(ctx)) {
             out.put(r.get(0, String.class), r.get(1, Long.class));
         }
         return out;
@@ -372,12 +377,7 @@ public final class JobQueries {
      * admin overview's count for its page, exact whatever other tenants hold.
      */
     public Map<String, Long> blockedKeyCounts(DSLContext ctx, java.util.Collection<String> tenants) {
-        Map<String, Long> out = new HashMap<>();
-        if (tenants.isEmpty()) return out;
-        for (Record r : BLOCKED_KEY_COUNTS.bind().set("tenant_ids", tenants.toArray(String[]::new)).fetch(ctx)) {
-            out.put(r.get(0, String.class), r.get(1, Long.class));
-        }
-        return out;
+        return countsPerTenant(ctx, BLOCKED_KEY_COUNTS, tenants);
     }
 
     /** The oldest pending job of each given tenant: one probe of jobs_tenant_status_idx per tenant. */
