@@ -52,9 +52,6 @@ public final class Scheduler {
     private final QueueClock clock;
 
     /** Keyed jobs a tick moves into their lanes at most as they come due: 100,000 reminders due at 09:00 take 20 ticks. */
-    static final int PROMOTE_PER_TICK = 5_000;
-    private static final long PROMOTE_EVERY_NANOS = 10_000_000;
-    private long lastPromotion = Long.MIN_VALUE;
 
     /** The cache: limits, token bucket and virtual time of the tenants active now or lately. */
     private final Map<String, TenantState> tenants = new HashMap<>();
@@ -448,24 +445,15 @@ public final class Scheduler {
             for (String id : store.admission().tenantsWithWork(ctx)) mayHaveWork(id);
             lastRescan = now;
         }
-        boolean timerFired = false;
         while (!timers.isEmpty() && timers.peek().dueNanos() <= now) {
             Timer due = timers.poll();
-            if (timerOf.remove(due.tenantId(), due.dueNanos())) {
-                mayHaveWork(due.tenantId());
-                timerFired = true;
-            }
-        }
-        // keyed jobs that waited out of their lanes (V20) join them as they come due: when a tenant's timer says its
-        // next job is due, and every 10 ms for the retries of tenants still busy (a round trip at every tick of a
-        // drain would cost the scheduler thread a few percent)
-        if (timerFired || lastPromotion == Long.MIN_VALUE || now - lastPromotion >= PROMOTE_EVERY_NANOS) {
-            for (String id : store.admission().promoteDue(ctx, PROMOTE_PER_TICK)) mayHaveWork(id);
-            lastPromotion = now;
+            if (timerOf.remove(due.tenantId(), due.dueNanos())) mayHaveWork(due.tenantId());
         }
         boolean readGrants = grantsAfterLastTick.size() <= GRANT_READ_EVERY_TICK_UP_TO || lastGrantRead == Long.MIN_VALUE
                 || now - lastGrantRead >= GRANT_READ_EVERY_NANOS;
         Admission.QueueLoad load = store.load(ctx, config.workerLiveness(), readGrants);
+        // keyed jobs that waited out of their lanes (V20) and came due: LOAD moved them into their lanes
+        for (String id : load.promoted()) mayHaveWork(id);
         Map<String, Double> grantAges;
         if (readGrants) {
             grantAges = load.grantAgeSeconds();

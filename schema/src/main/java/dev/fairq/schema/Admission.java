@@ -57,7 +57,7 @@ public final class Admission {
      * jobs than it was asked for walked every delayed job behind them, at every round (40,004 index entries for a
      * tenant with 2 due jobs and 40,000 due tomorrow, DelayedBacklogTest; the same bound in the key probes of
      * GRANT_KEYS, the enqueue and explain). The lane probe walks jobs_lanes_idx, which leaves out keyed jobs
-     * written to wait ({@code not_due}, V20) until {@link #PROMOTE_DUE} sees them due: a lane whose jobs were all
+     * written to wait ({@code not_due}, V20) until LOAD sees them due: a lane whose jobs were all
      * not due yet cost its probe at every round (10,000 customers with a reminder for tomorrow: about 50 ms a round).
      */
     static final NamedSql CANDIDATES = NamedSql.of("""
@@ -181,8 +181,25 @@ public final class Admission {
      * between analyses, and min() was then planned as an aggregate over the whole of jobs_claim_idx, dead entries
      * of claimed jobs included: 5-8 ms of every tick (measured with EXPLAIN ANALYZE during the tenants bench's
      * 10,000-tenant drain, where that was most of the statement).
+     *
+     * <p>LOAD also moves the keyed jobs written to wait (not_due: enqueued for later, retried or snoozed with a delay,
+     * V20) that are due now into their lanes, at most {@link #PROMOTE_PER_LOAD}, oldest due first, and returns their
+     * tenants ('promoted'), which may have work now. Through jobs_not_due_idx (run_at): a tick costs the jobs coming
+     * due, one index probe when none is. It was a statement of its own, run every 10 ms: a round trip that took 1-7 ms
+     * of the scheduler's thread on the loaded 2-core machine (the statement itself 0.06 ms), 5-20% of the tick loop
+     * in the tenants bench's drains (per-step timing, bench/RESULTS.md stop 52). SKIP LOCKED: a row someone is
+     * cancelling right now is taken at the next tick. The rows are locked by the inner read, so the update needs no
+     * condition but their ids: with {@code AND j.not_due} it was planned as a walk of the whole jobs_not_due_idx
+     * filtering the ids (every job waiting, at every tick), not as primary key probes. The branches that read jobs
+     * see the snapshot from before the update, which changes no column they read.
      */
     private static final String LOAD_TEXT = """
+            WITH promoted AS (
+                UPDATE jobs j SET not_due = false
+                WHERE j.id = ANY(ARRAY(SELECT d.id FROM jobs d WHERE d.not_due AND d.status = 'pending' AND d.run_at <= :now
+                                       ORDER BY d.run_at LIMIT {promote_limit} FOR UPDATE SKIP LOCKED))
+                RETURNING j.tenant_id
+            )
             SELECT 'ready' AS what, tenant_id, count(*)::double precision AS n, queue, type, concurrency_key, fairness_key,
                    max(ready_rank) AS last_rank, min(ready_rank) FILTER (WHERE ready_rank > '-Infinity') AS first_rank
             FROM jobs WHERE status = 'ready' GROUP BY tenant_id, queue, type, concurrency_key, fairness_key
@@ -208,8 +225,13 @@ public final class Admission {
             SELECT 'key_grant', tenant_id, extract(epoch FROM :now - granted_at)::double precision, slot::text, NULL, NULL,
                    fairness_key, NULL, NULL
             FROM key_grants
-            """;
+            UNION ALL
+            SELECT 'promoted', tenant_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM promoted GROUP BY tenant_id
+            """.replace("{promote_limit}", Integer.toString(Admission.PROMOTE_PER_LOAD));
     static final NamedSql LOAD = NamedSql.of(LOAD_TEXT);
+
+    /** The most keyed jobs one LOAD moves into their lanes as they come due (the rest at the next tick). */
+    static final int PROMOTE_PER_LOAD = 5_000;
 
     /**
      * LOAD without the unused tenant grants, for the ticks between two reads of them: the scheduler keeps them in
@@ -273,24 +295,6 @@ public final class Admission {
                       AND (j.ordering_key IS NULL OR j.key_head) AND j.no_worker_since IS NULL
                       AND j.id <> ALL(:picked_ids::bigint[]))
             FROM unnest(:tenant_ids::text[]) AS t(tenant_id)
-            """);
-
-    /**
-     * Keyed jobs written to wait (not_due: enqueued for later, retried or snoozed with a delay, V20) that are due now
-     * join their lanes, at most :limit a tick, oldest due first; returns their tenants, which may have work now.
-     * Through jobs_not_due_idx (run_at), so a tick costs the jobs coming due, one probe when none is. SKIP LOCKED:
-     * a row someone is cancelling right now is taken at the next tick. The rows are locked by the inner read, so the
-     * update needs no condition but their ids: with {@code AND j.not_due} it was planned as a walk of the whole
-     * jobs_not_due_idx filtering the ids (every job waiting, at every tick), not as primary key probes.
-     */
-    static final NamedSql PROMOTE_DUE = NamedSql.of("""
-            WITH due AS (
-                UPDATE jobs j SET not_due = false
-                WHERE j.id = ANY(ARRAY(SELECT d.id FROM jobs d WHERE d.not_due AND d.status = 'pending' AND d.run_at <= :now
-                                       ORDER BY d.run_at LIMIT :limit FOR UPDATE SKIP LOCKED))
-                RETURNING j.tenant_id
-            )
-            SELECT DISTINCT tenant_id FROM due
             """);
 
     /** A paused tenant's admitted jobs go back to pending, so that pausing stops starts at once. */
@@ -510,16 +514,18 @@ public final class Admission {
      * @param grantAgeSeconds the unused admission grants ({@link #grantId}), with how long they have been held (empty
      *                        when LOAD left them out)
      * @param usedGrants      the grants ({@link #grantId}) an enqueue took and the scheduler has not cleared yet (V15)
+     * @param promoted        the tenants some of whose keyed jobs this LOAD moved into their lanes as they came due
      */
     public record QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant,
                             int workerCapacity, Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds,
                             List<ReadyGroup> readyGroups, Map<String, Map<String, Integer>> activeByKey,
                             Map<String, Map<String, ReadyKey>> readyKeys, Map<String, Double> readyFirstRanks,
-                            Map<String, Map<String, Double>> keyGrantAgeSeconds, Set<String> usedGrants) {
+                            Map<String, Map<String, Double>> keyGrantAgeSeconds, Set<String> usedGrants,
+                            List<String> promoted) {
         public QueueLoad(Map<String, Integer> readyByTenant, Map<String, Integer> runningByTenant, int workerCapacity,
                          Double nextRank, Double lastRank, Map<String, Double> grantAgeSeconds) {
             this(readyByTenant, runningByTenant, workerCapacity, nextRank, lastRank, grantAgeSeconds, List.of(), Map.of(),
-                    Map.of(), Map.of(), Map.of(), Set.of());
+                    Map.of(), Map.of(), Map.of(), Set.of(), List.of());
         }
 
         /** The lowest and highest finite rank of the tenant's jobs in the ready buffer; null when it has none. */
@@ -569,6 +575,7 @@ public final class Admission {
         Map<Route, Integer> groups = new LinkedHashMap<>(); // LOAD's ready rows are per concurrency key too
         Map<String, Double> grants = new HashMap<>();
         Set<String> usedGrants = new HashSet<>();
+        List<String> promoted = new ArrayList<>();
         Map<String, Map<String, Integer>> byKey = new HashMap<>();
         Map<String, Map<String, ReadyKey>> readyKeys = new HashMap<>();
         Map<String, Double> firstRanks = new HashMap<>();
@@ -615,6 +622,7 @@ public final class Admission {
                         case "next_rank" -> scalars[1] = isNull ? null : n;
                         case "last_rank" -> scalars[2] = isNull ? null : n;
                         case "used_grant" -> usedGrants.add(grantId(tenant, Integer.parseInt(rs.getString(4))));
+                        case "promoted" -> promoted.add(tenant);
                         default -> grants.put(grantId(tenant, Integer.parseInt(rs.getString(4))), n);
                     }
                 }
@@ -626,7 +634,7 @@ public final class Admission {
         List<ReadyGroup> readyGroups = new ArrayList<>(groups.size());
         groups.forEach((g, count) -> readyGroups.add(new ReadyGroup(g.tenantId(), g.queue(), g.type(), count)));
         return new QueueLoad(ready, running, capacity, nextRank, lastRank, grants, readyGroups, byKey, readyKeys, firstRanks,
-                keyGrants, usedGrants);
+                keyGrants, usedGrants, promoted);
     }
 
     /** The tenants with admissible pending jobs (see {@link #TENANTS_WITH_WORK}). */
@@ -634,11 +642,6 @@ public final class Admission {
         List<String> out = new ArrayList<>(TENANTS_WITH_WORK.bind().fetch(ctx).getValues(0, String.class));
         out.sort(null); // by id, as each loose scan finds them (the union of the two does not keep the order)
         return out;
-    }
-
-    /** See {@link #PROMOTE_DUE}: the tenants some of whose keyed jobs just came due. */
-    public List<String> promoteDue(DSLContext ctx, int limit) {
-        return PROMOTE_DUE.bind().clock(clock).set("limit", limit).fetch(ctx).getValues(0, String.class);
     }
 
     /** Per tenant, milliseconds until its next admissible job is due; tenants with none are left out. */

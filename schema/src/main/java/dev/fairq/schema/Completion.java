@@ -77,7 +77,7 @@ public final class Completion {
      * scheduler with its tenant, which then sets a timer for the retry's due time. A dead head keeps its key
      * blocked unless its queue says 'continue'. A job someone asked to cancel while it ran ends cancelled
      * instead, whatever the worker knew: a cancel that races a failure never becomes a retry. A keyed retry with a
-     * delay waits out of its lane (not_due) until the scheduler sees it due (Admission.PROMOTE_DUE); so does a keyed
+     * delay waits out of its lane (not_due) until the scheduler sees it due (Admission's LOAD); so does a keyed
      * snooze.
      */
     static final NamedSql FAIL = NamedSql.of("""

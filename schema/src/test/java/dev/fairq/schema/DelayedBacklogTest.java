@@ -118,7 +118,7 @@ class DelayedBacklogTest extends StoreTestSupport {
     /**
      * Customers each holding one reminder for tomorrow (one lane each): the round's lane probe found every one of
      * them, one probe a lane at every round (10,000 lanes: about 50 ms a round). Written to wait (enqueued for later,
-     * or retried or snoozed with a delay: not_due), they join their lanes only when due (Admission.PROMOTE_DUE).
+     * or retried or snoozed with a delay: not_due), they join their lanes only when due (the scheduler's LOAD moves them).
      */
     @Test
     void lanesWhoseJobsAreAllDelayedCostTheRoundNothingUntilTheyAreDue() {
@@ -130,18 +130,23 @@ class DelayedBacklogTest extends StoreTestSupport {
 
         long read = candidateRead(due);
         assertTrue(read < 100, "the lane probe walked the lanes of delayed jobs: " + read + " index entries for 3 due jobs");
-        assertEquals(java.util.List.of(), store.admission().promoteDue(dsl, 10_000), "nothing came due");
+        assertEquals(java.util.List.of(), promoted(), "nothing came due");
         JobQueries queries = new JobQueries();
         long keysRead = entriesRead(tx -> queries.activeFairnessKeys(tx, T1, 1_000),
                 n -> assertEquals(1L, n, "only 'now' competes"));
         assertTrue(keysRead < 100, "explain's key count walked the lanes of delayed jobs: " + keysRead + " index entries");
 
         clock.advance(java.time.Duration.ofHours(21));
-        assertEquals(java.util.List.of(T1), store.admission().promoteDue(dsl, 10_000), "the reminders came due");
+        assertEquals(java.util.List.of(T1), promoted(), "the reminders came due");
         Set<Long> all = new HashSet<>(due);
         all.addAll(remindersIds);
         // 5,000 lanes over a limit of 100: each lane is read up to its cap of 2, and here holds one job
         candidateRead(all);
-        assertEquals(java.util.List.of(), store.admission().promoteDue(dsl, 10_000), "each job comes due once");
+        assertEquals(java.util.List.of(), promoted(), "each job comes due once");
+    }
+
+    /** The tenants whose keyed jobs the scheduler's LOAD moved into their lanes as they came due. */
+    private java.util.List<String> promoted() {
+        return store.load(dsl, java.time.Duration.ofMinutes(1)).promoted();
     }
 }
