@@ -194,12 +194,21 @@ public final class Scheduler {
      */
     static final int MAX_TENANT_GRANTS = 8;
     /**
-     * Above this many cached tenants, grants are handed out at most every {@link #GRANT_PASS_EVERY_NANOS}: the
-     * pass looks at every cached tenant (10,000 at the tenants benchmark's drain, where ticks come every few ms),
-     * while a quiet tenant's next job is seconds away, so a grant 20 ms later costs it nothing.
+     * Above this many cached tenants, grants are handed out at most every {@link #GRANT_PASS_EVERY_NANOS} per
+     * this many tenants cached (10,000: every 200 ms; at most every 500 ms): the pass looks at every cached tenant,
+     * so its cost per second stays that of 1,000 tenants every 20 ms up to 25,000 cached. Every 20 ms at any size, it took 45-164 ms of every 2 s of
+     * ticks at the tenants benchmark's 10,000-tenant drain (per-step timing, bench/RESULTS.md stop 52), against
+     * a quiet tenant's next job seconds away; one enqueueing faster holds spares.
      */
     static final int GRANT_PASS_EVERY_TENANTS = 1_000;
     static final long GRANT_PASS_EVERY_NANOS = 20_000_000L;
+    static final long GRANT_PASS_MAX_NANOS = 500_000_000L;
+
+    /** How long the grant pass waits after the last one, with this many tenants cached (see above). */
+    static long grantPassIntervalNanos(int cachedTenants) {
+        return cachedTenants <= GRANT_PASS_EVERY_TENANTS ? 0
+                : Math.min(GRANT_PASS_MAX_NANOS, GRANT_PASS_EVERY_NANOS * (cachedTenants / GRANT_PASS_EVERY_TENANTS));
+    }
     /**
      * Above this many tenant grants outstanding, LOAD reads the unused ones at most every
      * {@link #GRANT_READ_EVERY_NANOS}, and the ticks between take them from memory: the scheduler alone makes and
@@ -500,8 +509,7 @@ public final class Scheduler {
         keyGrants.forEach((tenant, keys) -> keys.forEach(k -> pairs.add(tenant + '\0' + k)));
         keyGrantsAfterLastTick = pairs;
         // the grant pass walks the whole cache: with many tenants cached, at most every GRANT_PASS_EVERY_NANOS
-        if (grantsOn() && (tenants.size() <= GRANT_PASS_EVERY_TENANTS || lastGrantPass == Long.MIN_VALUE
-                || now - lastGrantPass >= GRANT_PASS_EVERY_NANOS)) {
+        if (grantsOn() && (lastGrantPass == Long.MIN_VALUE || now - lastGrantPass >= grantPassIntervalNanos(tenants.size()))) {
             grantToQuietTenants(ctx, now, load, capacity, grants, result);
             lastGrantPass = now;
         } else if (!grantsOn() && !load.usedGrants().isEmpty()) {
