@@ -27,9 +27,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
@@ -285,6 +287,7 @@ public final class TenantsFile {
     private static Object yamlValue(TenantLimit limit, Node v, String source, String field) {
         if (limit.kind() == TenantLimit.Kind.KEY_MAP) {
             if (!(v instanceof MappingNode m)) return scalar(v, source, field);
+            noRepeatedKey(m, source, field + ".");
             Map<String, Object> entries = new LinkedHashMap<>();
             for (NodeTuple t : m.getValue()) {
                 String text = scalar(t.getValueNode(), source, field);
@@ -328,7 +331,22 @@ public final class TenantsFile {
 
     private static MappingNode mapping(Node n, String source, String field) {
         if (!(n instanceof MappingNode m)) throw error(source, n, field, "must be a mapping of keys to values");
+        noRepeatedKey(m, source, field.equals("(top level)") ? "" : field + ".");
         return m;
+    }
+
+    /**
+     * A key given twice in one mapping is an error, as a repeated field is for the API (400 "is given more than
+     * once"): SnakeYAML's composer keeps both, and the later one silently won ({@code {stripe-api: 5, stripe-api: 1}}
+     * set the limit to 1).
+     */
+    private static void noRepeatedKey(MappingNode m, String source, String prefix) {
+        Set<String> seen = new HashSet<>();
+        for (NodeTuple t : m.getValue()) {
+            if (t.getKeyNode() instanceof ScalarNode k && !seen.add(k.getValue())) {
+                throw error(source, k, prefix + k.getValue(), "is given more than once");
+            }
+        }
     }
 
     private static InvalidTenantsFileException error(String source, Node at, String field, String message) {

@@ -55,6 +55,27 @@ class TenantsFileTest {
     }
 
     @Test
+    void keyMapsAreReadAsWrittenAndARepeatedKeyIsRefused() {
+        TenantsFile file = TenantsFile.parse("""
+                tenants:
+                  - id: acme
+                    concurrency_limits: {stripe-api: 5, NO: 0}
+                    key_weights:
+                      enterprise-7: 5
+                """);
+        assertEquals(java.util.Map.of("stripe-api", 5, "NO", 0), file.tenants().get(0).concurrencyLimits());
+        assertEquals(java.util.Map.of("enterprise-7", 5), file.tenants().get(0).keyWeights());
+        // the API answers a repeated JSON field with 400 "is given more than once"; the file took the last one silently
+        assertError("tenants:\n  - id: acme\n    concurrency_limits: {stripe-api: 5, stripe-api: 1}\n",
+                "tenants.yml:3: tenants[0].concurrency_limits.stripe-api: is given more than once");
+        assertError("tenants:\n  - id: acme\n    key_weights:\n      vip: 5\n      vip: 2\n",
+                "tenants.yml:5: tenants[0].key_weights.vip: is given more than once");
+        assertError("tenants:\n  - id: acme\n    max_running: 5\n    max_running: 50\n",
+                "tenants.yml:4: tenants[0].max_running: is given more than once");
+        assertError("defaults:\n  weight: 2\n  weight: 3\n", "tenants.yml:3: defaults.weight: is given more than once");
+    }
+
+    @Test
     void theRepositoryTenantsFileIsValid() throws Exception {
         Path file = Path.of("..", "tenants.yml");
         List<TenantLimits> tenants = TenantsFile.load(file).tenants();
