@@ -105,6 +105,23 @@ class DelayedBacklogTest extends StoreTestSupport {
         assertTrue(read < 100, "the enqueue's key probe walked the key's delayed jobs: " + read + " index entries");
     }
 
+    /**
+     * A keyed job written to wait keeps not_due through a cancel; replayed (due now, by an operator) it must still
+     * reach its lane and be read, not stay out of jobs_lanes_idx: the scheduler's LOAD takes every pending not_due job whose
+     * run_at has passed, whichever statement made it pending.
+     */
+    @Test
+    void aDelayedKeyedJobCancelledThenReplayedJoinsItsLane() {
+        long id = enqueue(job(T1).fairnessKey("replayed").concurrencyKey("api").delay(java.time.Duration.ofHours(2)));
+        assertEquals(Boolean.TRUE, dsl.fetchValue("SELECT not_due FROM jobs WHERE id = ?", id));
+        assertEquals(OperatorActions.ActionResult.DONE, store.cancel(dsl, T1, id).result());
+        assertEquals(OperatorActions.ActionResult.DONE, store.replay(dsl, T1, id).result());
+        assertEquals(java.util.List.of(T1), promoted(), "replayed, it is due now");
+        Set<Long> all = new HashSet<>(due);
+        all.add(id);
+        candidateRead(all);
+    }
+
     private long candidateRead(Set<Long> expected) {
         return entriesRead(tx -> Admission.CANDIDATES.bind().clock(clock).set("tenant_ids", new String[]{T1})
                 .set("limits", new Integer[]{100}).set("keyed", new Boolean[]{true}).set("key_tenants", new String[0])
