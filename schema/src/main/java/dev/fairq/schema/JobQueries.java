@@ -481,35 +481,43 @@ public final class JobQueries {
      * due job can have (run_at now, priority -100), so a lane of delayed jobs is not walked to its end: without
      * that bound, 200,000 of one key's jobs delayed by a day took it through every one (28.5 ms, 4,508 buffers;
      * 0.06 ms with it). Lanes whose jobs were written to wait (not_due, V20) are not walked at all (jobs_lanes_idx).
+     * The cap counts keys, not lanes: the walk counts a key at its first lane with a due job (lanes come in key
+     * order, so a key's lanes are side by side) and stops at the cap; the cap had been applied to the lanes before
+     * they were told apart by key (600 keys in two concurrency keys each counted as 500).
      */
     private static final String ACTIVE_FAIRNESS_KEYS = """
-            WITH RECURSIVE lanes(fk, ck) AS (
-                (SELECT coalesce(j.fairness_key, ''), coalesce(j.concurrency_key, '') FROM jobs j
-                 WHERE j.tenant_id = ? AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
-                   AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL) AND j.no_worker_since IS NULL
-                   AND NOT j.not_due
-                 ORDER BY 1, 2 LIMIT 1)
+            WITH RECURSIVE lanes(fk, ck, counted, n) AS (
+                SELECT f.fk, f.ck, CASE WHEN d.due THEN f.fk END, CASE WHEN d.due THEN 1 ELSE 0 END
+                FROM (SELECT coalesce(j.fairness_key, '') AS fk, coalesce(j.concurrency_key, '') AS ck FROM jobs j
+                      WHERE j.tenant_id = ? AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
+                        AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL) AND j.no_worker_since IS NULL
+                        AND NOT j.not_due
+                      ORDER BY 1, 2 LIMIT 1) f
+                     CROSS JOIN LATERAL ({lane_due}) d
                 UNION ALL
-                SELECT f.fk, f.ck FROM lanes l CROSS JOIN LATERAL (
+                SELECT f.fk, f.ck, CASE WHEN d.due THEN f.fk ELSE l.counted END,
+                       l.n + CASE WHEN d.due AND f.fk IS DISTINCT FROM l.counted THEN 1 ELSE 0 END
+                FROM lanes l CROSS JOIN LATERAL (
                     SELECT coalesce(j.fairness_key, '') AS fk, coalesce(j.concurrency_key, '') AS ck FROM jobs j
                     WHERE j.tenant_id = ? AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
                       AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL) AND j.no_worker_since IS NULL
                       AND NOT j.not_due AND (coalesce(j.fairness_key, ''), coalesce(j.concurrency_key, '')) > (l.fk, l.ck)
                     ORDER BY 1, 2 LIMIT 1) f
+                     CROSS JOIN LATERAL ({lane_due}) d
+                WHERE l.n < ?
             )
-            SELECT count(DISTINCT fk) FROM (
-                SELECT l.fk FROM lanes l
-                WHERE l.fk <> '' AND EXISTS (
-                    SELECT 1 FROM jobs j
-                    WHERE j.tenant_id = ? AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
-                      AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL) AND j.no_worker_since IS NULL
-                      AND coalesce(j.fairness_key, '') = l.fk AND coalesce(j.concurrency_key, '') = l.ck
-                      AND {due_bound} AND j.run_at <= now())
-                LIMIT ?) x
-            """.replace("{due_bound}", Admission.DUE_SORT_KEY_BOUND.replace(":now", "now()"));
+            SELECT coalesce(max(n), 0) FROM lanes
+            """.replace("{lane_due}", """
+                    SELECT f.fk <> '' AND EXISTS (
+                        SELECT 1 FROM jobs j
+                        WHERE j.tenant_id = ? AND j.status = 'pending' AND (j.ordering_key IS NULL OR j.key_head)
+                          AND (j.concurrency_key IS NOT NULL OR j.fairness_key IS NOT NULL) AND j.no_worker_since IS NULL
+                          AND coalesce(j.fairness_key, '') = f.fk AND coalesce(j.concurrency_key, '') = f.ck
+                          AND {due_bound} AND j.run_at <= now()) AS due""")
+            .replace("{due_bound}", Admission.DUE_SORT_KEY_BOUND.replace(":now", "now()"));
 
     public long activeFairnessKeys(DSLContext ctx, String tenantId, int cap) {
-        return ctx.resultQuery(ACTIVE_FAIRNESS_KEYS, tenantId, tenantId, tenantId, cap).fetchOne(0, Long.class);
+        return ctx.resultQuery(ACTIVE_FAIRNESS_KEYS, tenantId, tenantId, tenantId, tenantId, cap).fetchOne(0, Long.class);
     }
 
     /**
