@@ -96,9 +96,9 @@ public class FairqApplication extends Application<FairqConfiguration> {
         } else {
             target = new DatabaseTarget(config.databaseUrl, config.databaseUser, config.databasePassword, false);
         }
+        Roles.migrate(target);
         HikariDataSource apiPool = Roles.pool(target, config.apiPoolSize, "fairq-api");
         env.lifecycle().manage(closing(apiPool::close));
-        Database.migrate(apiPool);
         DSLContext db = Database.dsl(apiPool);
         Roles.seedTenants(config, db);
         String adminHash = AdminCredentials.resolveHash(config, target.embedded(), db, System.out);

@@ -89,10 +89,7 @@ final class RoleCommands {
         @Override
         protected void run(Bootstrap<FairqConfiguration> bootstrap, Namespace namespace, FairqConfiguration config) {
             DatabaseTarget target = DatabaseTarget.required(config, "migrate");
-            // two connections: Flyway holds its lock on one while it migrates on another (with one it waits forever)
-            try (HikariDataSource pool = Roles.pool(target, 2, "fairq-migrate")) {
-                Database.migrate(pool);
-            }
+            Roles.migrate(target);
             System.out.println("fairq: migrations applied");
         }
     }

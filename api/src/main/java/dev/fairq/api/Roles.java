@@ -31,6 +31,17 @@ final class Roles {
         return Database.pool(db.url(), db.user(), db.password(), size, name);
     }
 
+    /**
+     * Applies the migrations on a pool of their own: two connections, as Flyway holds its lock on one while it
+     * migrates on another (with one it waits forever). Never on a role's pool, which may have a single connection
+     * (FAIRQ_API_POOL_SIZE=1 had stopped the server's start-up after 10 s with "Connection is not available").
+     */
+    static void migrate(DatabaseTarget db) {
+        try (HikariDataSource pool = pool(db, 2, "fairq-migrate")) {
+            Database.migrate(pool);
+        }
+    }
+
     /** For the queue's own transitions (claim, finish, heartbeat): see {@link Database#queuePool}. */
     static HikariDataSource queuePool(DatabaseTarget db, int size, String name) {
         return Database.queuePool(db.url(), db.user(), db.password(), size, name);
