@@ -235,6 +235,52 @@ public final class OpenApiDocument {
         schemas.get("Fire").setNullable(true);
         schemas.get("TenantLimitsChange").addProperty("id", new StringSchema().description("ignored: the path names the tenant"));
         for (String s : List.of("TenantLimitsChange", "Tenant", "TenantLimits")) limits(schemas.get(s));
+        schedules(schemas);
+    }
+
+    /**
+     * A schedule's choices and bounds, from the constants the server checks them with: the scheduler module's
+     * records carry no swagger annotations, so without this the document offered any string for missed_runs and
+     * overlap and any number for a template's priority. PUT and PATCH share ScheduleDefinition, so nothing in it
+     * is marked required (a PATCH sends any subset); the descriptions say what a PUT needs.
+     */
+    @SuppressWarnings({"rawtypes", "unchecked"})
+    private static void schedules(Map<String, Schema> schemas) {
+        for (String name : List.of("ScheduleDefinition", "ScheduleInfo")) {
+            Map<String, Schema> p = schemas.get(name).getProperties();
+            p.get("missed_runs").setEnum(new java.util.ArrayList<>(dev.fairq.scheduler.ScheduleDefinition.MISSED_RUNS));
+            p.get("missed_runs").setDescription("default " + dev.fairq.scheduler.ScheduleDefinition.DEFAULT_MISSED_RUNS);
+            p.get("overlap").setEnum(new java.util.ArrayList<>(dev.fairq.scheduler.ScheduleDefinition.OVERLAPS));
+            p.get("overlap").setDescription("default " + dev.fairq.scheduler.ScheduleDefinition.DEFAULT_OVERLAP);
+            bounds(p.get("backfill_limit"), 1, dev.fairq.scheduler.ScheduleDefinition.MAX_BACKFILL_LIMIT);
+        }
+        Map<String, Schema> d = schemas.get("ScheduleDefinition").getProperties();
+        d.get("cron").maxLength(dev.fairq.scheduler.CronSchedule.MAX_LENGTH)
+                .description("required in a PUT: five fields (minute hour day-of-month month day-of-week) or @hourly, @daily, @weekly, @monthly, @yearly");
+        d.get("time_zone").description("required in a PUT: an IANA time zone such as Europe/Berlin or UTC");
+        d.get("job").description("required in a PUT: the job each fire enqueues");
+        for (String t : List.of("start_at", "end_at")) {
+            d.get(t).format("date-time").description("RFC 3339, from 1970-01-01T00:00:00Z to 9000-01-01T00:00:00Z");
+        }
+        schemas.get("ScheduleDefinition").setAdditionalProperties(false);
+        Schema template = schemas.get("JobTemplate");
+        Map<String, Schema> j = template.getProperties();
+        j.get("type").pattern(dev.fairq.schema.JobRequest.NAME_REGEX).description("required in a PUT: the handler that runs each fire's job");
+        j.get("queue").pattern(dev.fairq.schema.JobRequest.NAME_REGEX).description("default " + dev.fairq.schema.JobRequest.DEFAULT_QUEUE);
+        j.get("payload").description("any JSON value; default {}");
+        bounds(j.get("priority"), dev.fairq.schema.JobRequest.MIN_PRIORITY, dev.fairq.schema.JobRequest.MAX_PRIORITY);
+        bounds(j.get("max_attempts"), dev.fairq.schema.JobRequest.MIN_MAX_ATTEMPTS, dev.fairq.schema.JobRequest.MAX_MAX_ATTEMPTS);
+        bounds(j.get("timeout_ms"), dev.fairq.schema.JobRequest.MIN_TIMEOUT_MS, dev.fairq.schema.JobRequest.MAX_TIMEOUT_MS);
+        bounds(j.get("payload_version"), dev.fairq.schema.JobRequest.MIN_PAYLOAD_VERSION, dev.fairq.schema.JobRequest.MAX_PAYLOAD_VERSION);
+        j.get("ordering_key").minLength(1).maxLength(dev.fairq.schema.JobRequest.MAX_KEY_LENGTH);
+        template.setAdditionalProperties(false);
+        ((Schema) schemas.get("Fire").getProperties().get("outcome")).setEnum(new java.util.ArrayList<>(dev.fairq.scheduler.ScheduleFirer.OUTCOMES));
+    }
+
+    @SuppressWarnings("rawtypes")
+    private static void bounds(Schema p, long min, long max) {
+        p.setMinimum(BigDecimal.valueOf(min));
+        p.setMaximum(BigDecimal.valueOf(max));
     }
 
     /** Each limit's range and default, from its one declaration. */

@@ -205,6 +205,42 @@ class OpenApiContractTest extends AppTest {
         assertEquals(List.of(), loose, "limits not declared as integers from 1 to a maximum");
     }
 
+    /**
+     * A schedule's choices and bounds are in the document, as the job's and the limits' are: it had offered any
+     * string for missed_runs, overlap and last_fire.outcome and any number for backfill_limit and a template's
+     * priority, so a generated client let through what the server answers 422 to.
+     */
+    @Test
+    void scheduleChoicesAndBoundsAreDeclared() {
+        JsonNode s = doc.at("/components/schemas");
+        for (String schema : List.of("ScheduleDefinition", "ScheduleInfo")) {
+            JsonNode p = s.at("/" + schema + "/properties");
+            assertEquals("[\"skip\",\"run_once\",\"run_all\"]", p.at("/missed_runs/enum").toString(), schema);
+            assertEquals("[\"allow\",\"skip\",\"queue\"]", p.at("/overlap/enum").toString(), schema);
+            assertEquals("1-1000", p.at("/backfill_limit/minimum").asText() + "-" + p.at("/backfill_limit/maximum").asText(), schema);
+        }
+        assertEquals(200, s.at("/ScheduleDefinition/properties/cron/maxLength").asInt());
+        assertFalse(s.at("/ScheduleDefinition/additionalProperties").asBoolean(true), "unknown fields are a 422");
+        JsonNode t = s.at("/JobTemplate/properties");
+        assertEquals("-100-100", t.at("/priority/minimum").asText() + "-" + t.at("/priority/maximum").asText());
+        assertEquals("1-1000", t.at("/max_attempts/minimum").asText() + "-" + t.at("/max_attempts/maximum").asText());
+        assertEquals("1-86400000", t.at("/timeout_ms/minimum").asText() + "-" + t.at("/timeout_ms/maximum").asText());
+        assertEquals("1-1000000", t.at("/payload_version/minimum").asText() + "-" + t.at("/payload_version/maximum").asText());
+        assertEquals(s.at("/JobSubmission/properties/type/pattern"), t.at("/type/pattern"));
+        assertEquals("[\"enqueued\",\"skipped_overlap\",\"queue_full\",\"invalid\"]", s.at("/Fire/properties/outcome/enum").toString());
+
+        // and the server holds to them: a value outside the declared choices is refused naming the field
+        String key = app.newTenantKey(TestApp.uniqueTenant("oassched"));
+        app.call("PUT", "/v1/schedules/choices", key, "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}, "
+                + "\"missed_runs\": \"run_some\"}").assertRefused(422, "missed_runs");
+        TestApp.Res ok = app.call("PUT", "/v1/schedules/choices", key, "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", "
+                + "\"job\": {\"type\": \"record\", \"priority\": 100}, \"missed_runs\": \"run_all\", \"backfill_limit\": 1000}");
+        assertEquals(201, ok.status(), ok.toString());
+        List<String> misfits = new ArrayList<>();
+        fits("ScheduleInfo", ok.body(), misfits);
+        assertEquals(List.of(), misfits);
+    }
+
     /** OpenAPI 3.0: a header, like a parameter, must have a schema or a content (the schedule headers had neither). */
     @Test
     void everyResponseHeaderHasASchema() {

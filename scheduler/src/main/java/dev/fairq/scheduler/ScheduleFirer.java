@@ -72,6 +72,8 @@ public final class ScheduleFirer {
 
     static final String ENQUEUED = "enqueued", SKIPPED_OVERLAP = "skipped_overlap", QUEUE_FULL = "queue_full",
             INVALID = "invalid";
+    /** Every outcome a fire records ({@code last_fire.outcome}): the API's contract lists them. */
+    public static final java.util.List<String> OUTCOMES = java.util.List.of(ENQUEUED, SKIPPED_OVERLAP, QUEUE_FULL, INVALID);
 
     private final JobStore store;
     private final Schedules schedules;
