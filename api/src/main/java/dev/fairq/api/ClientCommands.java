@@ -433,6 +433,8 @@ final class ClientCommands {
             line("max_queued", t.maxQueued());
             line("paused", t.paused());
             line("webhook_allow", t.webhookAllow().isEmpty() ? "-" : String.join(", ", t.webhookAllow()));
+            line("max_schedules", t.maxSchedules());
+            line("min_schedule_interval_s", t.minScheduleIntervalS());
             line("api_rate_per_second", t.apiRatePerSecond());
             line("api_burst", t.apiBurst());
             line("concurrency_limits", t.concurrencyLimits() == null || t.concurrencyLimits().isEmpty() ? "-"

@@ -114,6 +114,24 @@ class CommandLineTest extends AppTest {
         assertTrue(revoked.err().startsWith("fairq: unknown or revoked API key (HTTP 401)"), revoked.err());
     }
 
+    /**
+     * {@code tenants get} prints "tenants and their limits": every one the API answers. It had left out
+     * max_schedules and min_schedule_interval_s (the Java client's Tenant had no fields for them).
+     */
+    @Test
+    void tenantsGetPrintsEveryLimit() {
+        String tenant = TestApp.uniqueTenant("clilimits");
+        ok(TestApp.ADMIN_TOKEN, "tenants", "set", tenant, "--json", "{\"max_schedules\": 7, \"min_schedule_interval_s\": 3600}");
+        String out = ok(TestApp.ADMIN_TOKEN, "tenants", "get", tenant).out();
+        JsonNode answer = app.admin("GET", "/v1/admin/tenants/" + tenant, null).body();
+        answer.fieldNames().forEachRemaining(f -> {
+            if (!f.equals("id") && !f.equals("created_at")) assertTrue(out.contains("  " + f + ":"), f + " missing from:\n" + out);
+        });
+        assertTrue(out.matches("(?s).*max_schedules: +7\n.*"), out);
+        assertTrue(out.matches("(?s).*min_schedule_interval_s: +3600\n.*"), out);
+        assertEquals(7, app.client(TestApp.ADMIN_TOKEN).tenant(tenant).maxSchedules(), "the Java client reads them too");
+    }
+
     @Test
     void adminTokensAreCreatedListedAndRevoked() {
         String name = TestApp.uniqueTenant("cli") + "@example.com";

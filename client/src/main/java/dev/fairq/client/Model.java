@@ -45,8 +45,10 @@ public final class Model {
                         @JsonProperty("dead_last_5m") long deadLast5m, long deadTotal, Long oldestPendingAgeMs,
                         long blockedOrderingKeys, Limits limits) {}
 
+    /** A tenant and every limit it has, in the API's order. */
     public record Tenant(String id, int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued,
-                         boolean paused, List<String> webhookAllow, double apiRatePerSecond, int apiBurst,
+                         boolean paused, List<String> webhookAllow, int maxSchedules, int minScheduleIntervalS,
+                         double apiRatePerSecond, int apiBurst,
                          java.util.Map<String, Integer> concurrencyLimits, java.util.Map<String, Integer> keyWeights,
                          Instant createdAt, Instant updatedAt) {}
 
