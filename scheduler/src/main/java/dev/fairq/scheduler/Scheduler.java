@@ -51,8 +51,6 @@ public final class Scheduler {
     private final AdmissionPolicy policy;
     private final QueueClock clock;
 
-    /** Keyed jobs a tick moves into their lanes at most as they come due: 100,000 reminders due at 09:00 take 20 ticks. */
-
     /** The cache: limits, token bucket and virtual time of the tenants active now or lately. */
     private final Map<String, TenantState> tenants = new HashMap<>();
     /** Tenants that may have admissible jobs due now: probed when they may take jobs, dropped when found empty. */
@@ -196,9 +194,9 @@ public final class Scheduler {
     /**
      * Above this many cached tenants, grants are handed out at most every {@link #GRANT_PASS_EVERY_NANOS} per
      * this many tenants cached (10,000: every 200 ms; at most every 500 ms): the pass looks at every cached tenant,
-     * so its cost per second stays that of 1,000 tenants every 20 ms up to 25,000 cached. Every 20 ms at any size, it took 45-164 ms of every 2 s of
-     * ticks at the tenants benchmark's 10,000-tenant drain (per-step timing, bench/RESULTS.md stop 52), against
-     * a quiet tenant's next job seconds away; one enqueueing faster holds spares.
+     * so its cost per second stays that of 1,000 tenants every 20 ms up to 25,000 cached. Every 20 ms at any size,
+     * it took 45-164 ms of every 2 s of ticks at the tenants benchmark's 10,000-tenant drain (per-step timing,
+     * bench/RESULTS.md stop 52), against a quiet tenant's next job seconds away; one enqueueing faster holds spares.
      */
     static final int GRANT_PASS_EVERY_TENANTS = 1_000;
     static final long GRANT_PASS_EVERY_NANOS = 20_000_000L;
@@ -508,7 +506,7 @@ public final class Scheduler {
         Set<String> pairs = new HashSet<>();
         keyGrants.forEach((tenant, keys) -> keys.forEach(k -> pairs.add(tenant + '\0' + k)));
         keyGrantsAfterLastTick = pairs;
-        // the grant pass walks the whole cache: with many tenants cached, at most every GRANT_PASS_EVERY_NANOS
+        // the grant pass walks the whole cache: with many tenants cached, less often (grantPassIntervalNanos)
         if (grantsOn() && (lastGrantPass == Long.MIN_VALUE || now - lastGrantPass >= grantPassIntervalNanos(tenants.size()))) {
             grantToQuietTenants(ctx, now, load, capacity, grants, result);
             lastGrantPass = now;
