@@ -321,7 +321,7 @@ final class KeysBench {
         static final int KEYS = 20, PER_KEY = 300, LIMIT = 2, SLOW_JOBS = 100, THREADS = 48;
 
         record Result(long maxRunningPerKey, long maxRunningSlow, long maxPerKeyDbClock, long startedBeforeAdmitted,
-                      double otherJobsPerS, long slowDone) {}
+                      long maxSampled, long samples, double otherJobsPerS, long slowDone) {}
 
         @Override
         public Map<String, Object> run(BenchDatabase db) throws Exception {
@@ -334,6 +334,8 @@ final class KeysBench {
             out.put("max_running_seen_slow_key", with.maxRunningSlow());
             out.put("max_running_seen_per_key_db_timestamps", Math.max(with.maxPerKeyDbClock(), without.maxPerKeyDbClock()));
             out.put("jobs_started_at_before_admitted_at", with.startedBeforeAdmitted() + without.startedBeforeAdmitted());
+            out.put("max_ready_or_running_per_key_sampled", Math.max(with.maxSampled(), without.maxSampled()));
+            out.put("samples", with.samples() + without.samples());
             out.put("slow_jobs_done_meanwhile", with.slowDone());
             out.put("other_keys_jobs_per_s", Math.round(with.otherJobsPerS()));
             out.put("other_keys_jobs_per_s_without_slow_key", Math.round(without.otherJobsPerS()));
@@ -362,10 +364,33 @@ final class KeysBench {
             db.dsl().execute(BenchWorker.RUNS_TABLE);
             db.dsl().execute("TRUNCATE bench_runs");
             db.dsl().execute("VACUUM ANALYZE jobs");
+            // the scheduler's own invariant, from one snapshot at a time: no key has more jobs ready or running than its limit
+            java.util.concurrent.atomic.AtomicLong maxSampled = new java.util.concurrent.atomic.AtomicLong(), samples =
+                    new java.util.concurrent.atomic.AtomicLong();
+            java.util.concurrent.atomic.AtomicBoolean sampling = new java.util.concurrent.atomic.AtomicBoolean(true);
+            Thread sampler = new Thread(() -> {
+                while (sampling.get()) {
+                    long n = count(db, "SELECT coalesce(max(c), 0) FROM (SELECT count(*) AS c FROM jobs "
+                            + "WHERE status IN ('ready', 'running') GROUP BY concurrency_key) x");
+                    maxSampled.accumulateAndGet(n, Math::max);
+                    samples.incrementAndGet();
+                    try {
+                        Thread.sleep(2);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+            }, "ckeys-sampler");
             try (BenchPlatform platform = new BenchPlatform(db)) {
                 platform.startScheduler(byTime());
+                sampler.start();
                 platform.startWorkerProcess("ckeys-w0", THREADS);
                 waitUntil(db, "NOT EXISTS (SELECT 1 FROM jobs WHERE concurrency_key <> 'slow' AND status <> 'succeeded')", 300_000);
+                sampling.set(false);
+                sampler.join();
+            }
+            if (maxSampled.get() > LIMIT) {
+                throw new IllegalStateException("a key had " + maxSampled.get() + " jobs ready or running at once, limit " + LIMIT);
             }
             if (count(db, "SELECT count(*) FROM jobs WHERE status = 'dead'") > 0) throw new IllegalStateException("dead jobs");
             // At every handler start: the handlers of its key that had entered at or before it and not left by then,
@@ -399,7 +424,8 @@ final class KeysBench {
             if (slow && count(db, "SELECT count(*) FROM jobs WHERE concurrency_key = 'slow' AND status = 'pending'") == 0) {
                 throw new IllegalStateException("the slow key was not saturated to the end");
             }
-            return new Result(maxPerKey, maxSlow, maxPerKeyDbClock, startedBeforeAdmitted, KEYS * PER_KEY / seconds, slowDone);
+            return new Result(maxPerKey, maxSlow, maxPerKeyDbClock, startedBeforeAdmitted, maxSampled.get(), samples.get(),
+                    KEYS * PER_KEY / seconds, slowDone);
         }
     }
 }
