@@ -38,6 +38,13 @@ class ClientTest extends AppTest {
         }
     }
 
+    /** The client reads every limit GET /v1/stats answers (it had left out the schedule and API rate limits). */
+    @Test
+    void theClientsLimitsHaveEveryFieldOfTheServersLimits() {
+        assertEquals(java.util.Arrays.stream(TenantView.Limits.class.getRecordComponents()).map(c -> c.getName()).toList(),
+                java.util.Arrays.stream(Model.Limits.class.getRecordComponents()).map(c -> c.getName()).toList());
+    }
+
     @Test
     void submitReplayConflictGetListCancelRetryExplainStats() {
         String tenant = TestApp.uniqueTenant("cli-jobs");
@@ -78,6 +85,8 @@ class ClientTest extends AppTest {
         assertEquals(tenant, stats.tenant());
         assertEquals(5, stats.pending());
         assertEquals(1000, stats.limits().maxRunning());
+        assertEquals(1000, stats.limits().maxSchedules());
+        assertEquals(60, stats.limits().minScheduleIntervalS());
 
         assertEquals("scheduled", c.explain(job.id()).reason());
         assertNotNull(c.explain(job.id()).data().get("run_at"));

@@ -36,7 +36,8 @@ public final class Model {
 
     /** A tenant's limits, by their API names ({@code concurrencyLimits}: key -> most jobs of it at once). */
     public record Limits(int weight, double ratePerSecond, int burst, int maxRunning, int maxQueued, boolean paused,
-                         List<String> webhookAllow, java.util.Map<String, Integer> concurrencyLimits,
+                         List<String> webhookAllow, int maxSchedules, int minScheduleIntervalS, double apiRatePerSecond,
+                         int apiBurst, java.util.Map<String, Integer> concurrencyLimits,
                          java.util.Map<String, Integer> keyWeights) {}
 
     /** GET /v1/stats: the caller's counts (the recent ones over five minutes) and limits. */
