@@ -36,8 +36,9 @@ public final class AdminOverviewResource {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = DashboardViews.Overview.class))),
             @ApiResponse(responseCode = "422", description = "a bad offset, limit or search")})
     public DashboardViews.Overview overview(
-            @Parameter(description = "first row of the page (default 0)", schema = @Schema(type = "integer", minimum = "0")) @QueryParam("offset") String offset,
-            @Parameter(description = "rows per page, 1-500 (default 50)", schema = @Schema(type = "integer", minimum = "1", maximum = "500")) @QueryParam("limit") String limit,
+            @Parameter(description = "first row of the page (default 0)", schema = @Schema(type = "integer", minimum = "0", defaultValue = "0")) @QueryParam("offset") String offset,
+            @Parameter(description = "rows per page, 1-500 (default 50)", schema = @Schema(type = "integer", minimum = "1", maximum = "" + DashboardFigures.MAX_PAGE,
+                    defaultValue = "" + DashboardFigures.DEFAULT_PAGE)) @QueryParam("limit") String limit,
             @Parameter(description = "only tenants whose id starts with this") @QueryParam("search") String search) {
         // a blank parameter is one left out, as GET /v1/jobs?limit= takes it
         int from = offset == null || offset.isEmpty() ? 0 : intIn("offset", offset, 0, Integer.MAX_VALUE);

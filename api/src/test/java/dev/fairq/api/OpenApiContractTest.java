@@ -205,6 +205,17 @@ class OpenApiContractTest extends AppTest {
         assertEquals(List.of(), loose, "limits not declared as integers from 1 to a maximum");
     }
 
+    /** The admin overview's paging declares its defaults (they were only in the descriptions' text). */
+    @Test
+    void theOverviewsPagingDeclaresItsDefaults() {
+        java.util.Map<String, String> defaults = new java.util.HashMap<>();
+        for (JsonNode param : doc.path("paths").path("/v1/admin/overview").path("get").path("parameters")) {
+            defaults.put(param.path("name").asText(), param.path("schema").path("default").asText(null));
+        }
+        assertEquals("0", defaults.get("offset"));
+        assertEquals("50", defaults.get("limit"));
+    }
+
     /**
      * A schedule's choices and bounds are in the document, as the job's and the limits' are: it had offered any
      * string for missed_runs, overlap and last_fire.outcome and any number for backfill_limit and a template's
