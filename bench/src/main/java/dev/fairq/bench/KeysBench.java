@@ -381,11 +381,13 @@ final class KeysBench {
                     }
                 }
             }, "ckeys-sampler");
+            sampler.setDaemon(true); // a run that throws leaves no thread behind to keep the JVM up
             try (BenchPlatform platform = new BenchPlatform(db)) {
                 platform.startScheduler(byTime());
                 sampler.start();
                 platform.startWorkerProcess("ckeys-w0", THREADS);
                 waitUntil(db, "NOT EXISTS (SELECT 1 FROM jobs WHERE concurrency_key <> 'slow' AND status <> 'succeeded')", 300_000);
+            } finally {
                 sampling.set(false);
                 sampler.join();
             }
