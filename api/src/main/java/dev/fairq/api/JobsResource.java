@@ -68,7 +68,7 @@ public final class JobsResource {
             DSLContext one = db.configuration().derive(c).dsl();
             List<EnqueueResult> results = enqueue.apply(one);
             store.startCommitted(results); // a job a grant admitted that this process's worker took in the statement
-            wakeForReady(results);
+            wakeForReady(one, results);
             if (startAtCommit) store.awaitDurable(one);
             return results;
         });
@@ -78,11 +78,14 @@ public final class JobsResource {
         return startAtCommit ? store.enqueueAllUnflushed(tx, requests) : store.enqueueAllWakingAfterCommit(tx, requests);
     }
 
-    /** Wakes the workers when a job was inserted ready (a tenant grant admitted it in its enqueue). */
-    private void wakeForReady(List<EnqueueResult> results) {
+    /**
+     * Wakes the workers when a job was inserted ready (a tenant grant admitted it in its enqueue), on the connection
+     * the enqueue holds ({@code one}, its commit done): not on a second one of the API pool (Waker#wakeNow(Runnable)).
+     */
+    private void wakeForReady(DSLContext one, List<EnqueueResult> results) {
         for (EnqueueResult r : results) {
             if (r.created() && r.job().getStatus() == JobStatus.ready) {
-                workersWaker.wakeNow();
+                workersWaker.wakeNow(() -> store.leases().wakeWorkers(one));
                 return;
             }
         }

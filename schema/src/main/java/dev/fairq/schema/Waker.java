@@ -78,13 +78,24 @@ public final class Waker implements AutoCloseable {
      * sent from here), the wait for that thread to be scheduled.
      */
     public void wakeNow() {
+        wakeNow(send);
+    }
+
+    /**
+     * As {@link #wakeNow()}, with this wake-up sent by {@code sendHere}: on a connection the caller already holds. A
+     * caller holding a pool's connection must not take a second one for it: with FAIRQ_API_POOL_SIZE=1 the API's
+     * submit waited 10 s for its own connection and answered 500 (ApiPoolSizeTest), and with n connections n such
+     * submits at once would wait for each other the same way. Wakes folded into a later one still go out from the
+     * waker's thread, through {@code send}, holding nothing.
+     */
+    public void wakeNow(Runnable sendHere) {
         if (!state.compareAndSet(IDLE, SENDING)) {
             wake();
             return;
         }
         local.run();
         try {
-            send.run();
+            sendHere.run();
         } catch (RuntimeException e) {
             failed(e);
         }
