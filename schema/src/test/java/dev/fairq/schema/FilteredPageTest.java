@@ -47,9 +47,9 @@ class FilteredPageTest extends StoreTestSupport {
             Long afterId = after;
             dsl.transaction(c -> {
                 DSLContext tx = c.dsl();
-                long before = entriesRead(tx);
+                long before = jobsRowsReadSoFar(tx);
                 JobQueries.Page p = queries.page(tx, filter, afterId, limit);
-                entriesPerPage.add(entriesRead(tx) - before);
+                entriesPerPage.add(jobsRowsReadSoFar(tx) - before);
                 assertTrue(p.jobs().size() <= limit);
                 for (JobsRecord j : p.jobs()) seen.add(j.getId());
                 next[0] = p.next();
@@ -58,17 +58,6 @@ class FilteredPageTest extends StoreTestSupport {
             after = next[0];
         }
         throw new AssertionError("100 pages and no end");
-    }
-
-    /**
-     * Rows of jobs read in this transaction so far (see DelayedBacklogTest for why in one transaction): read by a
-     * sequential scan, or fetched through an index (plain or bitmap), whichever plan the statement took.
-     */
-    private static long entriesRead(DSLContext tx) {
-        // a sequential scan counts on the table, a bitmap heap scan's fetches too, a plain index scan's on its index
-        return tx.fetchOne("SELECT (pg_stat_get_xact_tuples_returned('jobs'::regclass) + pg_stat_get_xact_tuples_fetched('jobs'::regclass) "
-                + "+ (SELECT coalesce(sum(pg_stat_get_xact_tuples_fetched(indexrelid)), 0) FROM pg_index WHERE indrelid = 'jobs'::regclass))::bigint")
-                .get(0, Long.class);
     }
 
     @Test

@@ -28,6 +28,17 @@ abstract class StoreTestSupport {
     static final String T2 = "globex";
     static final Duration LEASE = Duration.ofSeconds(30);
 
+    /**
+     * Rows of jobs read in this transaction so far (see DelayedBacklogTest for why in one transaction): read by a
+     * sequential scan, or fetched through an index (plain or bitmap), whichever plan the statement took.
+     */
+    static long jobsRowsReadSoFar(DSLContext tx) {
+        // a sequential scan counts on the table, a bitmap heap scan's fetches too, a plain index scan's on its index
+        return tx.fetchOne("SELECT (pg_stat_get_xact_tuples_returned('jobs'::regclass) + pg_stat_get_xact_tuples_fetched('jobs'::regclass) "
+                + "+ (SELECT coalesce(sum(pg_stat_get_xact_tuples_fetched(indexrelid)), 0) FROM pg_index WHERE indrelid = 'jobs'::regclass))::bigint")
+                .get(0, Long.class);
+    }
+
     final TestDatabase db = TestDatabase.get();
     /** The queue's clock: leases, backoffs and due times move when a test advances it, never in real time. */
     final SettableClock clock = new SettableClock();

@@ -36,22 +36,16 @@ class TenantPageTest extends StoreTestSupport {
         dsl.execute("ANALYZE jobs");
     }
 
-    /** Rows of jobs read by the call, in one transaction (see FilteredPageTest.entriesRead). */
+    /** Rows of jobs read by the call, in one transaction (StoreTestSupport#jobsRowsReadSoFar). */
     private <T> long rowsRead(Function<DSLContext, T> call, java.util.function.Consumer<T> check) {
         long[] read = new long[1];
         dsl.transaction(c -> {
             DSLContext tx = c.dsl();
-            long before = readSoFar(tx);
+            long before = jobsRowsReadSoFar(tx);
             check.accept(call.apply(tx));
-            read[0] = readSoFar(tx) - before;
+            read[0] = jobsRowsReadSoFar(tx) - before;
         });
         return read[0];
-    }
-
-    private static long readSoFar(DSLContext tx) {
-        return tx.fetchOne("SELECT (pg_stat_get_xact_tuples_returned('jobs'::regclass) + pg_stat_get_xact_tuples_fetched('jobs'::regclass) "
-                + "+ (SELECT coalesce(sum(pg_stat_get_xact_tuples_fetched(indexrelid)), 0) FROM pg_index WHERE indrelid = 'jobs'::regclass))::bigint")
-                .get(0, Long.class);
     }
 
     @Test
