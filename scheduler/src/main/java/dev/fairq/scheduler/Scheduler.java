@@ -1299,11 +1299,12 @@ public final class Scheduler {
     }
 
     /**
-     * Each grant (a tenant's or a key's) holds a place under max_running, and a round never grants past the room. So
-     * grants beyond a tenant's room mean its max_running was lowered since they were made: they go back, the
-     * tenant's spares from the highest slot down, then its first grant, then its key grants. Else an enqueue could
-     * take one and start a job past the new cap (a quiet tenant's grant is kept for a minute; measured over the API:
-     * max_running lowered from 2 to 1 with one job running, a submit 10 s later ran beside it).
+     * Each grant (a tenant's or a key's) holds a place under max_running and a token of the bucket, and a round never
+     * grants past either. So grants beyond a tenant's room or its burst mean max_running or burst was lowered since
+     * they were made: they go back, the tenant's spares from the highest slot down, then its first grant, then its key
+     * grants. Else an enqueue could take one and start a job past the new cap (a quiet tenant's grant is kept for a
+     * minute; measured over the API: max_running lowered from 2 to 1 with one job running, a submit 10 s later ran
+     * beside it), or start its grant and a spare at once under a burst lowered to 1.
      */
     private void revokeBeyondRoom(DSLContext ctx, Admission.QueueLoad load, Map<String, Double> grants) {
         if (grants.isEmpty() && keyGrants.isEmpty()) return;
@@ -1315,7 +1316,7 @@ public final class Scheduler {
         held.forEach((tenantId, n) -> {
             TenantState t = tenants.get(tenantId);
             if (t == null) return;
-            int excess = n - Math.max(0, room(t, load));
+            int excess = n - Math.max(0, Math.min(room(t, load), t.limits().burst()));
             for (int slot = MAX_TENANT_GRANTS - 1; slot >= 0 && excess > 0; slot--) {
                 String id = t.grantId(slot);
                 if (grants.containsKey(id)) {

@@ -517,4 +517,29 @@ class AdmissionGrantsTest extends SimulatedSchedulerTest {
         }
         assertEquals(3, unusedSlots(s, "capped").size(), "and it got there");
     }
+
+    /**
+     * Each grant holds a token of the bucket, so lowering burst live takes back the grants beyond the new burst. Before,
+     * a tenant holding its grant and a spare, its burst lowered to 1, still started two jobs at once from them (the
+     * bucket's own tokens were cut to the new burst, the reserved ones were not).
+     */
+    @Test
+    void loweringBurstTakesBackTheGrantsBeyondIt() {
+        db.createTenant("b");
+        SimulatedScheduler s = scheduler();
+        activated(s, "b");
+        useGrantThenTick(s, "b", Duration.ofMillis(20));
+        useGrantThenTick(s, "b", Duration.ofMillis(20));
+        assertEquals(List.of(0, 1), unusedSlots(s, "b"), "its grant and a spare");
+
+        s.dsl.execute("UPDATE tenants SET burst = 1, rate_per_second = 0.001, updated_at = now() WHERE id = 'b'");
+        s.clock.advance(RELOAD);
+        s.tick();
+        assertTrue(unusedSlots(s, "b").size() <= 1, "burst 1: one grant at most, " + unusedSlots(s, "b"));
+        s.enqueue(jobs("b", 1));
+        s.enqueue(jobs("b", 1));
+        s.tick();
+        assertEquals(1, status(s, "b", "ready"), "burst 1: one job at once");
+        assertEquals(1, status(s, "b", "pending"));
+    }
 }
