@@ -242,6 +242,13 @@
   // ---- the admin page ----
   var lastOverview = null;
   function renderAdmin(o) {
+    var pg0 = o.page;
+    // the active set shrank under an open page (tenants went idle): show its last page, not "51-50 of 30"
+    if (o.tenants.length === 0 && pg0.offset > 0) {
+      var last = pg0.total === 0 ? 0 : Math.floor((pg0.total - 1) / overview.limit) * overview.limit;
+      overview.offset = last < pg0.offset ? last : 0; // always lower, so this ends
+      return api('GET', overviewPath()).then(renderAdmin);
+    }
     lastOverview = o;
     $('share-note').textContent = 'Worker share: ' + (o.worker_share_basis === 'worker_time' ? 'worker time' : 'attempts started')
       + ' over the last ' + o.share_window_minutes + ' min, against the tenant\'s share of the weights of the active tenants. '

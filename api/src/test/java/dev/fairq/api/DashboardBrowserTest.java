@@ -161,6 +161,38 @@ class DashboardBrowserTest {
     }
 
     /**
+     * A page past the end moves back to the last page: the admin was on the second page of 51 tenants when one of
+     * them went away (here deleted; more often idle tenants leaving the active list), and the pager read "51-50 of 50"
+     * over an empty table.
+     */
+    @Test
+    void aPagePastTheEndMovesBackToTheLastPage() {
+        String prefix = TestApp.uniqueTenant("pager");
+        for (int i = 0; i < 51; i++) {
+            assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + prefix + "-" + i, "{}").status());
+        }
+        browser.open(url("/dashboard/admin"));
+        browser.script("sessionStorage.setItem('fairq.adminToken', '" + TestApp.ADMIN_TOKEN + "');");
+        browser.open(url("/dashboard/admin"));
+        try {
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
+            browser.script("document.getElementById('search').value = '" + prefix + "';");
+            browser.click("#search-form button[type=submit]");
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#page-info").startsWith("1-50 of 51"));
+            browser.click("#page-next");
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#page-info").startsWith("51-51 of 51"));
+
+            String gone = prefix + "-7"; // any one of them: the second page is then past the end
+            app.db.dsl().execute("DELETE FROM tenant_audit WHERE tenant_id = ?", gone);
+            app.db.dsl().execute("DELETE FROM tenants WHERE id = ?", gone);
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#page-info").startsWith("1-50 of 50"));
+            assertEquals(50, browser.script("return document.querySelectorAll('#tenants tr[data-tenant]').length").asInt());
+        } finally {
+            browser.script("sessionStorage.clear();");
+        }
+    }
+
+    /**
      * Both pages load, signed out and signed in, with nothing in the console: the browser asked for /favicon.ico,
      * which the platform does not serve, and logged the 404 as an error (on a browser's first page of the site: it
      * remembers a missing icon, hence a browser of this test's own).
