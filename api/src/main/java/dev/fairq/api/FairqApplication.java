@@ -34,6 +34,12 @@ import java.util.concurrent.atomic.AtomicReference;
  */
 public class FairqApplication extends Application<FairqConfiguration> {
     public static void main(String[] args) throws Exception {
+        if (args.length == 0) {
+            // Dropwizard prints the usage and exits 0 for no command: a script that lost its command read success
+            new FairqApplication().run("-h");
+            System.err.println("fairq: a command is required (server, worker, scheduler, migrate, jobs, ...): see above");
+            System.exit(2);
+        }
         new FairqApplication().run(args);
     }
 

@@ -67,6 +67,15 @@ class CommandLineIT extends AppTest {
     }
 
     /** {@code --version} prints the build's version (the jar's Implementation-Version). */
+    /** No command is a usage error, not a success: the usage, a line saying what is missing, status 2. */
+    @Test
+    void theJarWithoutACommandFails() throws Exception {
+        Exit none = fairq(Map.of());
+        assertEquals(2, none.status(), none.out() + none.err());
+        assertTrue(none.out().contains("usage: java -jar fairq.jar"), none.out());
+        assertTrue(none.err().contains("a command is required"), none.err());
+    }
+
     @Test
     void theJarKnowsItsVersion() throws Exception {
         Exit v = fairq(Map.of(), "--version");
