@@ -236,6 +236,28 @@ public final class OpenApiDocument {
         schemas.get("TenantLimitsChange").addProperty("id", new StringSchema().description("ignored: the path names the tenant"));
         for (String s : List.of("TenantLimitsChange", "Tenant", "TenantLimits")) limits(schemas.get(s));
         schedules(schemas);
+        schedulePut(api, schemas);
+    }
+
+    /**
+     * A PUT replaces the whole schedule, so its body must have cron, time_zone and job, and the job its type; a PATCH
+     * sends any subset. The PUT gets its own schemas, copies of the PATCH's with those fields required, so a client
+     * generated from the document cannot build a PUT the server refuses for a missing field.
+     */
+    @SuppressWarnings({"rawtypes", "unchecked"})
+    private static void schedulePut(OpenAPI api, Map<String, Schema> schemas) {
+        Schema job = Json.mapper().convertValue(schemas.get("JobTemplate"), Schema.class);
+        job.setRequired(new java.util.ArrayList<>(List.of("type")));
+        ((Schema) job.getProperties().get("type")).setNullable(null);
+        Schema put = Json.mapper().convertValue(schemas.get("ScheduleDefinition"), Schema.class);
+        put.setRequired(new java.util.ArrayList<>(List.of("cron", "time_zone", "job")));
+        for (String f : List.of("cron", "time_zone")) ((Schema) put.getProperties().get(f)).setNullable(null);
+        put.getProperties().put("job", new Schema<>().$ref("#/components/schemas/JobTemplateCreate")
+                .description("the job each fire enqueues"));
+        schemas.put("JobTemplateCreate", job);
+        schemas.put("ScheduleCreate", put);
+        api.getPaths().get("/v1/schedules/{name}").getPut().getRequestBody().getContent().values()
+                .forEach(m -> m.setSchema(new Schema<>().$ref("#/components/schemas/ScheduleCreate")));
     }
 
     /**

@@ -252,6 +252,31 @@ class OpenApiContractTest extends AppTest {
         assertEquals(List.of(), misfits);
     }
 
+    /**
+     * A PUT of a schedule without cron, time_zone or job (or a job without type) is a 422, so the PUT's schema requires
+     * them; the PATCH's, a merge patch of any subset, requires nothing. Both had shared one schema with nothing required.
+     */
+    @Test
+    void aSchedulePutDeclaresWhatItRequires() {
+        JsonNode put = doc.at("/paths/~1v1~1schedules~1{name}/put/requestBody/content/application~1json/schema/$ref");
+        assertEquals("#/components/schemas/ScheduleCreate", put.asText());
+        JsonNode s = doc.at("/components/schemas");
+        assertEquals("[\"cron\",\"job\",\"time_zone\"]", s.at("/ScheduleCreate/required").toString()); // sorted output
+        assertEquals("#/components/schemas/JobTemplateCreate", s.at("/ScheduleCreate/properties/job/$ref").asText());
+        assertEquals("[\"type\"]", s.at("/JobTemplateCreate/required").toString());
+        assertTrue(s.at("/ScheduleDefinition/required").isMissingNode(), "a PATCH requires nothing");
+        assertEquals("#/components/schemas/ScheduleDefinition",
+                doc.at("/paths/~1v1~1schedules~1{name}/patch/requestBody/content/application~1json/schema/$ref").asText());
+        assertEquals(s.at("/ScheduleDefinition/properties/cron/maxLength"), s.at("/ScheduleCreate/properties/cron/maxLength"));
+
+        // the server refuses what the schema leaves out, naming the field, and takes the least it allows
+        String key = app.newTenantKey(TestApp.uniqueTenant("oasput"));
+        app.call("PUT", "/v1/schedules/least", key, "{\"cron\": \"@daily\", \"job\": {\"type\": \"record\"}}").assertRefused(422, "time_zone");
+        app.call("PUT", "/v1/schedules/least", key, "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", \"job\": {}}").assertRefused(422, "job.type");
+        TestApp.Res ok = app.call("PUT", "/v1/schedules/least", key, "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}}");
+        assertEquals(201, ok.status(), ok.toString());
+    }
+
     /** OpenAPI 3.0: a header, like a parameter, must have a schema or a content (the schedule headers had neither). */
     @Test
     void everyResponseHeaderHasASchema() {
