@@ -53,15 +53,8 @@ public final class Scheduler {
 
     /** The cache: limits, token bucket and virtual time of the tenants active now or lately. */
     private final Map<String, TenantState> tenants = new HashMap<>();
-    /**
-     * Tenants that may have admissible jobs due now, each with its cached state (null until its limits are read):
-     * probed when they may take jobs, dropped when found empty. The state rides along so that the round's short list
-     * walks the states without a lookup of each id in {@link #tenants}: with 10,000 tenants draining, hashing and
-     * looking up the ids was 60% of the short list's time, itself the scheduler thread's largest Java cost (JFR).
-     */
-    private final Map<String, TenantState> workStates = new LinkedHashMap<>();
-    /** The ids of {@link #workStates}: removing one removes its entry; tenants join by {@link #mayHaveWork}. */
-    private final Set<String> maybeWork = workStates.keySet();
+    /** Tenants that may have admissible jobs due now: probed when they may take jobs, dropped when found empty. */
+    private final Set<String> maybeWork = new LinkedHashSet<>();
     /**
      * Tenants in maybeWork whose last candidate read found no job with a concurrency or fairness key: their
      * next reads skip the lane probe (with 10,000 tenants draining, each picked for one job a round, that probe
@@ -355,11 +348,7 @@ public final class Scheduler {
      * of its keyed jobs is forgotten (this is how any of its jobs, keyed or not, becomes admissible again).
      */
     private void mayHaveWork(String tenantId) {
-        if (!workStates.containsKey(tenantId)) {
-            TenantState t = tenants.get(tenantId);
-            workStates.put(tenantId, t);
-            if (t == null) uncached.add(tenantId);
-        }
+        if (maybeWork.add(tenantId) && !tenants.containsKey(tenantId)) uncached.add(tenantId);
         noKeyedJobs.remove(tenantId);
     }
 
@@ -573,7 +562,6 @@ public final class Scheduler {
             TenantState t = new TenantState(TenantLimits.of(r), clock::nanoTime);
             if (costs != null) t.unitCost = t.lastCharge = costs.tenantMean(t);
             tenants.put(r.getId(), t);
-            workStates.replace(r.getId(), t);
             missing.remove(r.getId());
         }
         maybeWork.removeAll(missing); // a tenant deleted meanwhile has nothing to admit
@@ -798,13 +786,13 @@ public final class Scheduler {
      */
     private List<String> lowestPasses(int k, Double nextRank) {
         double virtualTime = policy.virtualTime(nextRank);
-        String[] ids = new String[workStates.size()];
+        String[] ids = new String[maybeWork.size()];
         double[] passes = new double[ids.length];
         int n = 0;
-        for (Map.Entry<String, TenantState> e : workStates.entrySet()) {
-            TenantState t = e.getValue();
+        for (String id : maybeWork) {
+            TenantState t = tenants.get(id);
             if (t == null || t.limits().paused()) continue;
-            ids[n] = e.getKey();
+            ids[n] = id;
             passes[n++] = !t.eligibleLastRound && t.pass < virtualTime ? virtualTime : t.pass;
         }
         List<String> out = new ArrayList<>(Math.min(k, n));
