@@ -114,7 +114,7 @@ public final class TenantsFile {
         Map<String, Object> defaults = builtInDefaults();
         SequenceNode list = null;
         for (NodeTuple t : top.getValue()) {
-            String key = key(t, source);
+            String key = key(t, source, "(top level)");
             switch (key) {
                 case "defaults" -> defaults.putAll(limits(mapping(t.getValueNode(), source, "defaults"), source, "defaults", false));
                 case "tenants" -> {
@@ -164,7 +164,7 @@ public final class TenantsFile {
                 throw error(source, nameNode, at + ".name", ScheduleDefinition.checkName(name).get(0).message());
             }
             if (out.containsKey(name)) throw error(source, nameNode, at + ".name", "duplicate schedule '" + name + "'");
-            ObjectNode body = (ObjectNode) json(m);
+            ObjectNode body = (ObjectNode) json(m, source, at);
             body.remove("name");
             try {
                 ScheduleDefinition d = ScheduleDefinition.fromJson(body);
@@ -197,19 +197,24 @@ public final class TenantsFile {
         return at;
     }
 
-    /** A YAML node as JSON: scalars by their resolved YAML type (so {@code priority: 5} is a number). */
-    private static JsonNode json(Node n) {
+    /**
+     * A YAML node as JSON: scalars by their resolved YAML type (so {@code priority: 5} is a number). Every mapping
+     * in it, a payload's too, is checked as the API checks a body: a repeated key is an error (JSON has no way to
+     * carry both), and so is a key that is not text ({@code ~: 1} would have become the key "~").
+     */
+    private static JsonNode json(Node n, String source, String at) {
         if (n instanceof MappingNode m) {
+            noRepeatedKey(m, source, at + ".");
             ObjectNode o = Json.MAPPER.createObjectNode();
             for (NodeTuple t : m.getValue()) {
-                String key = t.getKeyNode() instanceof ScalarNode k ? k.getValue() : t.getKeyNode().toString();
-                o.set(key, json(t.getValueNode()));
+                String key = key(t, source, at);
+                o.set(key, json(t.getValueNode(), source, at + "." + key));
             }
             return o;
         }
         if (n instanceof SequenceNode s) {
             ArrayNode a = Json.MAPPER.createArrayNode();
-            for (Node item : s.getValue()) a.add(json(item));
+            for (int i = 0; i < s.getValue().size(); i++) a.add(json(s.getValue().get(i), source, at + "[" + i + "]"));
             return a;
         }
         ScalarNode sc = (ScalarNode) n;
@@ -246,7 +251,7 @@ public final class TenantsFile {
     private static Map<String, Object> limits(MappingNode m, String source, String where, boolean allowId) {
         Map<String, Object> out = new LinkedHashMap<>();
         for (NodeTuple t : m.getValue()) {
-            String key = key(t, source);
+            String key = key(t, source, where);
             String field = where + "." + key;
             Node v = t.getValueNode();
             if (key.equals("schedules") && allowId) continue; // read by schedules()
@@ -297,7 +302,7 @@ public final class TenantsFile {
                 } catch (NumberFormatException e) {
                     value = text; // accept names the entry and what it takes
                 }
-                entries.put(key(t, source), value);
+                entries.put(key(t, source, field), value);
             }
             return entries;
         }
@@ -325,8 +330,12 @@ public final class TenantsFile {
         return s.getValue();
     }
 
-    private static String key(NodeTuple t, String source) {
-        return scalar(t.getKeyNode(), source, "(key)");
+    /** A mapping's key as text; a key that is a list, a mapping or null ({@code ~}, {@code null}) is an error. */
+    private static String key(NodeTuple t, String source, String where) {
+        Node k = t.getKeyNode();
+        if (!(k instanceof ScalarNode s)) throw error(source, k, where, "a key must be a single value, not a list or a mapping");
+        if (Tag.NULL.equals(s.getTag())) throw error(source, k, where, "a key must be text, not null ('" + s.getValue() + "')");
+        return s.getValue();
     }
 
     private static MappingNode mapping(Node n, String source, String field) {

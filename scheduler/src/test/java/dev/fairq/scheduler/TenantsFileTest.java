@@ -151,6 +151,26 @@ class TenantsFileTest {
                 "tenants.yml:12: tenants[0].schedules[1].overlap: must be one of");
     }
 
+    @Test
+    void aRepeatedOrNullKeyInsideAScheduleOrAKeyMapIsRefused() {
+        // the payload is JSON: the API refuses {"format":"pdf","format":"csv"}; the file took "csv" silently
+        assertError(WITH_SCHEDULES.replace("payload: {format: pdf}", "payload: {format: pdf, format: csv}"),
+                "tenants.yml:8: tenants[0].schedules[0].job.payload.format: is given more than once");
+        assertError(WITH_SCHEDULES.replace("{type: sync}", "{type: sync, type: report}"),
+                "tenants.yml:13: tenants[0].schedules[1].job.type: is given more than once");
+        // ~ (or null) is YAML's null: it became a key "~" (a payload key, a concurrency key)
+        assertError(WITH_SCHEDULES.replace("payload: {format: pdf}", "payload: {~: pdf}"),
+                "tenants.yml:8: tenants[0].schedules[0].job.payload: a key must be text, not null ('~')");
+        assertError("tenants:\n  - id: acme\n    concurrency_limits: {~: 1}\n",
+                "tenants.yml:3: tenants[0].concurrency_limits: a key must be text, not null ('~')");
+        assertError("tenants:\n  - id: acme\n    key_weights:\n      null: 2\n",
+                "tenants.yml:4: tenants[0].key_weights: a key must be text, not null ('null')");
+        assertError("~: 1\n", "tenants.yml:1: (top level): a key must be text, not null ('~')");
+        // a key that is only null-like text, quoted, stays text
+        TenantsFile quoted = TenantsFile.parse(WITH_SCHEDULES.replace("payload: {format: pdf}", "payload: {\"~\": pdf}"));
+        assertEquals("pdf", quoted.schedules().get("acme").get("nightly-report").job().payload().get("~").asText());
+    }
+
     private static void assertError(String yaml, String expectedStart) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> TenantsFile.parse(yaml));
         assertTrue(e.getMessage().startsWith(expectedStart), "got: " + e.getMessage());
