@@ -17,6 +17,7 @@ import net.sourceforge.argparse4j.inf.Subparser;
 import net.sourceforge.argparse4j.inf.Subparsers;
 
 import java.io.PrintStream;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
@@ -158,10 +159,25 @@ final class ClientCommands {
             line("finished_at", j.finishedAt());
             line("last_error", j.lastError());
             line("payload", j.payload());
+            printLines();
         }
 
+        /** Label and value lines waiting for {@link #printLines}, which sets them in one column. */
+        private final List<String[]> lines = new ArrayList<>();
+
         void line(String name, Object value) {
-            if (value != null) out.printf("  %-13s %s%n", name + ":", value);
+            if (value != null) lines.add(new String[] {name + ":", String.valueOf(value)});
+        }
+
+        /**
+         * Prints the lines given since the last call, the values in one column after the longest label: a fixed
+         * width of 13 pushed the values of concurrency_key (16) and min_schedule_interval_s (24) out of line.
+         */
+        void printLines() {
+            int width = 1;
+            for (String[] l : lines) width = Math.max(width, l[0].length());
+            for (String[] l : lines) out.printf("  %-" + width + "s %s%n", l[0], l[1]);
+            lines.clear();
         }
     }
 
@@ -239,6 +255,7 @@ final class ClientCommands {
                     out.printf("job %d is %s: %s%n", e.jobId(), e.status(), e.message());
                     line("reason", e.reason());
                     if (e.data() != null) e.data().fields().forEachRemaining(f -> line(f.getKey(), f.getValue().isTextual() ? f.getValue().asText() : f.getValue()));
+                    printLines();
                 }
                 case "list" -> {
                     FairqClient.JobFilter filter = FairqClient.JobFilter.all().withStatus(ns.getString("status"))
@@ -308,6 +325,7 @@ final class ClientCommands {
             line("dead", s.deadTotal() + " (" + s.deadLast5m() + " in the last 5 minutes)");
             line("oldest", s.oldestPendingAgeMs() == null ? "nothing pending" : s.oldestPendingAgeMs() + " ms pending");
             line("blocked keys", s.blockedOrderingKeys());
+            printLines();
             Model.Limits l = s.limits();
             out.printf("limits: weight %d, rate %s/s, burst %d, max_running %d, max_queued %d%s%n", l.weight(),
                     l.ratePerSecond(), l.burst(), l.maxRunning(), l.maxQueued(), l.paused() ? ", paused" : "");
@@ -441,6 +459,7 @@ final class ClientCommands {
                     : t.concurrencyLimits().toString());
             line("key_weights", t.keyWeights() == null || t.keyWeights().isEmpty() ? "-" : t.keyWeights().toString());
             line("updated_at", t.updatedAt());
+            printLines();
         }
     }
 

@@ -130,6 +130,24 @@ class CommandLineTest extends AppTest {
         assertTrue(out.matches("(?s).*max_schedules: +7\n.*"), out);
         assertTrue(out.matches("(?s).*min_schedule_interval_s: +3600\n.*"), out);
         assertEquals(7, app.client(TestApp.ADMIN_TOKEN).tenant(tenant).maxSchedules(), "the Java client reads them too");
+        assertValuesInOneColumn(out);
+
+        String key = ok(TestApp.ADMIN_TOKEN, "tenants", "keys", "create", tenant, "--json").json().get("key").asText();
+        long id = ok(key, "jobs", "submit", "--type", "record", "--payload", "{}", "--delay-ms", "3600000", "--json",
+                "--concurrency-key", "stripe-api").json().get("id").asLong();
+        String job = ok(key, "jobs", "get", Long.toString(id)).out();
+        assertTrue(job.contains("  concurrency_key: stripe-api\n"), job);
+        assertValuesInOneColumn(job);
+    }
+
+    /** The "  label: value" lines of a block start their values in one column (a fixed width of 13 had not). */
+    private static void assertValuesInOneColumn(String out) {
+        java.util.Set<Integer> columns = new java.util.TreeSet<>();
+        for (String l : out.split("\n")) {
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("^  [a-z_ ]+: +").matcher(l);
+            if (m.find()) columns.add(m.end());
+        }
+        assertTrue(columns.size() == 1, "values start at columns " + columns + ":\n" + out);
     }
 
     @Test
