@@ -35,10 +35,11 @@ import java.util.concurrent.atomic.AtomicReference;
 public class FairqApplication extends Application<FairqConfiguration> {
     public static void main(String[] args) throws Exception {
         if (args.length == 0) {
-            // Dropwizard prints the usage and exits 0 for no command: a script that lost its command read success
+            // Dropwizard prints the usage and exits 0 for no command: a script that lost its command read success.
+            // Status 1, as for an unknown command or any other mistake in the arguments (api/README.md).
             new FairqApplication().run("-h");
             System.err.println("fairq: a command is required (server, worker, scheduler, migrate, jobs, ...): see above");
-            System.exit(2);
+            System.exit(1);
         }
         new FairqApplication().run(args);
     }

@@ -66,16 +66,16 @@ class CommandLineIT extends AppTest {
         for (Exit e : List.of(missing, nowhere)) assertFalse(e.err().contains("\tat "), "no stack trace: " + e.err());
     }
 
-    /** {@code --version} prints the build's version (the jar's Implementation-Version). */
-    /** No command is a usage error, not a success: the usage, a line saying what is missing, status 2. */
+    /** No command is a mistake in the arguments, not a success: the usage, a line saying what is missing, status 1. */
     @Test
     void theJarWithoutACommandFails() throws Exception {
         Exit none = fairq(Map.of());
-        assertEquals(2, none.status(), none.out() + none.err());
+        assertEquals(1, none.status(), none.out() + none.err());
         assertTrue(none.out().contains("usage: java -jar fairq.jar"), none.out());
         assertTrue(none.err().contains("a command is required"), none.err());
     }
 
+    /** {@code --version} prints the build's version (the jar's Implementation-Version). */
     @Test
     void theJarKnowsItsVersion() throws Exception {
         Exit v = fairq(Map.of(), "--version");
