@@ -247,6 +247,9 @@ public final class OpenApiDocument {
     @SuppressWarnings({"rawtypes", "unchecked"})
     private static void schedulePut(OpenAPI api, Map<String, Schema> schemas) {
         Schema job = Json.mapper().convertValue(schemas.get("JobTemplate"), Schema.class);
+        // the copy reads payload's untyped schema (any JSON value) back as "type": "object": keep the original, so a
+        // generated client can send the arrays, strings and numbers the server takes
+        job.getProperties().put("payload", schemas.get("JobTemplate").getProperties().get("payload"));
         job.setRequired(new java.util.ArrayList<>(List.of("type")));
         ((Schema) job.getProperties().get("type")).setNullable(null);
         Schema put = Json.mapper().convertValue(schemas.get("ScheduleDefinition"), Schema.class);

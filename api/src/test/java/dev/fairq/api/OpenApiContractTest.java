@@ -268,6 +268,9 @@ class OpenApiContractTest extends AppTest {
         assertEquals("#/components/schemas/ScheduleDefinition",
                 doc.at("/paths/~1v1~1schedules~1{name}/patch/requestBody/content/application~1json/schema/$ref").asText());
         assertEquals(s.at("/ScheduleDefinition/properties/cron/maxLength"), s.at("/ScheduleCreate/properties/cron/maxLength"));
+        // a template's payload is any JSON value in a PUT too (the copy had made it "type": "object")
+        assertEquals(s.at("/JobTemplate/properties/payload"), s.at("/JobTemplateCreate/properties/payload"));
+        assertTrue(s.at("/JobTemplateCreate/properties/payload/type").isMissingNode(), s.at("/JobTemplateCreate/properties/payload").toString());
 
         // the server refuses what the schema leaves out, naming the field, and takes the least it allows
         String key = app.newTenantKey(TestApp.uniqueTenant("oasput"));
@@ -275,6 +278,8 @@ class OpenApiContractTest extends AppTest {
         app.call("PUT", "/v1/schedules/least", key, "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", \"job\": {}}").assertRefused(422, "job.type");
         TestApp.Res ok = app.call("PUT", "/v1/schedules/least", key, "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}}");
         assertEquals(201, ok.status(), ok.toString());
+        TestApp.Res list = app.call("PUT", "/v1/schedules/array", key, "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\", \"payload\": [1, 2]}}");
+        assertEquals(201, list.status(), list.toString());
     }
 
     /** OpenAPI 3.0: a header, like a parameter, must have a schema or a content (the schedule headers had neither). */
