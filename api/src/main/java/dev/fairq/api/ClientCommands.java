@@ -149,6 +149,11 @@ final class ClientCommands {
             line("queue", j.queue());
             line("priority", j.priority());
             line("attempts", j.attempts() + " of " + j.maxAttempts());
+            // what the submit's --timeout-ms and --payload-version set, and a cancel's request (cancel says "jobs get
+            // shows it"): left out, a person could not see them without --json. Defaults (1, none) are not printed.
+            line("timeout_ms", j.timeoutMs());
+            line("payload_version", j.payloadVersion() == null || j.payloadVersion() == 1 ? null : j.payloadVersion());
+            line("snoozes", j.snoozes() == null || j.snoozes() == 0 ? null : j.snoozes());
             line("job_key", j.jobKey());
             line("ordering_key", j.orderingKey());
             line("concurrency_key", j.concurrencyKey());
@@ -157,6 +162,7 @@ final class ClientCommands {
             line("run_at", j.runAt());
             line("started_at", j.startedAt());
             line("finished_at", j.finishedAt());
+            line("cancel_requested_at", j.cancelRequestedAt());
             line("last_error", j.lastError());
             line("payload", j.payload());
             printLines();

@@ -138,6 +138,14 @@ class CommandLineTest extends AppTest {
         String job = ok(key, "jobs", "get", Long.toString(id)).out();
         assertTrue(job.contains("  concurrency_key: stripe-api\n"), job);
         assertValuesInOneColumn(job);
+
+        // what submit's --timeout-ms and --payload-version set is printed too (it had been left out)
+        long versioned = ok(key, "jobs", "submit", "--type", "record", "--payload", "{}", "--delay-ms", "3600000", "--json",
+                "--timeout-ms", "5000", "--payload-version", "2").json().get("id").asLong();
+        String shown = ok(key, "jobs", "get", Long.toString(versioned)).out();
+        assertTrue(shown.matches("(?s).*\n  timeout_ms: +5000\n.*"), shown);
+        assertTrue(shown.matches("(?s).*\n  payload_version: +2\n.*"), shown);
+        assertValuesInOneColumn(shown);
     }
 
     /** The "  label: value" lines of a block start their values in one column (a fixed width of 13 had not). */
