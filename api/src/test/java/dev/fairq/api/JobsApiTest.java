@@ -281,6 +281,10 @@ class JobsApiTest extends AppTest {
         assertEquals(0, waiting.body().get("attempts").asInt());
         assertEquals("nobody-runs-this", app.call("GET", "/v1/jobs/" + orphan + "/explain", key, null).body()
                 .get("data").get("type").asText());
+        // not yet due, it is not parked: explain says scheduled (api/README had said no_worker came first)
+        long later = app.call("POST", "/v1/jobs", key, "{\"type\": \"nobody-runs-this\", \"payload\": {}, \"delay_ms\": 3600000}")
+                .body().get("id").asLong();
+        assertEquals("scheduled", app.call("GET", "/v1/jobs/" + later + "/explain", key, null).body().get("reason").asText());
     }
 
     @Test
