@@ -33,8 +33,10 @@ public record JobPage(List<JobView> jobs,
         int lim = ParameterGuard.pageSize(limit, DEFAULT_LIMIT, MAX_LIMIT, errors);
         Long afterId = ParameterGuard.afterId(after, errors);
         if (!errors.isEmpty()) throw ApiException.invalid(errors);
+        // only an empty ordering_key means no filter: " " is a key a job can have (no queue or type is blank), and
+        // ordering_key=%20 had answered every job
         JobQueries.Page page = queries.page(db, new JobQueries.JobFilter(tenantOrNull, st, blank(queue), blank(type),
-                blank(orderingKey)), afterId, lim);
+                orderingKey == null || orderingKey.isEmpty() ? null : orderingKey), afterId, lim);
         List<JobView> jobs = new ArrayList<>(page.jobs().size());
         for (JobsRecord j : page.jobs()) jobs.add(JobView.of(j));
         return new JobPage(jobs, page.next() == null ? null : Long.toString(page.next()));

@@ -185,6 +185,13 @@ class JobsApiTest extends AppTest {
         assertEquals(3, app.call("GET", "/v1/jobs?queue=q0&status=pending", key, null).body().get("jobs").size());
         assertEquals(422, app.call("GET", "/v1/jobs?status=sleeping", key, null).status());
         assertEquals(422, app.call("GET", "/v1/jobs?limit=0", key, null).status());
+        // an ordering key of spaces is a key like any other: its filter lists its jobs, not every job
+        long spaced = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000, \"ordering_key\": \" \"}")
+                .body().get("id").asLong();
+        com.fasterxml.jackson.databind.JsonNode spacedOnly = app.call("GET", "/v1/jobs?ordering_key=%20", key, null).body().get("jobs");
+        assertEquals(1, spacedOnly.size(), spacedOnly.toString());
+        assertEquals(spaced, spacedOnly.get(0).get("id").asLong());
+        assertEquals(6, app.call("GET", "/v1/jobs?ordering_key=", key, null).body().get("jobs").size(), "empty: no filter");
 
         TestApp.Res explain = app.call("GET", "/v1/jobs/" + ids.get(0) + "/explain", key, null);
         assertEquals("scheduled", explain.body().get("reason").asText());
