@@ -171,7 +171,7 @@ public final class SchedulesResource {
             throw ApiException.invalid(e.errors());
         } catch (ScheduleLimitException e) {
             throw new ApiException(409, e.getMessage(), List.of(new FieldError("name", "the tenant has "
-                    + e.maxSchedules() + " schedules, its max_schedules")), Map.of());
+                    + e.schedules() + " schedules, its max_schedules is " + e.maxSchedules())), Map.of());
         }
     }
 

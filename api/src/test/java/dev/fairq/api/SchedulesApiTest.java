@@ -203,6 +203,13 @@ class SchedulesApiTest extends AppTest {
         assertEquals(409, two.status(), "max_schedules");
         assertTrue(two.body().get("error").asText().contains("max_schedules"));
         assertEquals(200, app.call("PUT", "/v1/schedules/one", key, NIGHTLY).status(), "replacing is not creating");
+        // below what the tenant has, the refusal gives the count and the limit (it had given the limit as the count)
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"max_schedules\": 0}").status());
+        TestApp.Res three = app.call("PUT", "/v1/schedules/three", key, NIGHTLY);
+        assertEquals(409, three.status());
+        assertTrue(three.body().get("error").asText().contains("has 1 schedules and its max_schedules is 0"), three.toString());
+        assertEquals("the tenant has 1 schedules, its max_schedules is 0", three.body().get("errors").get(0).get("message").asText());
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"max_schedules\": 1}").status());
 
         // isolation: another tenant neither sees nor touches it
         assertEquals(404, app.call("GET", "/v1/schedules/one", other, null).status());

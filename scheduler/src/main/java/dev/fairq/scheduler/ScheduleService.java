@@ -82,7 +82,7 @@ public final class ScheduleService {
             Schedules.TenantRoom room = schedules.tenantRoom(tx, tenantId, old == null)
                     .orElseThrow(() -> new UnknownTenantException(tenantId));
             if (old == null && room.schedules() >= room.maxSchedules()) {
-                throw new ScheduleLimitException(tenantId, room.maxSchedules());
+                throw new ScheduleLimitException(tenantId, room.schedules(), room.maxSchedules());
             }
             // only a new cron is held to the limit: one that exists stays as it is (README), and must still
             // be pausable, its job or end_at changeable, after an admin raised min_schedule_interval_s
