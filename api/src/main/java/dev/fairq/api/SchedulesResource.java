@@ -149,7 +149,11 @@ public final class SchedulesResource {
                     content = @Content(schema = @Schema(implementation = JobView.class))),
             @ApiResponse(responseCode = "200", description = "the same second's job, again", headers = @Header(name = "Idempotent-Replay", description = "always true", schema = @Schema(type = "string", allowableValues = "true")),
                     content = @Content(schema = @Schema(implementation = JobView.class))),
-            @ApiResponse(responseCode = "404", description = "no schedule of that name")})
+            @ApiResponse(responseCode = "404", description = "no schedule of that name"),
+            // the job is enqueued like any other, so a tenant at max_queued is refused (the document had named only
+            // the API request limit for this 429)
+            @ApiResponse(responseCode = "429", description = "the tenant has max_queued jobs waiting; nothing was written",
+                    headers = @Header(name = "Retry-After", description = "seconds to wait", schema = @Schema(type = "integer")))})
     public Response trigger(@Context SecurityContext sc, @Context UriInfo uri, @PathParam("name") String name) {
         EnqueueResult r = schedules.trigger(db, BearerAuthFilter.tenant(sc), name).orElseThrow(() -> notFound(name));
         JobView job = JobView.of(r.job());

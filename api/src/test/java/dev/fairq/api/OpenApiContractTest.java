@@ -282,6 +282,22 @@ class OpenApiContractTest extends AppTest {
         assertEquals(201, list.status(), list.toString());
     }
 
+    /** A trigger enqueues a job: a tenant at max_queued gets a 429, which the document had described as the request limit only. */
+    @Test
+    void aTriggerDeclaresTheQueueFullRefusalItAnswers() {
+        String desc = doc.at("/paths/~1v1~1schedules~1{name}~1trigger/post/responses/429/description").asText();
+        assertTrue(desc.contains("max_queued") && desc.contains("api_rate_per_second"), desc);
+        String tenant = TestApp.uniqueTenant("oatrigger");
+        String key = app.newTenantKey(tenant);
+        assertEquals(201, app.call("PUT", "/v1/schedules/full", key,
+                "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}}").status());
+        assertEquals(201, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000}").status());
+        app.changeLimits(tenant, "{\"max_queued\": 1}");
+        TestApp.Res r = app.call("POST", "/v1/schedules/full/trigger", key, null);
+        assertEquals(429, r.status(), r.toString());
+        assertNotNull(r.header("Retry-After"));
+    }
+
     /** OpenAPI 3.0: a header, like a parameter, must have a schema or a content (the schedule headers had neither). */
     @Test
     void everyResponseHeaderHasASchema() {
