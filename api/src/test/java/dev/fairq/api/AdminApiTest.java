@@ -97,6 +97,38 @@ class AdminApiTest extends AppTest {
         assertTrue(last.get("changed_at").asText().endsWith("Z"));
     }
 
+    /**
+     * Two PUTs creating one tenant at once: one creates it (201, audited "create"), the other replaces it (200,
+     * audited "replace" with the first one's limits as old values). Both had been 201 "create" with old values
+     * null, so the first one's limits were overwritten without a trace. The other PUT is played by a
+     * transaction that inserts the row and commits once the API's PUT waits on it.
+     */
+    @Test
+    void twoPutsCreatingOneTenantAtOnceAreOneCreateAndOneReplace() throws Exception {
+        String t = TestApp.uniqueTenant("race");
+        try (java.sql.Connection c = java.sql.DriverManager.getConnection(app.db.jdbcUrl, app.db.user, app.db.password)) {
+            c.setAutoCommit(false);
+            try (var ps = c.prepareStatement("INSERT INTO tenants (id, weight) VALUES (?, 6)")) {
+                ps.setString(1, t);
+                ps.executeUpdate();
+            }
+            var put = java.util.concurrent.CompletableFuture.supplyAsync(
+                    () -> app.admin("PUT", "/v1/admin/tenants/" + t, "{\"weight\": 7}"));
+            await().atMost(Duration.ofSeconds(10)).until(() -> app.db.dsl().resultQuery(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO tenants%'")
+                    .fetchOne(0, Long.class) > 0);
+            c.commit();
+            TestApp.Res r = put.get(10, java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals(200, r.status(), "the tenant existed by the time the PUT wrote it: " + r);
+            assertEquals(7, r.body().get("weight").asInt());
+        }
+        JsonNode audit = app.admin("GET", "/v1/admin/audit?tenant=" + t, null).body().get("entries");
+        assertEquals(1, audit.size(), audit.toString());
+        assertEquals("replace", audit.get(0).get("action").asText(), audit.toString());
+        assertEquals(6, audit.get(0).get("old_values").get("weight").asInt(), audit.toString());
+        assertEquals(7, audit.get(0).get("new_values").get("weight").asInt(), audit.toString());
+    }
+
     /** api/README: "a GET's answer can be sent back": it carries created_at and updated_at, which had been 422s. */
     @Test
     void aGetsAnswerCanBeSentBackWithPutOrPatch() {

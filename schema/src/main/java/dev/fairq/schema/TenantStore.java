@@ -38,6 +38,11 @@ public final class TenantStore {
             ON CONFLICT (id) DO NOTHING
             """);
 
+    /** A PUT's create: the row when this statement inserted it, none when another transaction has the id. */
+    static final NamedSql CREATE = NamedSql.of(INSERT_TENANT + """
+            ON CONFLICT (id) DO NOTHING RETURNING *
+            """);
+
     static final NamedSql FIND = NamedSql.of("SELECT * FROM tenants WHERE id = :id");
 
     static final NamedSql BY_IDS = NamedSql.of("SELECT * FROM tenants WHERE id = ANY(:ids::text[])");
@@ -229,9 +234,23 @@ public final class TenantStore {
     public Optional<Change> write(DSLContext ctx, String id, Map<String, Object> given, boolean replace, String actor) {
         return ctx.transactionResult(c -> {
             DSLContext tx = c.dsl();
-            TenantsRecord old = LOCK.bind().set("id", id).fetch(tx).stream().findFirst().map(r -> r.into(TENANTS))
-                    .orElse(null);
+            TenantsRecord old = lock(tx, id);
             if (old == null && !replace) return Optional.<Change>empty();
+            if (old == null) {
+                // No row to lock, so two PUTs of a new tenant both got here; an upsert would let both count as
+                // the create (two 201s, two "create" audit rows, the first one's limits overwritten unaudited).
+                // DO NOTHING waits for the other insert's commit: the loser then locks the row and replaces it.
+                Map<String, Object> v = TenantLimit.defaults();
+                v.putAll(given);
+                TenantsRecord row = limits(CREATE.bind().set("id", id), TenantLimits.of(id, v)).fetch(tx).stream()
+                        .findFirst().map(r -> r.into(TENANTS)).orElse(null);
+                if (row != null) {
+                    AUDIT.bind().set("tenant_id", id).set("actor", actor).set("action", "create")
+                            .set("old_values", null).set("new_values", json(TenantLimits.of(row).toMap())).execute(tx);
+                    return Optional.of(new Change(row, true));
+                }
+                old = lock(tx, id); // null only if it was deleted meanwhile: then the upsert below creates it
+            }
             Map<String, Object> v = replace ? TenantLimit.defaults() : new LinkedHashMap<>(TenantLimits.of(old).toMap());
             v.putAll(given);
             TenantLimits limits = TenantLimits.of(id, v);
@@ -245,6 +264,10 @@ public final class TenantStore {
             }
             return Optional.of(new Change(row, old == null));
         });
+    }
+
+    private static TenantsRecord lock(DSLContext tx, String id) {
+        return LOCK.bind().set("id", id).fetch(tx).stream().findFirst().map(r -> r.into(TENANTS)).orElse(null);
     }
 
     /** One audit row; old and new values as JSON (old is null when the tenant was created). */
