@@ -326,6 +326,7 @@ public final class OpenApiDocument {
                     p.setMaximum(BigDecimal.valueOf(l.max()));
                 }
                 case HOST_LIST -> {
+                    p.setMaxItems(TenantLimit.MAX_ALLOW_LIST_ENTRIES);
                     if (p instanceof ArraySchema a && a.getItems() != null) a.getItems().setMaxLength((int) l.max());
                 }
                 case KEY_MAP -> {

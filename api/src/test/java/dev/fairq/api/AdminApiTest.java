@@ -1,6 +1,7 @@
 package dev.fairq.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.fairq.schema.TenantLimit;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -173,6 +174,19 @@ class AdminApiTest extends AppTest {
         assertEquals(200, ok.status());
         assertEquals("[\"*.acme.example:8443\",\"127.0.0.1:8080\",\"[::1]:8080\",\"10.0.0.0/8\"]",
                 ok.body().get("webhook_allow").toString());
+
+        // bounded like the key maps: a million entries had been taken, parsed at every http attempt
+        java.util.function.IntFunction<String> allow = n -> java.util.stream.IntStream.range(0, n)
+                .mapToObj(i -> "\"h" + i + ".acme.example\"").collect(java.util.stream.Collectors.joining(",", "{\"webhook_allow\": [", "]}"));
+        List<Object> kept = app.snapshot();
+        app.admin("PATCH", "/v1/admin/tenants/" + t, allow.apply(TenantLimit.MAX_ALLOW_LIST_ENTRIES + 1))
+                .assertRefused(422, "webhook_allow");
+        app.admin("PUT", "/v1/admin/tenants/" + TestApp.uniqueTenant("hooks"), allow.apply(TenantLimit.MAX_ALLOW_LIST_ENTRIES + 1))
+                .assertRefused(422, "webhook_allow");
+        assertEquals(kept, app.snapshot(), "nothing changed");
+        TestApp.Res most = app.admin("PATCH", "/v1/admin/tenants/" + t, allow.apply(TenantLimit.MAX_ALLOW_LIST_ENTRIES));
+        assertEquals(200, most.status(), most.toString());
+        assertEquals(TenantLimit.MAX_ALLOW_LIST_ENTRIES, most.body().get("webhook_allow").size());
     }
 
     @Test

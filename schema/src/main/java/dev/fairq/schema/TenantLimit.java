@@ -57,6 +57,11 @@ public enum TenantLimit {
 
     /** Entries of a map limit, at most: the scheduler holds each busy tenant's map in memory. */
     public static final int MAX_MAP_ENTRIES = 1000;
+    /**
+     * Entries of webhook_allow, at most: the http handler parses the whole list at every attempt, and each change
+     * audits it twice (a million entries had been taken: 14 MB a GET, seconds of parsing an attempt).
+     */
+    public static final int MAX_ALLOW_LIST_ENTRIES = 1000;
     /** A map limit's key: 1-255 characters, like the job field it names. */
     public static final int MAX_MAP_KEY_LENGTH = 255;
 
@@ -159,6 +164,7 @@ public enum TenantLimit {
             }
             case HOST_LIST -> {
                 if (!(value instanceof List<?> list)) throw invalid("must be a list of allow-list entries");
+                if (list.size() > MAX_ALLOW_LIST_ENTRIES) throw invalid("must have at most " + MAX_ALLOW_LIST_ENTRIES + " entries");
                 List<String> entries = new ArrayList<>();
                 List<FieldError> problems = new ArrayList<>();
                 for (int i = 0; i < list.size(); i++) {
