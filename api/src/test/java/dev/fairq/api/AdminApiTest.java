@@ -130,6 +130,27 @@ class AdminApiTest extends AppTest {
         assertEquals(7, audit.get(0).get("new_values").get("weight").asInt(), audit.toString());
     }
 
+    /** A write that changes nothing is not a change: no audit row, and updated_at stays (it had moved). */
+    @Test
+    void aWriteThatChangesNothingLeavesUpdatedAtAndTheAuditAlone() {
+        String t = TestApp.uniqueTenant("same");
+        assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + t, "{\"max_running\": 5, \"concurrency_limits\": {\"b\": 1, \"a\": 2}}").status());
+        String updated = app.admin("GET", "/v1/admin/tenants/" + t, null).body().get("updated_at").asText();
+        List<Object> before = app.snapshot(t);
+        for (String[] same : List.of(new String[]{"PATCH", "{}"}, new String[]{"PATCH", "{\"max_running\": 5}"},
+                new String[]{"PATCH", "{\"concurrency_limits\": {\"a\": 2, \"b\": 1}, \"rate_per_second\": 100}"},
+                new String[]{"PUT", "{\"max_running\": 5, \"concurrency_limits\": {\"a\": 2, \"b\": 1}}"})) {
+            TestApp.Res r = app.admin(same[0], "/v1/admin/tenants/" + t, same[1]);
+            assertEquals(200, r.status(), r.toString());
+            assertEquals(updated, r.body().get("updated_at").asText(), same[0] + " " + same[1]);
+        }
+        assertEquals(before, app.snapshot(t), "nothing written");
+        assertEquals(1, app.admin("GET", "/v1/admin/audit?tenant=" + t, null).body().get("entries").size());
+        TestApp.Res changed = app.admin("PATCH", "/v1/admin/tenants/" + t, "{\"max_running\": 6}");
+        assertTrue(changed.body().get("updated_at").asText().compareTo(updated) > 0, changed.toString());
+        assertEquals(2, app.admin("GET", "/v1/admin/audit?tenant=" + t, null).body().get("entries").size());
+    }
+
     /** api/README: "a GET's answer can be sent back": it carries created_at and updated_at, which had been 422s. */
     @Test
     void aGetsAnswerCanBeSentBackWithPutOrPatch() {

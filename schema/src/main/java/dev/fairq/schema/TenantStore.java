@@ -254,8 +254,11 @@ public final class TenantStore {
             Map<String, Object> v = replace ? TenantLimit.defaults() : new LinkedHashMap<>(TenantLimits.of(old).toMap());
             v.putAll(given);
             TenantLimits limits = TenantLimits.of(id, v);
-            TenantsRecord row = limits(UPSERT.bind().set("id", id), limits).fetch(tx).get(0).into(TENANTS);
             Map<String, Object> before = old == null ? null : TenantLimits.of(old).toMap();
+            // the same limits again (a PATCH of {} or of the values stored) is not a change: no audit row, and
+            // updated_at stays the time of the last change (the write had moved it, with nothing in the audit)
+            if (before != null && before.equals(limits.toMap())) return Optional.of(new Change(old, false));
+            TenantsRecord row = limits(UPSERT.bind().set("id", id), limits).fetch(tx).get(0).into(TENANTS);
             Map<String, Object> after = TenantLimits.of(row).toMap();
             if (before == null || !before.equals(after)) {
                 String action = old == null ? "create" : replace ? "replace" : "patch";
