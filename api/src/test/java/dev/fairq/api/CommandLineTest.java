@@ -151,8 +151,9 @@ class CommandLineTest extends AppTest {
     /** The "  label: value" lines of a block start their values in one column (a fixed width of 13 had not). */
     private static void assertValuesInOneColumn(String out) {
         java.util.Set<Integer> columns = new java.util.TreeSet<>();
+        java.util.regex.Pattern label = java.util.regex.Pattern.compile("^  [a-z_ ]+: +");
         for (String l : out.split("\n")) {
-            java.util.regex.Matcher m = java.util.regex.Pattern.compile("^  [a-z_ ]+: +").matcher(l);
+            java.util.regex.Matcher m = label.matcher(l);
             if (m.find()) columns.add(m.end());
         }
         assertTrue(columns.size() == 1, "values start at columns " + columns + ":\n" + out);

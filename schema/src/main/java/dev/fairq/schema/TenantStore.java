@@ -236,24 +236,21 @@ public final class TenantStore {
             DSLContext tx = c.dsl();
             TenantsRecord old = lock(tx, id);
             if (old == null && !replace) return Optional.<Change>empty();
+            Map<String, Object> v = replace ? TenantLimit.defaults() : new LinkedHashMap<>(TenantLimits.of(old).toMap());
+            v.putAll(given);
+            TenantLimits limits = TenantLimits.of(id, v);
             if (old == null) {
                 // No row to lock, so two PUTs of a new tenant both got here; an upsert would let both count as
                 // the create (two 201s, two "create" audit rows, the first one's limits overwritten unaudited).
                 // DO NOTHING waits for the other insert's commit: the loser then locks the row and replaces it.
-                Map<String, Object> v = TenantLimit.defaults();
-                v.putAll(given);
-                TenantsRecord row = limits(CREATE.bind().set("id", id), TenantLimits.of(id, v)).fetch(tx).stream()
+                TenantsRecord row = limits(CREATE.bind().set("id", id), limits).fetch(tx).stream()
                         .findFirst().map(r -> r.into(TENANTS)).orElse(null);
                 if (row != null) {
-                    AUDIT.bind().set("tenant_id", id).set("actor", actor).set("action", "create")
-                            .set("old_values", null).set("new_values", json(TenantLimits.of(row).toMap())).execute(tx);
+                    audit(tx, id, actor, "create", null, TenantLimits.of(row).toMap());
                     return Optional.of(new Change(row, true));
                 }
                 old = lock(tx, id); // null only if it was deleted meanwhile: then the upsert below creates it
             }
-            Map<String, Object> v = replace ? TenantLimit.defaults() : new LinkedHashMap<>(TenantLimits.of(old).toMap());
-            v.putAll(given);
-            TenantLimits limits = TenantLimits.of(id, v);
             Map<String, Object> before = old == null ? null : TenantLimits.of(old).toMap();
             // the same limits again (a PATCH of {} or of the values stored) is not a change: no audit row, and
             // updated_at stays the time of the last change (the write had moved it, with nothing in the audit)
@@ -261,12 +258,16 @@ public final class TenantStore {
             TenantsRecord row = limits(UPSERT.bind().set("id", id), limits).fetch(tx).get(0).into(TENANTS);
             Map<String, Object> after = TenantLimits.of(row).toMap();
             if (before == null || !before.equals(after)) {
-                String action = old == null ? "create" : replace ? "replace" : "patch";
-                AUDIT.bind().set("tenant_id", id).set("actor", actor).set("action", action)
-                        .set("old_values", json(before)).set("new_values", json(after)).execute(tx);
+                audit(tx, id, actor, old == null ? "create" : replace ? "replace" : "patch", before, after);
             }
             return Optional.of(new Change(row, old == null));
         });
+    }
+
+    private static void audit(DSLContext tx, String id, String actor, String action, Map<String, Object> before,
+                              Map<String, Object> after) {
+        AUDIT.bind().set("tenant_id", id).set("actor", actor).set("action", action)
+                .set("old_values", json(before)).set("new_values", json(after)).execute(tx);
     }
 
     private static TenantsRecord lock(DSLContext tx, String id) {
