@@ -33,7 +33,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * {@code java -jar api/target/fairq.jar server} (8 worker threads), each printing its figures:
  * <ul>
  *   <li>drain10, drain1000, drain10000: 50,000 noop jobs spread evenly over 10 / 1,000 / 10,000 tenants;</li>
- *   <li>idle100k, idle1m: the same jobs over 10 tenants, with 100,000 / 1,000,000 idle tenants registered;</li>
+ *   <li>idle100k, idle1m: the same jobs over 10 tenants, with 100,000 / 1,000,000 idle tenants registered; the
+ *       phase also times three drains on its own server before it registers them ({@code ratio_to_before_idle},
+ *       reported as {@code ratio_1m_idle_same_server}: the idle tenants' cost without the drift between phases);</li>
  *   <li>stale: 10 tenants' 50,000 jobs plus 200,000 finished jobs past retention, which it must delete,
  *       drained once with fresh statistics and once after {@code ANALYZE jobs} while the queue was drained to
  *       zero (the table held 100 finished jobs), each drain aligned so that a retention run falls inside it;</li>
@@ -122,6 +124,9 @@ final class TenantsBench implements Bench.Benchmark {
             out.put("drain_jobs_per_s_" + p[1], Math.round(r));
             if (Boolean.TRUE.equals(results.get(p[0]).get("capped"))) out.put("drain_capped_" + p[1], true);
             out.put("ratio_" + p[1], base == null ? null : Stats.ratio(r, base));
+            // the idle phases: against their own server's drains before the idle tenants were registered
+            Object same = results.get(p[0]).get("ratio_to_before_idle");
+            if (same != null) out.put("ratio_" + p[1] + "_same_server", same);
         }
         if (results.containsKey("stale")) {
             Map<String, Object> s = results.get("stale");
@@ -181,6 +186,12 @@ final class TenantsBench implements Bench.Benchmark {
                 // 40-60% of the third (the cache of tenant limits filled, the 10,000-tenant paths compiled)
                 out.put("warmup_jobs_per_s", warmUp(db, server, ids("t", active)));
                 if (idle > 0) {
+                    // The same timed drains on the same server and database before the idle tenants exist: the
+                    // cross-phase ratio (against drain10's own database and server) moved 0.86-0.95 between runs
+                    // of one build, more than the idle tenants themselves can be told from it.
+                    Drain before = timedDrains(db, server, active);
+                    out.put("before_idle_timed_jobs_per_s", lastTimed);
+                    out.put("before_idle_drain_jobs_per_s", Math.round(before.rate()));
                     double t0 = db.now();
                     insertIdleTenants(db, idle);
                     out.put("idle_insert_s", Stats.round(db.now() - t0));
@@ -195,19 +206,33 @@ final class TenantsBench implements Bench.Benchmark {
                     out.put("idle_vacuum_s", Stats.round(db.now() - v0));
                     Thread.sleep(2_000); // the scheduler re-reads the tenants every 500 ms
                 }
-                // The median of three timed drains: one drain of 50,000 noop jobs lasts 2-4 s, and a single one
-                // moved by 10-15% between runs on the 2-core machine (a GC, a checkpoint, autovacuum landing in it)
-                List<Drain> timed = new ArrayList<>();
-                for (int i = 0; i < TIMED_DRAINS; i++) {
-                    db.dsl().execute("TRUNCATE jobs");
-                    timed.add(drain(db, server, ids("t", active), true, DRAIN_CAP_MS, null, null));
+                Drain median = timedDrains(db, server, active);
+                out.put("timed_jobs_per_s", lastTimed);
+                out.putAll(median.figures(""));
+                if (idle > 0) {
+                    out.put("ratio_to_before_idle", Stats.ratio(median.rate(), ((Number) out.get("before_idle_drain_jobs_per_s")).doubleValue()));
                 }
-                out.put("timed_jobs_per_s", timed.stream().map(d -> Math.round(d.rate())).toList());
-                timed.sort(java.util.Comparator.comparingDouble(Drain::rate));
-                out.putAll(timed.get(TIMED_DRAINS / 2).figures(""));
             }
         }
         return out;
+    }
+
+    /** The rates of the last timedDrains call, in the order run. */
+    private List<Long> lastTimed = List.of();
+
+    /**
+     * The median of three timed drains: one drain of 50,000 noop jobs lasts 2-4 s, and a single one moved by
+     * 10-15% between runs on the 2-core machine (a GC, a checkpoint, autovacuum landing in it).
+     */
+    private Drain timedDrains(PhaseDatabase db, FairqServer server, int active) throws Exception {
+        List<Drain> timed = new ArrayList<>();
+        for (int i = 0; i < TIMED_DRAINS; i++) {
+            db.dsl().execute("TRUNCATE jobs");
+            timed.add(drain(db, server, ids("t", active), true, DRAIN_CAP_MS, null, null));
+        }
+        lastTimed = timed.stream().map(d -> Math.round(d.rate())).toList();
+        timed.sort(java.util.Comparator.comparingDouble(Drain::rate));
+        return timed.get(TIMED_DRAINS / 2);
     }
 
     /** Two drains of 50,000 jobs over {@code tenants} (the JVMs warm up on the same work); their rates. */
