@@ -186,6 +186,15 @@ public class FairqApplication extends Application<FairqConfiguration> {
         env.jersey().register(new OpenApiDocument(() -> resourceClasses(env), env.getObjectMapper()));
 
         env.admin().addServlet("prometheus", new PrometheusServlet(metrics)).addMapping("/metrics");
+        // Jetty's own errors (a malformed URI, oversized headers, the admin port's 404) in the error body, not HTML
+        env.getApplicationContext().setErrorHandler(new JsonErrorHandlers.ContextLevel());
+        env.getAdminContext().setErrorHandler(new JsonErrorHandlers.ContextLevel());
+        env.lifecycle().addEventListener(new org.eclipse.jetty.util.component.LifeCycle.Listener() {
+            @Override
+            public void lifeCycleStarting(org.eclipse.jetty.util.component.LifeCycle event) {
+                if (event instanceof org.eclipse.jetty.server.Server server) server.setErrorHandler(new JsonErrorHandlers.ServerLevel());
+            }
+        });
         AdminTasksGuard.install(env, config.adminTasks);
         env.healthChecks().register("database", HealthChecks.database(db));
         env.healthChecks().register("scheduler", HealthChecks.lazy(() -> HealthChecks.scheduler(db, scheduler.get())));

@@ -303,6 +303,42 @@ class BadInputTest extends AppTest {
         jerseyRefusal("GET", "/v1/jobs", null, "text/html", 406);
     }
 
+    /**
+     * What Jetty refuses itself, before Jersey sees the request, came back as an HTML page: a malformed or ambiguous
+     * URI, headers over the limit, a path the admin port does not have. Sent over a raw socket, since Java's HTTP
+     * client will not send such a URI.
+     */
+    @Test
+    void jettysOwnRefusalsAnswerInTheErrorShape() throws Exception {
+        int api = app.support.getLocalPort(), admin = app.support.getAdminPort();
+        List<Object> before = app.snapshot(tenant);
+        jettyRefusal(api, "GET /v1/jobs/%zz HTTP/1.1", "", 400, "HTTP 400 Bad Request");
+        jettyRefusal(api, "GET /v1/jobs/..%2f..%2fadmin HTTP/1.1", "", 400, "HTTP 400 Bad Request: Ambiguous URI path separator");
+        jettyRefusal(api, "POST /v1/%2e%2e/jobs HTTP/1.1", "Content-Type: application/json\r\nContent-Length: 2\r\n", 400,
+                "HTTP 400 Bad Request: Ambiguous URI path segment");
+        // whatever the client accepts: the HTML it asks for would not be what the API's contract describes
+        jettyRefusal(api, "GET /v1/jobs/%zz HTTP/1.1", "Accept: text/html\r\n", 400, "HTTP 400 Bad Request");
+        jettyRefusal(api, "GET /v1/jobs HTTP/1.1", "X-Big: " + "a".repeat(20_000) + "\r\n", 431, "HTTP 431 Request Header Fields Too Large");
+        jettyRefusal(admin, "GET /no-such-path HTTP/1.1", "", 404, "HTTP 404 Not Found");
+        assertEquals(before, app.snapshot(tenant), "nothing stored");
+    }
+
+    private static void jettyRefusal(int port, String requestLine, String headers, int status, String error) throws Exception {
+        String response;
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", port)) {
+            socket.setSoTimeout(10_000);
+            socket.getOutputStream().write((requestLine + "\r\nHost: 127.0.0.1\r\n" + headers + "Connection: close\r\n\r\n"
+                    + (requestLine.startsWith("POST") ? "{}" : "")).getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+            response = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        }
+        int split = response.indexOf("\r\n\r\n");
+        assertTrue(split > 0, requestLine + " -> " + response);
+        String head = response.substring(0, split), body = response.substring(split + 4);
+        assertTrue(head.startsWith("HTTP/1.1 " + status + " "), requestLine + " -> " + head);
+        assertTrue(head.toLowerCase(java.util.Locale.ROOT).contains("\r\ncontent-type: application/json"), requestLine + " -> " + head);
+        assertEquals(error, TestApp.JSON.readTree(body).path("error").asText(), requestLine + " -> " + body);
+    }
+
     private TestApp.Res jerseyRefusal(String method, String path, String contentType, String accept, int status) throws Exception {
         java.net.http.HttpRequest.Builder b = java.net.http.HttpRequest.newBuilder(
                         java.net.URI.create("http://127.0.0.1:" + app.support.getLocalPort() + path))
