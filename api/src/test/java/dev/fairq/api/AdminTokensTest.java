@@ -113,6 +113,15 @@ class AdminTokensTest extends AppTest {
             assertTrue(r.body().get("error").asText().contains("admin token does not belong to a tenant"), r.toString());
         }
         assertEquals(403, app.call("POST", "/v1/admin/tokens", key, "{\"name\": \"sneaky\"}").status());
+        // OPTIONS (Jersey's own answer: the route's methods) is no one's resource: any credential gets its Allow, none a 401;
+        // it had answered 403 "no credential may call this endpoint" to the admin token itself
+        for (String[] call : List.of(new String[]{"/v1/admin/tenants", admin, "GET"}, new String[]{"/v1/jobs", key, "POST"},
+                new String[]{"/v1/jobs", admin, "GET"}, new String[]{"/v1/admin/tokens", key, "POST"})) {
+            TestApp.Res r = app.call("OPTIONS", call[0], call[1], null);
+            assertEquals(200, r.status(), call[0] + ": " + r);
+            assertTrue(r.header("Allow") != null && r.header("Allow").contains(call[2]) && r.header("Allow").contains("OPTIONS"), r.toString());
+        }
+        assertEquals(401, app.call("OPTIONS", "/v1/jobs", null, null).status());
         assertEquals(401, app.call("GET", "/v1/admin/tokens", "fqa_not-a-token", null).status());
         assertEquals(401, app.call("GET", "/v1/jobs", "fqk_not-a-key", null).status());
     }
