@@ -137,8 +137,20 @@ public record JobSubmission(
                 .fairnessKey(fairnessKey);
     }
 
+    /**
+     * The hash this request had before {@code delay_ms: 0} hashed as no delay_ms, when it differs: a job stored then
+     * with {@code delay_ms: 0} still takes the same request as a replay. Null when there is none.
+     */
+    String earlierHash(String tenantId) {
+        return jobKey == null || delayMs == null || delayMs != 0 ? null : hash(builder(tenantId).buildUnchecked(), true);
+    }
+
     /** SHA-256 over the normalised request (defaults filled in, payload with sorted keys, run_at in UTC). */
     private String hash(JobRequest r) {
+        return hash(r, false);
+    }
+
+    private String hash(JobRequest r, boolean zeroDelayAsGiven) {
         try {
             ObjectNode o = CANONICAL.createObjectNode();
             o.put("type", r.type());
@@ -146,7 +158,8 @@ public record JobSubmission(
             o.put("payload", CANONICAL.writeValueAsString(CANONICAL.treeToValue(payload, Object.class)));
             o.put("priority", r.priority());
             o.put("run_at", r.runAt() == null ? null : r.runAt().toInstant().toString());
-            o.put("delay_ms", r.delay() == null ? null : r.delay().toMillis());
+            // delay_ms 0 is no delay: the same request as one without it (a replay, not a 409)
+            o.put("delay_ms", r.delay() == null || (r.delay().isZero() && !zeroDelayAsGiven) ? null : r.delay().toMillis());
             o.put("job_key", r.jobKey());
             o.put("ordering_key", r.orderingKey());
             o.put("max_attempts", r.effectiveMaxAttempts());

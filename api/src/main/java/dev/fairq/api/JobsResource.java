@@ -105,7 +105,8 @@ public final class JobsResource {
             @ApiResponse(responseCode = "429", description = "the tenant has max_queued jobs waiting; nothing was written",
                     headers = @Header(name = "Retry-After", description = "seconds to wait", schema = @Schema(type = "integer")))})
     public Response submit(@Context SecurityContext sc, @Context UriInfo uri, JobSubmission body) {
-        JobRequest request = JsonBodyReader.required(body).toRequest(BearerAuthFilter.tenant(sc));
+        String tenant = BearerAuthFilter.tenant(sc);
+        JobRequest request = JsonBodyReader.required(body).toRequest(tenant);
         // No transaction around one job: the insert is one statement (a second only when its job_key or
         // ordering key raced another request), each atomic on its own, and a job_key replay writes nothing.
         // Autocommit saves the COMMIT round trip, about a millisecond of enqueue-to-start on an idle server.
@@ -115,7 +116,7 @@ public final class JobsResource {
         // in a statement of its own (Waker; a pending job still wakes the scheduler in the statement: V7's trigger).
         List<EnqueueResult> results = onOneConnection(one -> enqueue(one, List.of(request)));
         EnqueueResult result = results.get(0);
-        if (!result.created()) checkReplay(result.job(), request, "", List.of());
+        if (!result.created()) checkReplay(result.job(), request, body.earlierHash(tenant), "", List.of());
         JobView job = JobView.of(result.job());
         if (result.created()) {
             return Response.created(uri.getBaseUriBuilder().path("v1/jobs/{id}").build(job.id())).entity(job).build();
@@ -146,7 +147,9 @@ public final class JobsResource {
         List<EnqueueResult> results = onOneConnection(one -> one.transactionResult(c -> {
             List<EnqueueResult> rs = enqueue(c.dsl(), requests);
             for (int i = 0; i < rs.size(); i++) {
-                if (!rs.get(i).created()) checkReplay(rs.get(i).job(), requests.get(i), "jobs[" + i + "].", rs.subList(0, i));
+                if (!rs.get(i).created()) {
+                    checkReplay(rs.get(i).job(), requests.get(i), body.jobs().get(i).earlierHash(tenant), "jobs[" + i + "].", rs.subList(0, i));
+                }
             }
             return rs;
         }));
@@ -170,8 +173,9 @@ public final class JobsResource {
      * A 409 names the job that used the key. When that job is an earlier item of the same batch, it names the
      * item: the 409 rolls the batch back, so its id would name a job that never exists.
      */
-    private static void checkReplay(JobsRecord existing, JobRequest request, String prefix, List<EnqueueResult> earlier) {
-        if (existing.getRequestHash() == null || !existing.getRequestHash().equals(request.requestHash())) {
+    private static void checkReplay(JobsRecord existing, JobRequest request, String earlierHash, String prefix, List<EnqueueResult> earlier) {
+        String stored = existing.getRequestHash();
+        if (stored == null || !(stored.equals(request.requestHash()) || stored.equals(earlierHash))) {
             String by = "job " + existing.getId();
             for (int k = 0; k < earlier.size(); k++) {
                 if (earlier.get(k).created() && earlier.get(k).job().getId().equals(existing.getId())) {

@@ -58,6 +58,43 @@ class JobsApiTest extends AppTest {
         assertEquals(before, app.snapshot());
     }
 
+    /**
+     * {@code delay_ms: 0} is no delay: with it or without it, the same request. The second had been a 409 "already
+     * used with a different request". A job stored before (its hash counted the 0) still takes the same request as a
+     * replay.
+     */
+    @Test
+    void aZeroDelayIsTheSameRequestAsNoDelay() throws Exception {
+        String tenant = TestApp.uniqueTenant("zero-delay");
+        String key = app.newTenantKey(tenant);
+        String bare = "{\"type\": \"record\", \"payload\": {}, \"job_key\": \"%s\"}";
+        String zero = "{\"type\": \"record\", \"payload\": {}, \"job_key\": \"%s\", \"delay_ms\": 0}";
+        TestApp.Res a = app.call("POST", "/v1/jobs", key, bare.formatted("z1"));
+        assertEquals(201, a.status(), a.toString());
+        TestApp.Res a2 = app.call("POST", "/v1/jobs", key, zero.formatted("z1"));
+        assertEquals(200, a2.status(), a2.toString());
+        assertEquals(a.body().get("id"), a2.body().get("id"));
+        TestApp.Res b = app.call("POST", "/v1/jobs", key, zero.formatted("z2"));
+        assertEquals(201, b.status(), b.toString());
+        TestApp.Res b2 = app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [" + bare.formatted("z2") + ", " + zero.formatted("z2") + "]}");
+        assertEquals(200, b2.status(), b2.toString());
+        assertEquals(b.body().get("id"), b2.body().path("jobs").path(1).path("job").path("id"));
+        List<Object> before = app.snapshot();
+        app.call("POST", "/v1/jobs", key, zero.formatted("z2").replace("\"delay_ms\": 0", "\"delay_ms\": 5")).assertRefused(409, "job_key");
+        assertEquals(before, app.snapshot());
+
+        // a job stored with the hash an earlier version gave delay_ms 0
+        JobSubmission old = app.support.getObjectMapper().readValue(zero.formatted("z3"), JobSubmission.class);
+        TestApp.Res c = app.call("POST", "/v1/jobs", key, zero.formatted("z3"));
+        assertEquals(201, c.status(), c.toString());
+        assertEquals(1, app.db.dsl().execute("UPDATE jobs SET request_hash = ? WHERE id = ?", old.earlierHash(tenant), c.body().get("id").asLong()));
+        TestApp.Res c2 = app.call("POST", "/v1/jobs", key, zero.formatted("z3"));
+        assertEquals(200, c2.status(), c2.toString());
+        assertEquals(c.body().get("id"), c2.body().get("id"));
+        assertEquals(3, app.db.dsl().fetchCount(app.db.dsl().selectOne().from("jobs").where("tenant_id = ?", tenant)),
+                "three jobs: z1, z2, z3");
+    }
+
     @Test
     void badInputIs400Or422Or413NamingTheFieldAndChangesNothing() {
         String key = app.newTenantKey(TestApp.uniqueTenant("bad"));
