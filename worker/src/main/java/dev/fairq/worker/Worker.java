@@ -67,6 +67,12 @@ public final class Worker implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(Worker.class);
     static final String READY_CHANNEL = "fairq_ready";
     static final String CANCEL_CHANNEL = "fairq_cancel";
+    /**
+     * The longest time between two renewals of the worker's registry row, whatever the lease: the registry's readers
+     * count a worker live while its heartbeat is under 30 s old (SchedulerConfig.DEFAULT_WORKER_LIVENESS), so it is
+     * renewed at least three times within that: with heartbeats further apart, the row alone is renewed between them.
+     */
+    static final Duration REGISTRY_BEAT = Duration.ofSeconds(10);
 
     /** Opens a connection outside any pool (for LISTEN). */
     @FunctionalInterface
@@ -228,6 +234,12 @@ public final class Worker implements AutoCloseable {
         claimer.start();
         long hb = config.heartbeatInterval().toMillis();
         maintenance.scheduleWithFixedDelay(this::heartbeat, hb, hb, TimeUnit.MILLISECONDS);
+        // the heartbeat also proves the worker alive in the registry, whose readers give it 30 s (the scheduler's
+        // routing, GET /v1/admin/workers' live, the health check): a long lease's heartbeat (a third of
+        // FAIRQ_LEASE_MS=240000 is 80 s) had left the worker counted dead most of the time between two. Between
+        // such heartbeats the registry alone is renewed (the leases keep their own rhythm)
+        long beat = REGISTRY_BEAT.toMillis();
+        if (hb > beat) maintenance.scheduleWithFixedDelay(this::registryBeat, beat, beat, TimeUnit.MILLISECONDS);
         long reap = config.reapInterval().toMillis();
         maintenance.scheduleWithFixedDelay(this::reap, reap, reap, TimeUnit.MILLISECONDS);
         long check = config.cancelCheckInterval().toMillis();
@@ -1173,6 +1185,15 @@ public final class Worker implements AutoCloseable {
     }
 
     // -------------------------------------------------------------------------------------------- maintenance
+
+    /** Renews this worker's registry row (liveness only), between heartbeats longer apart than {@link #REGISTRY_BEAT}. */
+    private void registryBeat() {
+        try {
+            store.leases().registerWorker(db, config.workerId(), config.threads(), route);
+        } catch (RuntimeException e) {
+            log.warn("worker registry renewal failed", e);
+        }
+    }
 
     /**
      * Extends the leases of every held attempt in one statement (fenced on the attempt). An attempt missing

@@ -45,6 +45,19 @@ class WorkerEngineTest extends PlatformTest {
     }
 
     /**
+     * A long lease's heartbeat (a third of it by default) must not leave the worker counted dead: the registry's
+     * readers (routing, GET /v1/admin/workers, the health check) give a heartbeat 30 s, so a worker renews its row at
+     * least every 10 s whatever its lease. With a 240 s lease (80 s heartbeats) it had been "not live" 50 s out of 80.
+     */
+    @Test
+    void aLongLeaseStillRenewsTheRegistryWithinTheLivenessWindow() {
+        platform.startWorker(TestPlatform.fastConfig("long-lease", 1).toBuilder()
+                .lease(Duration.ofSeconds(240), Duration.ofSeconds(80)).build(), new HandlerRegistry());
+        await("a heartbeat within 10 s").atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(500)).until(() ->
+                db.count("SELECT count(*) FROM workers WHERE id = 'long-lease' AND heartbeat_at > started_at") == 1);
+    }
+
+    /**
      * Jobs a worker has claimed but not started yet start in claim order (ready_rank), not in the order they
      * were claimed: one claimed later at the front of that order does not wait behind those claimed before.
      */
