@@ -41,9 +41,10 @@ public final class AdminOverviewResource {
                     defaultValue = "" + DashboardFigures.DEFAULT_PAGE)) @QueryParam("limit") String limit,
             @Parameter(description = "only tenants whose id starts with this") @QueryParam("search") String search) {
         // a blank parameter is one left out, as GET /v1/jobs?limit= takes it
-        int from = offset == null || offset.isEmpty() ? 0 : intIn("offset", offset, 0, Integer.MAX_VALUE);
+        // (blank as ParameterGuard.pageSize reads it: offset=%20 had been a 422 where limit=%20 was left out)
+        int from = offset == null || offset.isBlank() ? 0 : intIn("offset", offset.strip(), 0, Integer.MAX_VALUE);
         int size = ParameterGuard.pageSize(limit, DashboardFigures.DEFAULT_PAGE, DashboardFigures.MAX_PAGE);
-        String prefix = search == null || search.isEmpty() ? null : search;
+        String prefix = search == null || search.isBlank() ? null : search;
         if (prefix != null && !prefix.matches("[a-z0-9_-]{1,63}")) {
             throw ApiException.invalid("search", "must be the start of a tenant id: 1-63 lower-case letters, digits, '_' or '-'");
         }

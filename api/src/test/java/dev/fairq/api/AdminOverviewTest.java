@@ -148,6 +148,16 @@ class AdminOverviewTest {
         assertEquals(200, blank.status(), blank.toString());
         assertEquals(0, blank.body().get("page").get("offset").asInt());
         assertEquals(DashboardFigures.DEFAULT_PAGE, blank.body().get("page").get("limit").asInt());
+        // blank is blank with spaces too, for every parameter alike (offset=%20 and search=%20 had been 422s where
+        // limit=%20 was left out), and a number around spaces is read as limit's is
+        TestApp.Res spaces = app.admin("GET", "/v1/admin/overview?offset=%20&limit=%20&search=%20", null);
+        assertEquals(200, spaces.status(), spaces.toString());
+        assertEquals(0, spaces.body().get("page").get("offset").asInt());
+        assertTrue(spaces.body().get("page").get("search").isNull(), spaces.body().get("page").toString());
+        TestApp.Res padded = app.admin("GET", "/v1/admin/overview?offset=%202&limit=%203", null);
+        assertEquals(200, padded.status(), padded.toString());
+        assertEquals(2, padded.body().get("page").get("offset").asInt());
+        assertEquals(3, padded.body().get("page").get("limit").asInt());
     }
 
     @Test
