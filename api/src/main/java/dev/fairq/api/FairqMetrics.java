@@ -49,7 +49,9 @@ import java.util.function.Supplier;
  * first event while fewer than K are tracked, and its events are held back (up to {@link #HELD_MAX}) until a scrape
  * has shown its series at 0, then counted; otherwise it is counted in _other until a scrape chooses it. The tracked
  * set is chosen again at each scrape; a tenant that drops out loses its series (Prometheus treats a return as a
- * counter reset), and what it still held back is counted in _other.
+ * counter reset), and what it still held back is counted in _other. Its series go at once when the last scrape
+ * showed everything they counted, else one scrape later (that scrape shows their last counts; its events from the
+ * drop on are counted in _other), so no count is in no scraped series ({@link #retiring}).
  *
  * <p>Latencies: {@code fairq_admission_latency_seconds} is enqueue (created_at) to admission on a job's first
  * attempt (it includes a delay_ms / run_at the job asked for); {@code fairq_claim_latency_seconds} is admission
@@ -112,6 +114,18 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
     private final Map<String, Held> held = new ConcurrentHashMap<>();
     /** Scrapes started (changed under {@link #series}' write lock). */
     private long scrapes;
+    /**
+     * Per tracked tenant, {@link #scrapes} when its series last took an event: one before the last scrape started
+     * was shown by it; one since may not have been (set under the read lock, read under the write lock).
+     */
+    private final Map<String, Long> recordedAt = new ConcurrentHashMap<>();
+    /**
+     * Tenants dropped from the tracked set whose series held counts no scrape had shown yet: their series stay for
+     * one more scrape (their events go to _other from the drop on) and go at the next choice. Removed at once, those
+     * counts had been in no series any scrape showed (a tenant that counted 3 starts before the first scrape and was
+     * not chosen by it: the 3 were neither in its series nor in _other). Changed in {@link #chooseTracked} only.
+     */
+    private Set<String> retiring = Set.of();
     /** When the last scrape started (nanoTime; 0: never): events are held back only while something scrapes. */
     private volatile long lastScrapeNanos;
 
@@ -210,7 +224,10 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
             long lastScrape = lastScrapeNanos;
             boolean scraped = lastScrape != 0 && System.nanoTime() - lastScrape < RECENT.toNanos();
             if (h != null && scraped && h.count.incrementAndGet() <= HELD_MAX) h.events.add(recording);
-            else recording.accept(label);
+            else {
+                recording.accept(label);
+                if (!label.equals(OTHER)) recordedAt.put(tenantId, scrapes);
+            }
         } finally {
             lock.unlock();
         }
@@ -241,6 +258,8 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
             held.entrySet().removeIf(e -> {
                 if (e.getValue().scrape >= scrape) return false;
                 for (Consumer<String> event : e.getValue().events) event.accept(e.getKey());
+                // counted after this scrape collected: the next one shows them
+                if (!e.getValue().events.isEmpty()) recordedAt.put(e.getKey(), scrapes);
                 return true;
             });
         } finally {
@@ -352,13 +371,22 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
         Set<String> chosen = new HashSet<>();
         candidates.stream().sorted(order).limit(topTenants).forEach(c -> chosen.add(c.tenant()));
         Set<String> before = tracked;
-        if (!chosen.equals(before)) {
+        Set<String> wasRetiring = retiring;
+        if (!chosen.equals(before) || !wasRetiring.isEmpty()) {
             ReentrantReadWriteLock.WriteLock lock = series.writeLock();
             lock.lock();
             try {
+                // a dropped tenant whose series took events since the last scrape started keeps them for this one
+                Set<String> retire = new HashSet<>();
+                for (String t : before) {
+                    if (!chosen.contains(t) && recordedAt.getOrDefault(t, -1L) >= scrapes) retire.add(t);
+                }
+                Set<String> keep = new HashSet<>(chosen);
+                keep.addAll(retire);
                 for (StatefulMetric<?, ?> m : perTenant) {
-                    m.removeIf(labels -> !labels.get(0).equals(OTHER) && !chosen.contains(labels.get(0)));
-                    for (String t : chosen) if (!before.contains(t)) m.initLabelValues(t);
+                    m.removeIf(labels -> !labels.get(0).equals(OTHER) && !keep.contains(labels.get(0)));
+                    // a retiring tenant chosen again still has its series, with the counts a scrape showed
+                    for (String t : chosen) if (!before.contains(t) && !wasRetiring.contains(t)) m.initLabelValues(t);
                 }
                 // what a dropped tenant held back is counted where its events go now
                 held.entrySet().removeIf(e -> {
@@ -366,7 +394,11 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
                     for (Consumer<String> event : e.getValue().events) event.accept(OTHER);
                     return true;
                 });
-                for (String t : chosen) if (!before.contains(t)) held.putIfAbsent(t, new Held(scrapes));
+                for (String t : chosen) {
+                    if (!before.contains(t) && !wasRetiring.contains(t)) held.putIfAbsent(t, new Held(scrapes));
+                }
+                recordedAt.keySet().retainAll(keep);
+                retiring = Set.copyOf(retire);
                 tracked = Set.copyOf(chosen);
             } finally {
                 lock.unlock();
