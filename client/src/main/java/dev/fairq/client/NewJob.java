@@ -6,8 +6,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.time.Instant;
 
 /**
- * A job to submit. {@code NewJob.of("send-email", payload).jobKey("order-42")}: fields left null take the
- * server's defaults. With a {@code job_key} a resubmission is safe (the server answers the first job), so
+ * A job to submit. {@code NewJob.of("send-email", payload).jobKey("order-42")}: the optional fields left null take
+ * the server's defaults; {@code type} and {@code payload} are required (a null payload is a 422 naming it: send
+ * {@code {}} for none). With a {@code job_key} a resubmission is safe (the server answers the first job), so
  * only such jobs are resubmitted after a lost connection.
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
