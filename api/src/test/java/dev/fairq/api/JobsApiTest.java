@@ -135,6 +135,42 @@ class JobsApiTest extends AppTest {
         assertEquals(before, app.snapshot());
     }
 
+    /**
+     * A job_key replay adds no job, so a tenant at max_queued gets its job back (200, Idempotent-Replay), single or
+     * batch: it had a 429, and the client that lost the answer to its submit (the documented way to recover) could not
+     * learn that its job exists until the queue drained. A request that does add a job is still refused, counting
+     * only what it adds.
+     */
+    @Test
+    void aJobKeyReplayAtMaxQueuedIsAnsweredAsAReplayNotA429() {
+        String tenant = TestApp.uniqueTenant("fullr");
+        String key = app.newTenantKey(tenant);
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"max_queued\": 2}").status());
+        String a = "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000, \"job_key\": \"a\"}";
+        String b = "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000, \"job_key\": \"b\"}";
+        TestApp.Res first = app.call("POST", "/v1/jobs", key, a);
+        assertEquals(201, first.status(), first.toString());
+        assertEquals(201, app.call("POST", "/v1/jobs", key, b).status());
+        List<Object> before = app.snapshot();
+
+        TestApp.Res again = app.call("POST", "/v1/jobs", key, a);
+        assertEquals(200, again.status(), again.toString());
+        assertEquals("true", again.header("Idempotent-Replay"));
+        assertEquals(first.body().get("id"), again.body().get("id"));
+        TestApp.Res batch = app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [" + a + ", " + b + "]}");
+        assertEquals(200, batch.status(), batch.toString());
+        assertTrue(batch.body().get("jobs").get(1).get("idempotent_replay").asBoolean());
+        // the same key with another request is the conflict it is, not a full queue
+        app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {\"x\": 1}, \"job_key\": \"a\"}").assertRefused(409, "job_key");
+        assertEquals(before, app.snapshot());
+
+        TestApp.Res mixed = app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [" + a + ", {\"type\": \"record\", \"payload\": {}}]}");
+        assertEquals(429, mixed.status(), mixed.toString());
+        assertEquals("the tenant has 2 jobs queued and this request adds 1; its max_queued is 2", mixed.body().get("error").asText());
+        assertEquals(429, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"job_key\": \"c\"}").status());
+        assertEquals(before, app.snapshot());
+    }
+
     /** A refusal says how many jobs the request adds: a batch larger than max_queued is refused with no job queued. */
     @Test
     void aBatchBeyondMaxQueuedIsRefusedWithItsSize() {

@@ -542,7 +542,12 @@ public final class Enqueue {
             for (String tenant : toCount) {
                 Record row = byTenant.get(tenant);
                 if (row == null) throw new UnknownTenantException(tenant);
-                counted(tenant, row.get(1, Long.class), row.get(2, Long.class), adding.get(tenant), now);
+                long max = row.get(1, Long.class), queued = row.get(2, Long.class);
+                int add = adding.get(tenant);
+                // a job_key replay adds no job: looked up only when the request would not fit without them
+                if (queued + add > max) add -= replays(tx, requests, tenant);
+                adding.put(tenant, add);
+                counted(tenant, max, queued, add, now);
             }
         }
         adding.forEach((tenant, n) -> queueRoom.computeIfPresent(tenant, (k, room) -> room.plus(n)));
@@ -557,17 +562,37 @@ public final class Enqueue {
     /** An exact count of a tenant's waiting jobs: remembered, and a refusal if {@code adding} more do not fit. */
     private void counted(String tenant, long max, long queued, int adding, long now) {
         queueRoom.put(tenant, new QueueRoom(max, queued, now));
-        if (queued + adding > max) throw new QueueFullException(tenant, queued, max, adding);
+        // a request that adds nothing (job_key replays) is never refused, even by a tenant over its limit
+        if (adding > 0 && queued + adding > max) throw new QueueFullException(tenant, queued, max, adding);
     }
 
     /**
      * What the insert of a single job counted ({@link #oneRowCounted}), before it inserted: the job is not there when
      * it did not fit (refused here) or met a conflict.
      */
-    private void settleCountedRoom(String tenant, InsertedRow row) {
+    private void settleCountedRoom(DSLContext tx, JobRequest request, InsertedRow row) {
+        String tenant = request.tenantId();
         if (row.roomMax() == null) throw new UnknownTenantException(tenant);
-        counted(tenant, row.roomMax(), row.roomQueued(), row.job() == null ? 1 : 0, clock.nanoTime());
+        int adding = row.job() == null ? 1 : 0;
+        // not inserted for want of room, but a replay of an existing job_key adds no job: it is answered as the
+        // replay it is (the next round finds the job), not refused as if it queued one more
+        if (adding == 1 && row.roomQueued() + 1 > row.roomMax() && replays(tx, List.of(request), tenant) == 1) adding = 0;
+        counted(tenant, row.roomMax(), row.roomQueued(), adding, clock.nanoTime());
         if (row.job() != null) queueRoom.computeIfPresent(tenant, (k, room) -> room.plus(1));
+    }
+
+    /**
+     * How many of the tenant's requests name a job_key its jobs already hold: replays (or 409s), which insert nothing
+     * and so take no room under max_queued. One probe of jobs_job_key_uidx per key, made only for a request that
+     * does not fit.
+     */
+    private static int replays(DSLContext tx, List<JobRequest> requests, String tenant) {
+        List<Integer> keyed = new ArrayList<>();
+        for (int i = 0; i < requests.size(); i++) {
+            JobRequest r = requests.get(i);
+            if (r.jobKey() != null && r.tenantId().equals(tenant)) keyed.add(i);
+        }
+        return keyed.isEmpty() ? 0 : findByJobKey(tx, requests, keyed).size();
     }
 
     private List<EnqueueResult> insertBatch(DSLContext tx, List<JobRequest> batch, Commit commit, LocalStarts.Slot slot,
@@ -681,7 +706,7 @@ public final class Enqueue {
         JobRows jobs = JobRows.of(insert);
         for (InsertedRow row : binding.query(tx, rs -> new InsertedRow(rs.getInt("input_ord"), rs.getLong("input_id"), jobs.of(rs),
                 countRoom ? nullableLong(rs, "room_max_queued") : null, countRoom ? nullableLong(rs, "room_queued") : null))) {
-            if (countRoom) settleCountedRoom(tenant[0], row);
+            if (countRoom) settleCountedRoom(tx, batch.get(indexes.get(row.ord() - 1)), row);
             int i = indexes.get(row.ord() - 1);
             idByIndex.put(i, row.id());
             if (row.job() != null) inserted.put(i, row.job());
