@@ -233,6 +233,66 @@ class JobsApiTest extends AppTest {
         assertEquals(before, app.snapshot(), "nothing written");
     }
 
+    /**
+     * A retry of a cancelled job of an ordering key decides whether the job takes the key's turn, and that decision
+     * raced the key's other head changes. An enqueue that made a new head and committed after the retry's head check
+     * failed the retry on jobs_ordering_head_uidx: a 500. A head being finished meanwhile was taken for a head, so
+     * its hand-on (which cannot see the retried job) and the retry left the key with a waiting job and no head: the
+     * job never ran. Now the head is read FOR SHARE (a head being finished is waited for and seen gone) and a head
+     * taken meanwhile makes the retry decide again: 200, and the job waits its turn or takes it.
+     */
+    @Test
+    void aRetryRacingAnotherHeadChangeOfItsOrderingKeyNeitherFailsNorStrandsTheJob() throws Exception {
+        String tenant = TestApp.uniqueTenant("rhead");
+        String key = app.newTenantKey(tenant);
+        String later = "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000, \"ordering_key\": \"k\"}";
+        long x = app.call("POST", "/v1/jobs", key, later).body().get("id").asLong();
+        assertEquals(200, app.call("POST", "/v1/jobs/" + x + "/cancel", key, null).status());
+        try (java.sql.Connection c = java.sql.DriverManager.getConnection(app.db.jdbcUrl, app.db.user, app.db.password)) {
+            c.setAutoCommit(false);
+            long head; // an enqueue of the key's next head, committed after the retry's head check
+            try (java.sql.PreparedStatement ps = c.prepareStatement("INSERT INTO jobs (tenant_id, type, payload, ordering_key, "
+                    + "key_head, run_at) VALUES (?, 'record', '{}', 'k', true, now() + interval '1 hour') RETURNING id")) {
+                ps.setString(1, tenant);
+                java.sql.ResultSet rs = ps.executeQuery();
+                rs.next();
+                head = rs.getLong(1);
+            }
+            java.util.concurrent.CompletableFuture<TestApp.Res> retry = java.util.concurrent.CompletableFuture.supplyAsync(
+                    () -> app.call("POST", "/v1/jobs/" + x + "/retry", key, null));
+            awaitBlockedOrDone("WITH replayed AS", retry);
+            c.commit();
+            TestApp.Res r = retry.get(20, java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals(200, r.status(), r.toString());
+            assertEquals("pending", r.body().get("status").asText());
+            TestApp.Res explain = app.call("GET", "/v1/jobs/" + x + "/explain", key, null);
+            assertEquals("ordering_blocked", explain.body().get("reason").asText(), explain.toString());
+            assertEquals(head, explain.body().get("data").get("behind_job").asLong());
+
+            // the head is being finished (cancelled here, its hand-on finding no waiting job) while x is retried again
+            assertEquals(200, app.call("POST", "/v1/jobs/" + x + "/cancel", key, null).status());
+            try (java.sql.PreparedStatement ps = c.prepareStatement(
+                    "UPDATE jobs SET status = 'cancelled', key_head = false, finished_at = now() WHERE id = ?")) {
+                ps.setLong(1, head);
+                assertEquals(1, ps.executeUpdate());
+            }
+            java.util.concurrent.CompletableFuture<TestApp.Res> again = java.util.concurrent.CompletableFuture.supplyAsync(
+                    () -> app.call("POST", "/v1/jobs/" + x + "/retry", key, null));
+            awaitBlockedOrDone("FOR SHARE", again);
+            c.commit();
+            assertEquals(200, again.get(20, java.util.concurrent.TimeUnit.SECONDS).status());
+        }
+        // x took the key's turn and ran
+        await().atMost(Duration.ofSeconds(20)).until(() ->
+                app.call("GET", "/v1/jobs/" + x, key, null).body().get("status").asText().equals("succeeded"));
+    }
+
+    /** Until a backend running a statement with {@code fragment} waits for a lock, or {@code call} is done. */
+    private void awaitBlockedOrDone(String fragment, java.util.concurrent.Future<?> call) {
+        await().atMost(Duration.ofSeconds(20)).until(() -> call.isDone() || app.db.count(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE ?", "%" + fragment + "%") > 0);
+    }
+
     @Test
     void getListCancelRetryAndTheirConflicts() {
         String tenant = TestApp.uniqueTenant("ops");

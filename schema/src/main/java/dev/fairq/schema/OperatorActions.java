@@ -46,16 +46,21 @@ public final class OperatorActions {
             SELECT requested.*, pg_notify('fairq_cancel', requested.id::text) FROM requested
             """);
 
-    /** Whether the key has a head (another job whose turn it is). */
-    static final NamedSql KEY_HAS_HEAD = NamedSql.of("""
-            SELECT EXISTS (SELECT 1 FROM jobs WHERE tenant_id = :tenant_id AND ordering_key = :ordering_key AND key_head)
+    /**
+     * The key's head (another job whose turn it is), if any, locked FOR SHARE as fairq_ensure_key_head (V1) does: a
+     * head being finished right now is waited for and then seen gone (its hand-on could not see the replayed job, so
+     * a replay that took it for the head left the key with a waiting job and no head, for good), and a head that
+     * finishes later waits for this transaction, so its hand-on sees the replayed job.
+     */
+    static final NamedSql KEY_HEAD = NamedSql.of("""
+            SELECT id FROM jobs WHERE tenant_id = :tenant_id AND ordering_key = :ordering_key AND key_head FOR SHARE
             """);
 
     /**
      * dead or cancelled -> pending, attempts and snoozes reset, due now, not parked (the scheduler parks it again
-     * when still no worker can run it); the scheduler is woken with the tenant. A concurrent enqueue
-     * that takes the key's head between the head check and this update makes it fail on
-     * jobs_ordering_head_uidx: an error for the caller, never two heads.
+     * when still no worker can run it); the scheduler is woken with the tenant. A concurrent enqueue (or hand-on)
+     * that takes the key's head between the head check and this update makes it fail on jobs_ordering_head_uidx,
+     * never two heads: {@link #replay} then decides again, and the job waits its turn.
      */
     static final NamedSql REPLAY = NamedSql.of("""
             WITH replayed AS (
@@ -142,14 +147,36 @@ public final class OperatorActions {
      * if the key has none, otherwise it waits its turn (by id, so it goes next).
      */
     public ActionOutcome replay(DSLContext ctx, String tenantId, long id) {
+        try {
+            return replayOnce(ctx, tenantId, id);
+        } catch (RuntimeException e) {
+            // the key got a head meanwhile (an enqueue or a hand-on committed after the head check): it had answered
+            // the caller a 500; decided again, the job sees that head and waits its turn
+            if (!headTaken(e)) throw e;
+            return replayOnce(ctx, tenantId, id);
+        }
+    }
+
+    private ActionOutcome replayOnce(DSLContext ctx, String tenantId, long id) {
         return act(ctx, tenantId, id, Set.of(JobStatus.dead, JobStatus.cancelled), (tx, j) -> {
             boolean head = j.getKeyHead();
             if (!head && j.getOrderingKey() != null) {
-                head = !KEY_HAS_HEAD.bind().set("tenant_id", j.getTenantId()).set("ordering_key", j.getOrderingKey())
-                        .fetch(tx).get(0).get(0, Boolean.class);
+                head = KEY_HEAD.bind().set("tenant_id", j.getTenantId()).set("ordering_key", j.getOrderingKey())
+                        .fetch(tx).isEmpty();
             }
             return one(REPLAY.bind().clock(clock).set("id", id).set("head", head).fetch(tx).get(0));
         });
+    }
+
+    /** A unique violation of jobs_ordering_head_uidx somewhere in the cause chain. */
+    private static boolean headTaken(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof java.sql.SQLException s && "23505".equals(s.getSQLState())
+                    && String.valueOf(s.getMessage()).contains("jobs_ordering_head_uidx")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** dead -> cancelled (kept for the record); a dead head that blocked its key hands the key on. */
