@@ -262,7 +262,7 @@ final class JsonBodyReader implements MessageBodyReader<RequestBody> {
             return null;
         }
         int before = errors.size();
-        Object out = convert(v, raw, c.getGenericType(), field, wrongType(f, raw), errors, checks);
+        Object out = convert(v, raw, c.getGenericType(), field, wrongType(f, raw, v), errors, checks);
         if (limit != null && errors.size() > before) {
             // a tenant limit's own message says what it takes ("must be a whole number between 1 and 1000")
             errors.subList(before, errors.size()).clear();
@@ -338,6 +338,23 @@ final class JsonBodyReader implements MessageBodyReader<RequestBody> {
             String prefix = field.substring(0, field.length() - limit.field().length());
             errors.add(new FieldError(prefix + e.field(), e.getMessage()));
         }
+    }
+
+    /**
+     * What a value the field cannot take as its type is told. A whole number too large for the field's Integer or
+     * Long ({@code "priority": 3000000000}) is a whole number out of its range: the bound's own message ("must be
+     * between -100 and 100"), as a tenant limit's, not "must be a whole number", which it is.
+     */
+    private static String wrongType(Field f, Class<?> raw, JsonNode v) {
+        if ((raw == Integer.class || raw == Long.class) && v.isIntegralNumber()) {
+            jakarta.validation.constraints.Min min = f.getAnnotation(jakarta.validation.constraints.Min.class);
+            jakarta.validation.constraints.Max max = f.getAnnotation(jakarta.validation.constraints.Max.class);
+            String bound = v.bigIntegerValue().signum() < 0 ? (min == null ? null : min.message())
+                    : (max == null ? null : max.message());
+            // a message written on the field, not Bean Validation's own template
+            if (bound != null && !bound.startsWith("{")) return bound;
+        }
+        return wrongType(f, raw);
     }
 
     private static String wrongType(Field f, Class<?> raw) {

@@ -47,6 +47,14 @@ class JsonBodyReaderTest {
         assertEquals(Map.of("priority", "must be a whole number"), errors("{\"type\": \"t\", \"payload\": {}, \"priority\": \"5\"}", JobSubmission.class));
         assertEquals(Map.of("max_attempts", "must be a whole number"), errors("{\"type\": \"t\", \"payload\": {}, \"max_attempts\": 1.5}", JobSubmission.class));
         assertEquals(Map.of("delay_ms", "must be a whole number of milliseconds"), errors("{\"type\": \"t\", \"payload\": {}, \"delay_ms\": \"9\"}", JobSubmission.class));
+        // a whole number too large for the field's type is out of its range, and told the range, as a tenant limit is
+        assertEquals(Map.of("priority", "must be between -100 and 100"), errors("{\"type\": \"t\", \"payload\": {}, \"priority\": 3000000000}", JobSubmission.class));
+        assertEquals(Map.of("priority", "must be between -100 and 100"), errors("{\"type\": \"t\", \"payload\": {}, \"priority\": -3000000000}", JobSubmission.class));
+        assertEquals(Map.of("max_attempts", "must be between 1 and 1000"), errors("{\"type\": \"t\", \"payload\": {}, \"max_attempts\": 99999999999}", JobSubmission.class));
+        assertEquals(Map.of("delay_ms", "must be between 0 and one year"), errors("{\"type\": \"t\", \"payload\": {}, \"delay_ms\": 99999999999999999999}", JobSubmission.class));
+        assertEquals(Map.of("timeout_ms", "must be a whole number of milliseconds between 1 and 86400000"),
+                errors("{\"type\": \"t\", \"payload\": {}, \"timeout_ms\": 99999999999999999999}", JobSubmission.class));
+        assertEquals(Map.of("payload_version", "must be between 1 and 1000000"), errors("{\"type\": \"t\", \"payload\": {}, \"payload_version\": 3000000000}", JobSubmission.class));
         assertEquals(Map.of("run_at", "must be a string"), errors("{\"type\": \"t\", \"payload\": {}, \"run_at\": 1700000000}", JobSubmission.class));
         assertEquals(Map.of("run_at", JsonBodyReader.TIME_RULE), errors("{\"type\": \"t\", \"payload\": {}, \"run_at\": \"tomorrow\"}", JobSubmission.class));
     }
