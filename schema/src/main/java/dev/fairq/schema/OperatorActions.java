@@ -26,10 +26,18 @@ public final class OperatorActions {
             FOR UPDATE
             """);
 
-    /** pending or ready -> cancelled (the caller checked the status under the lock). */
+    /**
+     * pending or ready -> cancelled (the caller checked the status under the lock). An admitted (ready) job held a
+     * place under max_running and its key's limit: the scheduler is woken with the tenant at commit, as by a
+     * completion, instead of finding the place at its next idle tick (250 ms).
+     */
     static final NamedSql CANCEL = NamedSql.of("""
-            UPDATE jobs SET status = 'cancelled', finished_at = :now, key_head = false, ready_rank = NULL
-            WHERE id = :id RETURNING *
+            WITH cancelled AS (
+                UPDATE jobs SET status = 'cancelled', finished_at = :now, key_head = false, ready_rank = NULL
+                WHERE id = :id RETURNING *
+            )
+            SELECT cancelled.*, CASE WHEN :was_ready THEN pg_notify('fairq_jobs', 't:' || cancelled.tenant_id) END
+            FROM cancelled
             """);
 
     /**
@@ -115,7 +123,8 @@ public final class OperatorActions {
             JobsRecord j = found.get();
             switch (j.getStatus()) {
                 case pending, ready -> {
-                    JobsRecord after = one(CANCEL.bind().clock(clock).set("id", id).fetch(tx).get(0));
+                    JobsRecord after = one(CANCEL.bind().clock(clock).set("id", id)
+                            .set("was_ready", j.getStatus() == JobStatus.ready).fetch(tx).get(0));
                     if (j.getKeyHead()) KeyHandoff.promoteNext(tx, Set.of(new OrderingKey(j.getTenantId(), j.getOrderingKey())));
                     return new ActionOutcome(ActionResult.DONE, after);
                 }
@@ -136,7 +145,8 @@ public final class OperatorActions {
      */
     public ActionOutcome cancelWaiting(DSLContext ctx, String tenantId, long id) {
         return act(ctx, tenantId, id, Set.of(JobStatus.pending, JobStatus.ready), (tx, j) -> {
-            JobsRecord after = one(CANCEL.bind().clock(clock).set("id", id).fetch(tx).get(0));
+            JobsRecord after = one(CANCEL.bind().clock(clock).set("id", id)
+                            .set("was_ready", j.getStatus() == JobStatus.ready).fetch(tx).get(0));
             if (j.getKeyHead()) KeyHandoff.promoteNext(tx, Set.of(new OrderingKey(j.getTenantId(), j.getOrderingKey())));
             return after;
         });

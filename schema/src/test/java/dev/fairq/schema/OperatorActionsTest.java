@@ -63,6 +63,44 @@ class OperatorActionsTest extends StoreTestSupport {
         assertEquals(List.of(), store.claim(dsl, "w1", 10, LEASE));
     }
 
+    /**
+     * A cancelled admitted job frees a place under max_running: the scheduler hears it at once (fairq_jobs, "t:"
+     * and the tenant), as it hears a completion, where it had found the place at its next idle tick (250 ms).
+     */
+    @Test
+    void cancellingAnAdmittedJobWakesTheSchedulerWithItsTenant() throws Exception {
+        long ready = enqueue(job(T1)), pending = enqueue(job(T1).delay(Duration.ofHours(1)));
+        store.admit(dsl, List.of(ready));
+        assertEquals(List.of("t:" + T1), schedulerWakesOf(() -> assertEquals(ActionResult.DONE, store.cancel(dsl, T1, ready).result())));
+        assertEquals(List.of(), schedulerWakesOf(() -> assertEquals(ActionResult.DONE, store.cancel(dsl, T1, pending).result())));
+        long readyToo = enqueue(job(T2));
+        store.admit(dsl, List.of(readyToo));
+        assertEquals(List.of("t:" + T2), schedulerWakesOf(() -> assertEquals(ActionResult.DONE, store.cancelWaiting(dsl, T2, readyToo).result())));
+    }
+
+    /** The fairq_jobs payloads {@code action} sent (a marker after it, delivered in commit order, ends the list). */
+    private List<String> schedulerWakesOf(Runnable action) throws Exception {
+        List<String> got = new java.util.ArrayList<>();
+        try (java.sql.Connection listen = Database.dedicated(db.jdbcUrl, db.user, db.password, "wake-listener")) {
+            try (java.sql.Statement s = listen.createStatement()) {
+                s.execute("LISTEN fairq_jobs");
+            }
+            action.run();
+            dsl.execute("SELECT pg_notify('fairq_jobs', 'marker')");
+            org.postgresql.PGConnection pg = listen.unwrap(org.postgresql.PGConnection.class);
+            long deadline = System.nanoTime() + 30_000_000_000L;
+            while (System.nanoTime() < deadline) {
+                org.postgresql.PGNotification[] ns = pg.getNotifications(500);
+                if (ns == null) continue;
+                for (org.postgresql.PGNotification n : ns) {
+                    if (n.getParameter().equals("marker")) return got;
+                    got.add(n.getParameter());
+                }
+            }
+        }
+        throw new AssertionError("the marker notification never arrived; before it: " + got);
+    }
+
     @Test
     void cancelRunningJobRequestsItAndLeavesTheLeaseToTheWorker() {
         long id = enqueue(job(T1));
