@@ -54,6 +54,10 @@ final class ParameterGuard implements ContainerRequestFilter {
                 if (p != null && v != null && !v.isBlank() && !p.matcher(v).matches()) { // blank: no filter
                     errors.add(new FieldError(e.getKey(), FILTER_RULES.get(e.getKey())));
                 }
+                // likewise an ordering key longer than any job's (it had answered an empty page)
+                if (e.getKey().equals("ordering_key") && v != null && v.codePointCount(0, v.length()) > JobRequest.MAX_KEY_LENGTH) {
+                    errors.add(new FieldError("ordering_key", JobRequest.KEY_RULE));
+                }
             }
         }
         if (!errors.isEmpty()) throw ApiException.invalid(errors);

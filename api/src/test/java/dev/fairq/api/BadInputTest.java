@@ -263,6 +263,10 @@ class BadInputTest extends AppTest {
         refused("GET", "/v1/admin/jobs?tenant=BAD!", TestApp.ADMIN_TOKEN, null, "tenant");
         refused("GET", "/v1/admin/audit?tenant=Nope", TestApp.ADMIN_TOKEN, null, "tenant");
         refused("GET", "/v1/admin/schedules?tenant=..", TestApp.ADMIN_TOKEN, null, "tenant");
+        // an ordering key longer than any job can have (255 characters; an emoji counts one)
+        refused("GET", "/v1/jobs?ordering_key=" + "k".repeat(256), key, null, "ordering_key");
+        refused("GET", "/v1/admin/jobs?ordering_key=" + "k".repeat(256), TestApp.ADMIN_TOKEN, null, "ordering_key");
+        assertEquals(200, app.call("GET", "/v1/jobs?ordering_key=" + "%F0%9F%98%80".repeat(255), key, null).status(), "255 emoji fit");
         TestApp.Res r = app.call("GET", "/v1/jobs?queue=bad%20queue", key, null);
         assertEquals(dev.fairq.schema.JobRequest.NAME_RULE, r.body().get("errors").get(0).get("message").asText(), r.toString());
         for (String ok : List.of("/v1/jobs?queue=default&type=record", "/v1/jobs?queue=&status=", "/v1/jobs?limit=5")) {
