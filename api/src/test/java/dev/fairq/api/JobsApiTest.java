@@ -166,7 +166,7 @@ class JobsApiTest extends AppTest {
 
         TestApp.Res mixed = app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [" + a + ", {\"type\": \"record\", \"payload\": {}}]}");
         assertEquals(429, mixed.status(), mixed.toString());
-        assertEquals("the tenant has 2 jobs queued and this request adds 1; its max_queued is 2", mixed.body().get("error").asText());
+        assertEquals("the tenant has at least 2 jobs queued and this request adds 1; its max_queued is 2", mixed.body().get("error").asText());
         assertEquals(429, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"job_key\": \"c\"}").status());
         assertEquals(before, app.snapshot());
     }
@@ -189,6 +189,12 @@ class JobsApiTest extends AppTest {
         r = app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [" + later + ", " + later + "]}");
         assertEquals(429, r.status());
         assertEquals("the tenant has 1 jobs queued and this request adds 2; its max_queued is 2", r.body().get("error").asText());
+        // a limit lowered under a backlog: the count stops at the limit, so the message says it is a lower bound
+        assertEquals(201, app.call("POST", "/v1/jobs", key, later).status());
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"max_queued\": 1}").status());
+        r = app.call("POST", "/v1/jobs", key, later);
+        assertEquals(429, r.status());
+        assertEquals("the tenant has at least 1 jobs queued and this request adds 1; its max_queued is 1", r.body().get("error").asText());
     }
 
     @Test
