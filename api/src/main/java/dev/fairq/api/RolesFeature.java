@@ -26,8 +26,9 @@ final class RolesFeature implements DynamicFeature {
     @Override
     public void configure(ResourceInfo info, FeatureContext context) {
         if (info.getResourceMethod() == null || info.getResourceClass() == null) return; // not a resource method of ours
-        // Jersey's own OPTIONS answer (204 with the route's Allow header): open to any caller, as /openapi.json is,
-        // since it says less than that document; refused as "no credential may call", it told an admin nothing true
+        // Jersey's own OPTIONS answer (200 with the route's Allow header): open to any valid credential (BearerAuthFilter
+        // still asks for one under /v1), since it says less than /openapi.json, which is public; refused as "no
+        // credential may call this endpoint", it told even the admin token something untrue
         if (info.getResourceClass().getName().startsWith(OPTIONS_ANSWER)) return;
         String[] roles = rolesOf(info.getResourceMethod(), info.getResourceClass());
         if (roles != null && roles.length > 0) context.register(new Check(roles));

@@ -146,7 +146,7 @@ public final class OperatorActions {
     public ActionOutcome cancelWaiting(DSLContext ctx, String tenantId, long id) {
         return act(ctx, tenantId, id, Set.of(JobStatus.pending, JobStatus.ready), (tx, j) -> {
             JobsRecord after = one(CANCEL.bind().clock(clock).set("id", id)
-                            .set("was_ready", j.getStatus() == JobStatus.ready).fetch(tx).get(0));
+                    .set("was_ready", j.getStatus() == JobStatus.ready).fetch(tx).get(0));
             if (j.getKeyHead()) KeyHandoff.promoteNext(tx, Set.of(new OrderingKey(j.getTenantId(), j.getOrderingKey())));
             return after;
         });
