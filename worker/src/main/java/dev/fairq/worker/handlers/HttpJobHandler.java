@@ -83,6 +83,8 @@ import java.util.regex.Pattern;
  * <p>Outcome: 2xx succeeds. 429 or 503 with a {@code Retry-After} (seconds or an HTTP date, capped at
  * {@value #MAX_RETRY_AFTER_SECONDS} s) snoozes the job for that long: the receiver asked to be called later,
  * nothing failed, so no attempt is used (bounded by the worker's max snoozes, past which it fails the attempt).
+ * A {@code Retry-After} of 0 or a date already past names no delay: that is an ordinary retry, as without one
+ * (a snooze of zero would call the busy receiver straight back, up to the max snoozes in a row).
  * 408, 429 and 5xx without one, timeouts, connection failures and DNS failures are transient (retried with
  * the type's backoff). 3xx is permanent: redirects are never
  * followed (the error names the target, redacted; send the job to the final URL). Any other 4xx, an invalid
@@ -597,6 +599,12 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
         if (status == 429 || status == 503) {
             Duration retryAfter = response.retryAfter() == null ? null : parseRetryAfter(response.retryAfter(), clock.get());
             if (retryAfter == null) throw new RetryableJobException(withBody, null);
+            if (retryAfter.isZero()) {
+                // "now" (0, or a date already past) is no delay to honour: a snooze of zero would call the busy
+                // receiver straight back, FAIRQ_MAX_SNOOZES times in a row; the type's backoff spaces it out
+                throw new RetryableJobException(withBody + " (Retry-After " + response.retryAfter().trim()
+                        + " is now or past: retried with backoff)", null);
+            }
             // the receiver named when to come back: a snooze, not a failure (no attempt used)
             throw new SnoozeJobException(withBody + " (Retry-After " + retryAfter.toSeconds() + " s)", retryAfter);
         }

@@ -458,6 +458,25 @@ class HttpJobHandlerTest extends ReceiverTest {
                 () -> local.handle(job(1, 1, payload(receiver.url("/"))))).retryAfter());
     }
 
+    /**
+     * A Retry-After of 0, or a date already past, names no delay: snoozing for zero called a 503-ing receiver
+     * straight back, a hundred times in a row (every snooze allowed) within seconds. It is an ordinary retry.
+     */
+    @Test
+    void aRetryAfterOfNowOrThePastIsAnOrdinaryRetryNotAZeroSnooze() {
+        String past = DateTimeFormatter.RFC_1123_DATE_TIME.format(NOW.minusSeconds(3600).atOffset(ZoneOffset.UTC));
+        for (String value : new String[]{"0", past}) {
+            for (int status : new int[]{429, 503}) {
+                receiver.answer(r -> new Receiver.Reply(status, Map.of("Retry-After", value), "busy"));
+                RetryableJobException e = assertThrows(RetryableJobException.class,
+                        () -> local.handle(job(1, 1, payload(receiver.url("/")))), status + " " + value);
+                assertNull(e.retryAfter(), "the type's backoff applies");
+                assertTrue(e.getMessage().startsWith("HTTP " + status) && e.getMessage().contains("retried with backoff"),
+                        e.getMessage());
+            }
+        }
+    }
+
     @Test
     void aTimeoutIsTransient() {
         receiver.answer(r -> {
