@@ -122,6 +122,7 @@ import java.util.regex.Pattern;
  * is {@link #TIME_LIMIT}.
  */
 public final class HttpJobHandler implements JobHandler, AutoCloseable {
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(HttpJobHandler.class);
     public static final String TYPE = "http";
     public static final Set<String> METHODS = Set.of("GET", "POST", "PUT", "PATCH", "DELETE");
     public static final long DEFAULT_TIMEOUT_MS = 10_000;
@@ -424,7 +425,16 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
             throws PermanentJobException, RetryableJobException, InterruptedException {
         String host = WebhookAllowList.normalizeHost(url.getHost());
         int port = Call.port(url);
-        WebhookAllowList allow = WebhookAllowList.of(allowListForTenant.apply(tenantId));
+        WebhookAllowList allow;
+        try {
+            allow = WebhookAllowList.of(allowListForTenant.apply(tenantId));
+        } catch (RuntimeException e) {
+            // the load's own text (jOOQ's SQL, the driver's "Connection to host:port refused", the pool's name)
+            // would go into the tenant's last_error as the exception's: the operator gets it in the log instead
+            log.warn("cannot read the webhook_allow list of tenant '{}'", tenantId, e);
+            throw new RetryableJobException("cannot read the webhook_allow list of tenant '" + tenantId
+                    + "' (a platform error, logged; the job is retried)", null);
+        }
         String shown = host.contains(":") ? "[" + host + "]:" + port : host + ":" + port;
         if (!allow.mayAllow(host, port)) {
             String hint = port == 80 || port == 443 || AddressRanges.literal(host) != null ? ""

@@ -13,7 +13,8 @@ import java.util.function.LongSupplier;
  * Each tenant's {@code webhook_allow} list, cached for a short time: an admin's change applies within the
  * TTL, and a busy tenant costs at most one load per TTL however many jobs it runs (concurrent misses of one
  * tenant wait for a single load instead of each issuing their own). A failed load is not cached; the
- * exception reaches the handler, whose job is then retried.
+ * exception reaches the handler, which logs it and retries the job
+ * with a message of its own (the exception's text, SQL and database address, stays out of last_error).
  */
 final class TenantAllowLists implements Function<String, List<String>> {
     static final Duration DEFAULT_TTL = Duration.ofSeconds(1);

@@ -459,6 +459,29 @@ class HttpJobHandlerTest extends ReceiverTest {
     }
 
     /**
+     * The allow list is read from the database on the worker's side: a failure to read it (a pool timeout, the
+     * database restarting) had reached last_error as the exception's own text, the SQL and the database's
+     * address in it. It is a retry with a message of its own.
+     */
+    @Test
+    void aFailureToReadTheAllowListIsRetriedWithoutThePlatformsTextInTheError() {
+        HttpJobHandler failing = new HttpJobHandler(t -> {
+            throw new IllegalStateException("SQL [SELECT unnest(webhook_allow) FROM tenants WHERE id = ?]; "
+                    + "Connection to db-primary.internal:5432 refused");
+        }, InetAddress::getAllByName, () -> NOW);
+        try {
+            RetryableJobException e = assertThrows(RetryableJobException.class,
+                    () -> failing.handle(job(1, 1, payload(receiver.url("/")))));
+            assertEquals("cannot read the webhook_allow list of tenant 'acme' (a platform error, logged; the job is "
+                    + "retried)", e.getMessage());
+            assertNull(e.retryAfter());
+            assertEquals(0, receiver.requests.size());
+        } finally {
+            failing.close();
+        }
+    }
+
+    /**
      * A Retry-After of 0, or a date already past, names no delay: snoozing for zero called a 503-ing receiver
      * straight back, a hundred times in a row (every snooze allowed) within seconds. It is an ordinary retry.
      */
