@@ -59,6 +59,14 @@ public class FairqApplication extends Application<FairqConfiguration> {
             }
         });
         bootstrap.addCommand(new CheckCommand<>(this) {
+            // Dropwizard's check reads the configuration's fields only: the worker's settings read together and the
+            // tenants file (FAIRQ_TENANTS) were checked by server alone, so check said OK to a start that then failed
+            @Override
+            protected void run(Bootstrap<FairqConfiguration> bootstrap, Namespace namespace, FairqConfiguration config) throws Exception {
+                Roles.checkSettings(config);
+                super.run(bootstrap, namespace, config);
+            }
+
             @Override
             public void onError(Cli cli, Namespace namespace, Throwable e) {
                 StartupErrors.report(cli, e);

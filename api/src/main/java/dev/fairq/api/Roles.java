@@ -100,14 +100,35 @@ final class Roles {
      * must exist; an invalid file stops start-up with its line and field.
      */
     static void seedTenants(FairqConfiguration config, DSLContext db) throws IOException {
+        TenantsFile tenants = readTenants(config);
+        if (tenants == null) {
+            log.info("no tenants file at {}; create tenants with PUT /v1/admin/tenants/{{id}}", config.tenantsFile);
+            return;
+        }
+        int inserted = tenants.seed(db);
+        log.info("tenants file {}: {} tenants, {} new", config.tenantsFile, tenants.tenants().size(), inserted);
+    }
+
+    /**
+     * The tenants file, read and validated (no database needed); null when the default file is missing. A file named
+     * with FAIRQ_TENANTS must exist; an invalid file throws naming its line and field.
+     */
+    static TenantsFile readTenants(FairqConfiguration config) throws IOException {
         Path file = Path.of(config.tenantsFile);
         if (!Files.exists(file)) {
             if (config.tenantsFileRequired) throw new IllegalStateException("tenants file " + file + " (FAIRQ_TENANTS) does not exist");
-            log.info("no tenants file at {}; create tenants with PUT /v1/admin/tenants/{{id}}", file);
-            return;
+            return null;
         }
-        TenantsFile tenants = TenantsFile.load(file);
-        int inserted = tenants.seed(db);
-        log.info("tenants file {}: {} tenants, {} new", file, tenants.tenants().size(), inserted);
+        return TenantsFile.load(file);
+    }
+
+    /**
+     * What {@code check} reads besides the configuration's own fields: the checks across the worker's and the
+     * scheduler's settings, and the tenants file, each of which a {@code server} would refuse at start-up.
+     */
+    static void checkSettings(FairqConfiguration config) throws IOException {
+        if (config.runWorker) workerConfig(config);
+        if (config.runScheduler) schedulerConfig(config);
+        readTenants(config);
     }
 }

@@ -5,10 +5,13 @@ import io.dropwizard.core.cli.Cli;
 import io.dropwizard.core.setup.Bootstrap;
 import io.dropwizard.util.JarLocation;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -215,6 +218,56 @@ class CommandLineTest extends AppTest {
         Run badId = run(key, "jobs", "get", "abc");
         assertFalse(badId.ok());
         assertTrue(badId.err().contains("abc"), badId.err());
+    }
+
+    /** {@code check [config.yml]} as the jar runs it: Dropwizard's server and check commands and the app's own. */
+    private static Run check(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        FairqApplication fairq = new FairqApplication();
+        Bootstrap<FairqConfiguration> bootstrap = new Bootstrap<>(fairq);
+        fairq.addDefaultCommands(bootstrap);
+        fairq.initialize(bootstrap);
+        Cli cli = new Cli(new JarLocation(FairqApplication.class), bootstrap, out, err);
+        try {
+            Optional<Throwable> failed = cli.run(args);
+            return new Run(failed.isEmpty(), out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        } catch (Exception e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    /**
+     * {@code check} reads what {@code server} would refuse at start-up, not only the configuration's fields: an
+     * invalid tenants file (said with its line and field), and the worker's settings read together (a reserved queue
+     * the worker does not serve). Both had been "Configuration is OK", then the server did not start.
+     */
+    @Test
+    void checkRefusesWhatServerWouldRefuse(@TempDir Path dir) throws Exception {
+        Path tenants = dir.resolve("tenants.yml");
+        Files.writeString(tenants, "tenants:\n  - id: acme\n    max_running: lots\n");
+        Path config = dir.resolve("fairq.yml");
+        Files.writeString(config, "tenantsFile: " + tenants + "\n");
+        Run badTenants = check("check", config.toString());
+        assertFalse(badTenants.ok(), badTenants.out() + badTenants.err());
+        assertTrue(badTenants.err().startsWith("fairq: ") && badTenants.err().contains(tenants + ":3")
+                && badTenants.err().contains("max_running"), badTenants.err());
+
+        Files.writeString(config, "tenantsFile: " + dir.resolve("none.yml") + "\ntenantsFileRequired: true\n");
+        Run missing = check("check", config.toString());
+        assertFalse(missing.ok());
+        assertTrue(missing.err().contains("does not exist"), missing.err());
+
+        Files.writeString(config, "tenantsFile: " + dir.resolve("none.yml") + "\nworkerQueues: [urgent]\nworkerReserved: {other: 1}\n");
+        Run reserved = check("check", config.toString());
+        assertFalse(reserved.ok());
+        assertTrue(reserved.err().startsWith("fairq: the worker's settings"), reserved.err());
+
+        Files.writeString(tenants, "tenants:\n  - id: acme\n    max_running: 3\n");
+        Files.writeString(config, "tenantsFile: " + tenants + "\n");
+        Run fine = check("check", config.toString());
+        assertTrue(fine.ok(), fine.err());
+        for (Run r : List.of(badTenants, missing, reserved)) assertFalse(r.err().contains("\tat "), "no stack trace: " + r.err());
     }
 
     /**
