@@ -6,6 +6,7 @@ import org.junit.jupiter.api.Test;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.List;
+import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -220,7 +221,19 @@ class BadInputTest extends AppTest {
         refused("PUT", "/v1/schedules/s", key, head + "\"job\": \"record\"}", "job");
         TestApp.Res range = app.call("PUT", "/v1/schedules/s", key, head + "\"job\": {\"type\": \"record\", \"priority\": 3000000000}}");
         range.assertRefused(422, "job.priority");
-        assertEquals("is out of range", range.body().get("errors").get(0).get("message").asText(), range.toString());
+        // a whole number too large for the field's type is told the field's range, as a job body's field is
+        assertEquals("must be between -100 and 100", range.body().get("errors").get(0).get("message").asText(), range.toString());
+        Map<String, String> ranges = Map.of(
+                "\"job\": {\"type\": \"record\", \"priority\": -3000000000}}", "must be between -100 and 100",
+                "\"job\": {\"type\": \"record\", \"max_attempts\": 99999999999999999999}}", "must be between 1 and 1000",
+                "\"job\": {\"type\": \"record\", \"timeout_ms\": 99999999999999999999}}", "must be a whole number of milliseconds between 1 and 86400000 (24 h)",
+                "\"job\": {\"type\": \"record\", \"payload_version\": 3000000000}}", "must be between 1 and 1000000",
+                "\"job\": {\"type\": \"record\"}, \"backfill_limit\": 3000000000}", "must be between 1 and 1000");
+        for (Map.Entry<String, String> c : ranges.entrySet()) {
+            TestApp.Res res = app.call("PUT", "/v1/schedules/s", key, head + c.getKey());
+            assertEquals(422, res.status(), res.toString());
+            assertEquals(c.getValue(), res.body().get("errors").get(0).get("message").asText(), res.toString());
+        }
         TestApp.Res r = app.call("PUT", "/v1/schedules/s", key, head + "\"job\": {\"type\": \"record\", \"priority\": \"5\"}}");
         assertEquals("must be a whole number", r.body().get("errors").get(0).get("message").asText(), r.toString());
         assertEquals(201, app.call("PUT", "/v1/schedules/s", key, head + "\"job\": {\"type\": \"record\", \"priority\": 5}, "

@@ -118,12 +118,41 @@ public record ScheduleDefinition(String cron, String timeZone, JobTemplate job, 
             throw new InvalidScheduleException(List.of(new FieldError(path(e), wrongType(e.getTargetType()))));
         } catch (JsonMappingException e) {
             if (e.getCause() instanceof com.fasterxml.jackson.core.exc.InputCoercionException) { // 3000000000 for an int
-                throw new InvalidScheduleException(List.of(new FieldError(path(e), "is out of range")));
+                throw new InvalidScheduleException(List.of(new FieldError(path(e), outOfRange(json, e))));
             }
             throw new InvalidScheduleException(List.of(new FieldError(path(e), "has the wrong type: " + e.getOriginalMessage())));
         } catch (JsonProcessingException e) {
             throw new InvalidScheduleException(List.of(new FieldError("(body)", e.getOriginalMessage())));
         }
+    }
+
+    /**
+     * What a whole number too large for its field's Java type ({@code "priority": 3000000000}) is told: the field's own
+     * range, as a job body's field is ("must be between -100 and 100"), found by checking the body again with the
+     * number at its type's bound on the same side; "is out of range" only when that says nothing for the field.
+     */
+    private static String outOfRange(JsonNode json, JsonMappingException e) {
+        String field = path(e);
+        try {
+            com.fasterxml.jackson.databind.node.ObjectNode copy = (com.fasterxml.jackson.databind.node.ObjectNode) json.deepCopy();
+            com.fasterxml.jackson.databind.node.ObjectNode parent = copy;
+            List<JsonMappingException.Reference> refs = e.getPath();
+            for (int i = 0; i < refs.size() - 1; i++) {
+                parent = (com.fasterxml.jackson.databind.node.ObjectNode) parent.get(refs.get(i).getFieldName());
+            }
+            String leaf = refs.get(refs.size() - 1).getFieldName();
+            JsonNode value = parent.get(leaf);
+            if (value == null || !value.isIntegralNumber()) return "is out of range";
+            parent.put(leaf, value.bigIntegerValue().signum() < 0 ? Integer.MIN_VALUE : Integer.MAX_VALUE);
+            STRICT.treeToValue(copy, ScheduleDefinition.class).resolve(Integer.MAX_VALUE);
+        } catch (InvalidScheduleException checked) {
+            for (FieldError f : checked.errors()) {
+                if (f.field().equals(field)) return f.message();
+            }
+        } catch (RuntimeException | JsonProcessingException other) {
+            // another field's own fault: this one is still out of range
+        }
+        return "is out of range";
     }
 
     /** The job and tenant bodies' words for a value of the wrong JSON type. */
