@@ -226,7 +226,15 @@ public final class TenantsFile {
         } catch (NumberFormatException e) {
             return JsonNodeFactory.instance.textNode(v); // 0x1F, 1_000 and the like: left as text, refused as such
         }
-        if (Tag.BOOL.equals(tag)) return JsonNodeFactory.instance.booleanNode(Boolean.parseBoolean(v));
+        if (Tag.BOOL.equals(tag)) {
+            // YAML 1.1 also tags yes/no/on/off as booleans, which Boolean.parseBoolean read as false: 'paused: yes'
+            // stored a schedule that fires. Only true and false are booleans here (YAML 1.2, JSON); the others stay
+            // text, which a schedule's field refuses ("must be true or false") and a payload keeps as written
+            if (v.equalsIgnoreCase("true") || v.equalsIgnoreCase("false")) {
+                return JsonNodeFactory.instance.booleanNode(Boolean.parseBoolean(v));
+            }
+            return JsonNodeFactory.instance.textNode(v);
+        }
         if (Tag.NULL.equals(tag)) return JsonNodeFactory.instance.nullNode();
         return JsonNodeFactory.instance.textNode(v);
     }

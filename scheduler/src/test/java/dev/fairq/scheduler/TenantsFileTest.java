@@ -1,5 +1,6 @@
 package dev.fairq.scheduler;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import dev.fairq.schema.TenantLimits;
 import dev.fairq.testing.TestDatabase;
 import org.junit.jupiter.api.Test;
@@ -169,6 +170,25 @@ class TenantsFileTest {
         // a key that is only null-like text, quoted, stays text
         TenantsFile quoted = TenantsFile.parse(WITH_SCHEDULES.replace("payload: {format: pdf}", "payload: {\"~\": pdf}"));
         assertEquals("pdf", quoted.schedules().get("acme").get("nightly-report").job().payload().get("~").asText());
+    }
+
+    /**
+     * YAML 1.1 tags yes/no/on/off as booleans, and they were read with Boolean.parseBoolean: 'paused: yes' became
+     * false, a schedule meant to be paused fired. Only true and false are booleans; yes is refused where a boolean is
+     * wanted, as the tenant's own paused refuses it, and a payload keeps it as the text it is.
+     */
+    @Test
+    void yesAndOnAreNotSilentlyFalse() {
+        assertError(WITH_SCHEDULES.replace("overlap: skip", "overlap: skip\n        paused: yes"),
+                "tenants.yml:13: tenants[0].schedules[1].paused: must be true or false");
+        assertError(WITH_SCHEDULES.replace("overlap: skip", "overlap: skip\n        paused: on"),
+                "tenants.yml:13: tenants[0].schedules[1].paused: must be true or false");
+        TenantsFile paused = TenantsFile.parse(WITH_SCHEDULES.replace("overlap: skip", "overlap: skip\n        paused: true"));
+        assertEquals(Boolean.TRUE, paused.schedules().get("acme").get("hourly").paused());
+        TenantsFile payload = TenantsFile.parse(WITH_SCHEDULES.replace("payload: {format: pdf}", "payload: {format: pdf, draft: yes, final: false}"));
+        JsonNode p = payload.schedules().get("acme").get("nightly-report").job().payload();
+        assertEquals("yes", p.get("draft").asText());
+        assertTrue(p.get("draft").isTextual() && p.get("final").isBoolean() && !p.get("final").asBoolean(), p.toString());
     }
 
     private static void assertError(String yaml, String expectedStart) {
