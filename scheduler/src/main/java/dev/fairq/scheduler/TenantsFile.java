@@ -202,6 +202,8 @@ public final class TenantsFile {
      * in it, a payload's too, is checked as the API checks a body: a repeated key is an error (JSON has no way to
      * carry both), and so is a key that is not text ({@code ~: 1} would have become the key "~").
      */
+    private static final JsonNodeFactory EXACT = JsonNodeFactory.withExactBigDecimals(true);
+
     private static JsonNode json(Node n, String source, String at) {
         if (n instanceof MappingNode m) {
             noRepeatedKey(m, source, at + ".");
@@ -221,8 +223,10 @@ public final class TenantsFile {
         String v = sc.getValue();
         Tag tag = sc.getTag();
         try {
-            if (Tag.INT.equals(tag)) return JsonNodeFactory.instance.numberNode(Long.parseLong(v));
-            if (Tag.FLOAT.equals(tag)) return JsonNodeFactory.instance.numberNode(Double.parseDouble(v));
+            // numbers as written, as the API keeps a payload's: a long or a double had made 1.50 1.5, cut
+            // 0.12345678901234567890123 to 17 digits, and turned a 23-digit integer and 1e400 into text
+            if (Tag.INT.equals(tag)) return EXACT.numberNode(new java.math.BigInteger(v));
+            if (Tag.FLOAT.equals(tag)) return EXACT.numberNode(new java.math.BigDecimal(v));
         } catch (NumberFormatException e) {
             return JsonNodeFactory.instance.textNode(v); // 0x1F, 1_000 and the like: left as text, refused as such
         }

@@ -191,6 +191,23 @@ class TenantsFileTest {
         assertTrue(p.get("draft").isTextual() && p.get("final").isBoolean() && !p.get("final").asBoolean(), p.toString());
     }
 
+    /**
+     * A template's payload numbers are kept as written, as the API keeps them ("schedule templates alike"): read as a
+     * long or a double, 1.50 had become 1.5, 0.12345678901234567890123 had lost its last digits, and a 23-digit
+     * integer and 1e400 had become the text "12345678901234567890123" and "Infinity".
+     */
+    @Test
+    void payloadNumbersAreKeptAsWritten() {
+        TenantsFile file = TenantsFile.parse(WITH_SCHEDULES.replace("payload: {format: pdf}",
+                "payload: {format: pdf, price: 1.50, ratio: 0.12345678901234567890123, id: 12345678901234567890123, big: 1e400, n: 7}"));
+        ScheduleDefinition nightly = file.schedules().get("acme").get("nightly-report");
+        assertEquals("{\"format\":\"pdf\",\"price\":1.50,\"ratio\":0.12345678901234567890123,\"id\":12345678901234567890123,"
+                + "\"big\":1E+400,\"n\":7}", nightly.resolve(65536).jobPayloadJson());
+        assertEquals(5, nightly.job().priority());
+        assertError(WITH_SCHEDULES.replace("priority: 5", "priority: 30000000000000000000000"),
+                "tenants.yml:8: tenants[0].schedules[0].job.priority: must be between -100 and 100");
+    }
+
     private static void assertError(String yaml, String expectedStart) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> TenantsFile.parse(yaml));
         assertTrue(e.getMessage().startsWith(expectedStart), "got: " + e.getMessage());
