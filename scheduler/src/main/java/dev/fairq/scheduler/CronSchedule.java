@@ -230,15 +230,17 @@ public final class CronSchedule {
 
     /**
      * The shortest time between two consecutive fires from {@code from} on, over the next {@code maxFires}
-     * fires or {@code maxSpan}, whichever ends first (empty when it fires less than twice in that window), on a
+     * fires or the {@code maxSpan} from the first of them, whichever ends first (empty when it fires less than twice in that window), on a
      * clock that never changes (UTC): how often the expression asks to fire. In the schedule's own zone a change of
      * the clocks shortens a gap once a year (Europe/Berlin's {@code @daily}: 23 h across the spring change), so a
      * limit of 86,400 s refused {@code @daily} in every zone with summer time.
      */
     public Optional<Duration> shortestInterval(Instant from, int maxFires, Duration maxSpan) {
         if (!rules.isFixedOffset()) return of(expression, "UTC").shortestInterval(from, maxFires, maxSpan);
-        Instant end = from.plus(maxSpan);
         Optional<Instant> prev = next(from);
+        // the span counts from the first fire, not from now: counted from now, '* * 29 2 *' (every minute of 29 February)
+        // written more than the span before the next 29 February had no fire in it and passed any limit
+        Instant end = prev.map(first -> first.plus(maxSpan)).orElse(from);
         Duration shortest = null;
         for (int i = 1; i < maxFires && prev.isPresent() && prev.get().isBefore(end); i++) {
             Optional<Instant> next = next(prev.get());

@@ -153,6 +153,15 @@ class CronScheduleTest {
         // 00:00 and 23:00: 23 hours within a day, one hour across midnight
         assertEquals(Optional.of(Duration.ofHours(1)),
                 CronSchedule.of("0 0,23 * * *", "UTC").shortestInterval(from, 100, Duration.ofDays(3)));
+        // every minute of 29 February, written 449 days before the next one: the span counts from the first fire
+        // (counted from now it held no fire, and the expression passed a limit of an hour)
+        Instant early = Instant.parse("2026-12-07T00:00:00Z");
+        assertEquals(Optional.of(Duration.ofMinutes(1)),
+                CronSchedule.of("* * 29 2 *", "UTC").shortestInterval(early, 2000, Duration.ofDays(400)));
+        assertEquals(Optional.of(Duration.ofMinutes(1)),
+                CronSchedule.of("* * 29 2 *", "Europe/Berlin").shortestInterval(early, 2000, Duration.ofDays(400)));
+        // once every four years: the gap to the next, above any limit (366 days at most)
+        assertEquals(Optional.of(Duration.ofDays(1461)), CronSchedule.of("0 0 29 2 *", "UTC").shortestInterval(early, 2000, Duration.ofDays(400)));
     }
 
     /**
