@@ -26,10 +26,21 @@ final class JsonErrorHandlers {
 
     private static final List<Charset> UTF_8 = List.of(StandardCharsets.UTF_8);
 
+    /**
+     * Said of a 400 Jetty gives no reason for: what it refuses that way is a request it could not read
+     * ({@code %zz}, an encoded NUL, a malformed request line or header).
+     */
+    static final String UNREADABLE = "the request line, URI or headers could not be read (a '%' must be followed by two "
+            + "hex digits, and no encoded control character is taken)";
+
     /** The body: the status line, then Jetty's reason when it says more; no exception text for a 5xx. */
     static String body(int code, String message) {
         String status = "HTTP " + code + " " + HttpStatus.getMessage(code);
         boolean more = code < 500 && message != null && !message.isBlank() && !message.equals(HttpStatus.getMessage(code));
+        if (!more && code == 400) {
+            message = UNREADABLE;
+            more = true;
+        }
         try {
             return Json.MAPPER.writeValueAsString(Map.of("error", more ? status + ": " + message : status));
         } catch (JsonProcessingException e) {

@@ -329,12 +329,12 @@ class BadInputTest extends AppTest {
     void jettysOwnRefusalsAnswerInTheErrorShape() throws Exception {
         int api = app.support.getLocalPort(), admin = app.support.getAdminPort();
         List<Object> before = app.snapshot(tenant);
-        jettyRefusal(api, "GET /v1/jobs/%zz HTTP/1.1", "", 400, "HTTP 400 Bad Request");
+        jettyRefusal(api, "GET /v1/jobs/%zz HTTP/1.1", "", 400, "HTTP 400 Bad Request: " + JsonErrorHandlers.UNREADABLE);
         jettyRefusal(api, "GET /v1/jobs/..%2f..%2fadmin HTTP/1.1", "", 400, "HTTP 400 Bad Request: Ambiguous URI path separator");
         jettyRefusal(api, "POST /v1/%2e%2e/jobs HTTP/1.1", "Content-Type: application/json\r\nContent-Length: 2\r\n", 400,
                 "HTTP 400 Bad Request: Ambiguous URI path segment");
         // whatever the client accepts: the HTML it asks for would not be what the API's contract describes
-        jettyRefusal(api, "GET /v1/jobs/%zz HTTP/1.1", "Accept: text/html\r\n", 400, "HTTP 400 Bad Request");
+        jettyRefusal(api, "GET /v1/jobs/%zz HTTP/1.1", "Accept: text/html\r\n", 400, "HTTP 400 Bad Request: " + JsonErrorHandlers.UNREADABLE);
         jettyRefusal(api, "GET /v1/jobs HTTP/1.1", "X-Big: " + "a".repeat(20_000) + "\r\n", 431, "HTTP 431 Request Header Fields Too Large");
         jettyRefusal(admin, "GET /no-such-path HTTP/1.1", "", 404, "HTTP 404 Not Found");
         assertEquals(before, app.snapshot(tenant), "nothing stored");
