@@ -54,8 +54,9 @@ final class ParameterGuard implements ContainerRequestFilter {
                 if (p != null && v != null && !v.isBlank() && !p.matcher(v).matches()) { // blank: no filter
                     errors.add(new FieldError(e.getKey(), FILTER_RULES.get(e.getKey())));
                 }
-                // likewise an ordering key longer than any job's (it had answered an empty page)
-                if (e.getKey().equals("ordering_key") && v != null && v.codePointCount(0, v.length()) > JobRequest.MAX_KEY_LENGTH) {
+                // likewise an ordering key no job can have, by the jobs' own rule (one over 255 characters had
+                // answered an empty page); empty is no filter
+                if (e.getKey().equals("ordering_key") && v != null && !v.isEmpty() && !JobRequest.isKey(v)) {
                     errors.add(new FieldError("ordering_key", JobRequest.KEY_RULE));
                 }
             }

@@ -142,7 +142,7 @@ public record JobRequest(String tenantId, String queue, String type, String payl
     }
 
     /** A key's rule ({@link #KEY_RULE}): job_key, ordering_key, concurrency_key, fairness_key and map limits' keys. */
-    static boolean isKey(String key) {
+    public static boolean isKey(String key) {
         // characters as PostgreSQL's length() counts them (the CHECK constraints): an emoji is one, not two
         if (key.isEmpty() || key.codePointCount(0, key.length()) > MAX_KEY_LENGTH) return false;
         for (int i = 0; i < key.length(); i++) if (Character.isISOControl(key.charAt(i))) return false;
