@@ -125,12 +125,12 @@ public final class AdminTenantsResource {
     /** A new key, shown once in this answer; only its hash is kept. */
     @POST
     @Path("/{id}/keys")
-    @Operation(summary = "A new API key for the tenant, shown once", responses = {
+    @Operation(summary = "A new API key for the tenant, shown once (audited: key_create)", responses = {
             @ApiResponse(responseCode = "201", content = @Content(schema = @Schema(implementation = CreatedKey.class))),
             @ApiResponse(responseCode = "404", description = "no such tenant")})
-    public Response createKey(@PathParam("id") String id) {
+    public Response createKey(@PathParam("id") String id, @Context SecurityContext sc) {
         requireTenant(id);
-        ApiKeyStore.CreatedKey k = keys.create(id);
+        ApiKeyStore.CreatedKey k = keys.create(id, BearerAuthFilter.actor(sc));
         return Response.status(201).entity(new CreatedKey(k.keyId(), k.key(), k.tenantId(), JobView.utc(k.createdAt()))).build();
     }
 
@@ -150,11 +150,12 @@ public final class AdminTenantsResource {
      */
     @DELETE
     @Path("/{id}/keys/{keyId}")
-    @Operation(summary = "Revoke a key at once (revoking twice is fine)", responses = {
+    @Operation(summary = "Revoke a key at once (audited: key_revoke; revoking twice is fine)", responses = {
             @ApiResponse(responseCode = "204", description = "revoked"),
             @ApiResponse(responseCode = "404", description = "the tenant has no such key")})
-    public Response revokeKey(@PathParam("id") String id, @PathParam("keyId") String keyId) {
-        if (!keys.revoke(id, keyId)) throw ApiException.notFound("tenant " + id + " has no key " + keyId);
+    public Response revokeKey(@PathParam("id") String id, @PathParam("keyId") String keyId,
+                              @Context SecurityContext sc) {
+        if (!keys.revoke(id, keyId, BearerAuthFilter.actor(sc))) throw ApiException.notFound("tenant " + id + " has no key " + keyId);
         return Response.noContent().build();
     }
 

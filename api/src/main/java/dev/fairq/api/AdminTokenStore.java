@@ -28,7 +28,8 @@ final class AdminTokenStore {
 
     record Created(String id, String name, String token, String createdBy, OffsetDateTime createdAt) {}
 
-    record Info(String id, String name, String createdBy, java.time.Instant createdAt, java.time.Instant revokedAt) {}
+    record Info(String id, String name, String createdBy, java.time.Instant createdAt, java.time.Instant revokedAt,
+                String revokedBy) {}
 
     static boolean validName(String name) {
         return name != null && NAME.matcher(name).matches() && !name.equals(BOOTSTRAP);
@@ -56,19 +57,24 @@ final class AdminTokenStore {
         return db.resultQuery("SELECT 1 FROM admin_tokens WHERE revoked_at IS NULL LIMIT 1").fetchOptional().isPresent();
     }
 
-    /** Revokes a token; false when there is no such token. Revoking twice is fine. */
-    boolean revoke(String id) {
-        return db.resultQuery("UPDATE admin_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = ? RETURNING id", id)
-                .fetchOptional().isPresent();
+    /** Revokes a token, naming who did; false when there is no such token. Revoking twice is fine (the first stays). */
+    boolean revoke(String id, String revokedBy) {
+        // SET reads the row as it was: a second revoke keeps the first one's time and name
+        return db.resultQuery("""
+                UPDATE admin_tokens SET revoked_at = coalesce(revoked_at, now()),
+                                        revoked_by = CASE WHEN revoked_at IS NULL THEN ? ELSE revoked_by END
+                WHERE id = ? RETURNING id""", revokedBy, id).fetchOptional().isPresent();
     }
 
     /** Every token ever made, oldest first (a handful: these are people and deploy bots, not tenants). */
     List<Info> list() {
         List<Info> out = new ArrayList<>();
-        for (Record r : db.resultQuery("SELECT id, name, created_by, created_at, revoked_at FROM admin_tokens ORDER BY created_at, id")
+        for (Record r : db.resultQuery(
+                "SELECT id, name, created_by, created_at, revoked_at, revoked_by FROM admin_tokens ORDER BY created_at, id")
                 .fetch()) {
             out.add(new Info(r.get(0, String.class), r.get(1, String.class), r.get(2, String.class),
-                    JobView.utc(r.get(3, OffsetDateTime.class)), JobView.utc(r.get(4, OffsetDateTime.class))));
+                    JobView.utc(r.get(3, OffsetDateTime.class)), JobView.utc(r.get(4, OffsetDateTime.class)),
+                    r.get(5, String.class)));
         }
         return out;
     }

@@ -59,7 +59,9 @@ public final class AdminTokensResource {
 
     @Schema(name = "AdminToken", description = "an admin token as listed: never the token itself")
     public record TokenInfo(String id, String name, String createdBy, Instant createdAt,
-                            @Schema(description = "null while the token can be used") Instant revokedAt) {}
+                            @Schema(description = "null while the token can be used") Instant revokedAt,
+                            @Schema(description = "the name of the token that revoked it; null while it can be used "
+                                    + "(and for a token revoked before fairq recorded who did)") String revokedBy) {}
 
     @Schema(name = "AdminTokenList")
     public record TokenList(@Schema(description = "every token ever made (FAIRQ_ADMIN_TOKEN, named bootstrap, is not "
@@ -82,7 +84,7 @@ public final class AdminTokensResource {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = TokenList.class))))
     public TokenList list() {
         return new TokenList(tokens.list().stream()
-                .map(t -> new TokenInfo(t.id(), t.name(), t.createdBy(), t.createdAt(), t.revokedAt())).toList());
+                .map(t -> new TokenInfo(t.id(), t.name(), t.createdBy(), t.createdAt(), t.revokedAt(), t.revokedBy())).toList());
     }
 
     @DELETE
@@ -90,8 +92,8 @@ public final class AdminTokensResource {
     @Operation(summary = "Revoke an admin token at once (revoking twice is fine; a token may revoke itself)", responses = {
             @ApiResponse(responseCode = "204", description = "revoked"),
             @ApiResponse(responseCode = "404", description = "no such token")})
-    public Response revoke(@PathParam("id") String id) {
-        if (!tokens.revoke(id)) throw ApiException.notFound("no admin token " + id);
+    public Response revoke(@PathParam("id") String id, @Context SecurityContext sc) {
+        if (!tokens.revoke(id, BearerAuthFilter.actor(sc))) throw ApiException.notFound("no admin token " + id);
         return Response.noContent().build();
     }
 }

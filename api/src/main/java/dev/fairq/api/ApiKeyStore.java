@@ -2,6 +2,7 @@ package dev.fairq.api;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
+import dev.fairq.schema.TenantStore;
 import org.jooq.DSLContext;
 import org.jooq.Record;
 
@@ -28,6 +29,7 @@ import java.util.function.LongSupplier;
 final class ApiKeyStore {
     /** Every tenant key starts with it (the authentication tells keys from admin tokens by it). */
     static final String PREFIX = "fqk_";
+    private static final TenantStore AUDIT = new TenantStore();
     /**
      * How long a verified key is trusted without asking the database again while no listener hears of changes:
      * what a revocation made by another process (or in SQL) may take to apply then. A second keeps that prompt and
@@ -87,12 +89,17 @@ final class ApiKeyStore {
 
     record KeyInfo(String keyId, String tenant, java.time.Instant createdAt, java.time.Instant revokedAt) {}
 
-    CreatedKey create(String tenantId) {
+    /** A new key, audited ({@code key_create}, naming {@code actor}) in the same transaction. */
+    CreatedKey create(String tenantId, String actor) {
         String key = Tokens.generate(PREFIX);
         String id = Tokens.shortId("key_");
-        OffsetDateTime created = db.resultQuery(
-                "INSERT INTO api_keys (id, tenant_id, key_hash) VALUES (?, ?, ?) RETURNING created_at",
-                id, tenantId, Tokens.sha256(key)).fetchOne(0, OffsetDateTime.class);
+        OffsetDateTime created = db.transactionResult(c -> {
+            OffsetDateTime at = c.dsl().resultQuery(
+                    "INSERT INTO api_keys (id, tenant_id, key_hash) VALUES (?, ?, ?) RETURNING created_at",
+                    id, tenantId, Tokens.sha256(key)).fetchOne(0, OffsetDateTime.class);
+            AUDIT.auditKey(c.dsl(), tenantId, actor, true, id);
+            return at;
+        });
         return new CreatedKey(id, key, tenantId, created);
     }
 
@@ -182,11 +189,20 @@ final class ApiKeyStore {
         return (int) verified.estimatedSize();
     }
 
-    /** Revokes a key of the tenant; false when the tenant has no such key. Revoking twice is fine. */
-    boolean revoke(String tenantId, String keyId) {
-        boolean found = db.resultQuery("""
-                UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
-                WHERE id = ? AND tenant_id = ? RETURNING id""", keyId, tenantId).fetchOptional().isPresent();
+    /** Revokes a key of the tenant, audited ({@code key_revoke}); false when the tenant has no such key. Revoking twice is fine (one audit row). */
+    boolean revoke(String tenantId, String keyId, String actor) {
+        boolean found = db.transactionResult(c -> {
+            // the row lock orders two revokes of one key: only the one that revoked it writes an audit row
+            Record r = c.dsl().resultQuery("""
+                    SELECT revoked_at IS NULL FROM api_keys WHERE id = ? AND tenant_id = ? FOR UPDATE""",
+                    keyId, tenantId).fetchOne();
+            if (r == null) return false;
+            if (r.get(0, Boolean.class)) {
+                c.dsl().execute("UPDATE api_keys SET revoked_at = now() WHERE id = ?", keyId);
+                AUDIT.auditKey(c.dsl(), tenantId, actor, false, keyId);
+            }
+            return true;
+        });
         forget(tenantId);
         return found;
     }

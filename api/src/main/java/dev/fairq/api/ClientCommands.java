@@ -500,11 +500,12 @@ final class ClientCommands {
                 case "list" -> {
                     JsonNode body = client.send("GET", "/v1/admin/tokens", null, true).body();
                     if (printedAsJson(json, body)) return;
-                    out.printf("%-22s %-28s %-16s %-28s %s%n", "ID", "NAME", "CREATED_BY", "CREATED", "REVOKED");
+                    out.printf("%-22s %-28s %-16s %-28s %-28s %s%n", "ID", "NAME", "CREATED_BY", "CREATED", "REVOKED",
+                            "REVOKED_BY");
                     for (JsonNode n : body.get("tokens")) {
                         Model.AdminToken t = read(n, Model.AdminToken.class);
-                        out.printf("%-22s %-28s %-16s %-28s %s%n", t.id(), t.name(), t.createdBy(), t.createdAt(),
-                                t.revokedAt() == null ? "-" : t.revokedAt());
+                        out.printf("%-22s %-28s %-16s %-28s %-28s %s%n", t.id(), t.name(), t.createdBy(), t.createdAt(),
+                                t.revokedAt() == null ? "-" : t.revokedAt(), t.revokedBy() == null ? "-" : t.revokedBy());
                     }
                 }
                 case "revoke" -> {

@@ -33,10 +33,12 @@ final class TenantAdminStore {
         return store.write(db, id, given, replace, actor).map(c -> new Change(TenantView.of(c.tenant()), c.created()));
     }
 
-    /** One change; old_values is null for a create. */
-    record AuditEntry(long id, String tenant, String actor, String action,
-                      @io.swagger.v3.oas.annotations.media.Schema(type = "object", description = "the limits before; null for a create") JsonNode oldValues,
-                      @io.swagger.v3.oas.annotations.media.Schema(type = "object", description = "the limits after") JsonNode newValues,
+    /** One change; old_values is null for a create and a key_create. */
+    record AuditEntry(long id, String tenant,
+                      @io.swagger.v3.oas.annotations.media.Schema(description = "the admin token's name, or 'tenants.yml' for a tenant it created") String actor,
+                      @io.swagger.v3.oas.annotations.media.Schema(allowableValues = {"create", "replace", "patch", "key_create", "key_revoke"}) String action,
+                      @io.swagger.v3.oas.annotations.media.Schema(type = "object", description = "the limits before; null for a create and a key_create; {key_id} for a key_revoke") JsonNode oldValues,
+                      @io.swagger.v3.oas.annotations.media.Schema(type = "object", description = "the limits after; {key_id} for a key_create, {key_id, revoked: true} for a key_revoke") JsonNode newValues,
                       java.time.Instant changedAt) {}
 
     /** Newest first, keyset pages on id. */

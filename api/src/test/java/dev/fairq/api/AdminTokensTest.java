@@ -73,7 +73,46 @@ class AdminTokensTest extends AppTest {
         assertEquals(401, app.call("GET", "/v1/admin/tenants", token, null).status(), "revoked: refused at once");
         assertFalse(find(app.admin("GET", "/v1/admin/tokens", null).body(), id).get("revoked_at").isNull());
         assertEquals(204, app.admin("DELETE", "/v1/admin/tokens/" + id, null).status(), "revoking twice is fine");
+        assertEquals(alice, find(app.admin("GET", "/v1/admin/tokens", null).body(), id).get("revoked_by").asText(),
+                "who revoked it: the first revoke, not the second");
+        assertTrue(listed.get("revoked_by").isNull(), "none while it could be used");
         assertEquals(404, app.admin("DELETE", "/v1/admin/tokens/adm_nosuch", null).status());
+    }
+
+    /**
+     * Who issued or revoked a tenant's key is in the audit log (it had only limit changes): key_create and key_revoke
+     * name the key's id and the admin token's name, never the key; a second revoke changes nothing and writes nothing.
+     */
+    @Test
+    void issuingAndRevokingATenantsKeyIsAuditedWithItsIdNeverTheKey() {
+        String bob = unique("bob");
+        String token = app.admin("POST", "/v1/admin/tokens", "{\"name\": \"" + bob + "\"}").body().get("token").asText();
+        String tenant = TestApp.uniqueTenant("keyaudit");
+        assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + tenant, "{}").status());
+        TestApp.Res issued = app.call("POST", "/v1/admin/tenants/" + tenant + "/keys", token, null);
+        assertEquals(201, issued.status(), issued.toString());
+        String keyId = issued.body().get("key_id").asText();
+        String key = issued.body().get("key").asText();
+        assertEquals(204, app.admin("DELETE", "/v1/admin/tenants/" + tenant + "/keys/" + keyId, null).status());
+        assertEquals(204, app.call("DELETE", "/v1/admin/tenants/" + tenant + "/keys/" + keyId, token, null).status(),
+                "revoking twice is fine");
+        assertEquals(404, app.admin("DELETE", "/v1/admin/tenants/" + tenant + "/keys/key_nosuch", null).status());
+
+        TestApp.Res page = app.admin("GET", "/v1/admin/audit?tenant=" + tenant, null);
+        JsonNode audit = page.body().get("entries");
+        assertEquals(3, audit.size(), "create, key_create, one key_revoke: " + audit);
+        assertEquals("key_revoke", audit.get(0).get("action").asText());
+        assertEquals("bootstrap", audit.get(0).get("actor").asText(), "the first revoke's token, not the second's");
+        assertEquals(keyId, audit.get(0).get("old_values").get("key_id").asText());
+        assertEquals(keyId, audit.get(0).get("new_values").get("key_id").asText());
+        assertTrue(audit.get(0).get("new_values").get("revoked").asBoolean(), audit.toString());
+        assertEquals("key_create", audit.get(1).get("action").asText());
+        assertEquals(bob, audit.get(1).get("actor").asText());
+        assertTrue(audit.get(1).get("old_values").isNull(), audit.toString());
+        assertEquals(keyId, audit.get(1).get("new_values").get("key_id").asText());
+        assertEquals("create", audit.get(2).get("action").asText());
+        assertFalse(page.toString().contains(key), "never the key itself");
+        assertFalse(page.toString().contains(Tokens.sha256(key)), "nor its hash");
     }
 
     private static JsonNode find(JsonNode list, String id) {

@@ -174,6 +174,9 @@ class CommandLineTest extends AppTest {
         JsonNode listed = ok(TestApp.ADMIN_TOKEN, "admin-tokens", "list", "--json").json();
         assertTrue(listed.get("tokens").toString().contains(id));
         assertTrue(ok(TestApp.ADMIN_TOKEN, "admin-tokens", "revoke", id).out().contains("revoked"));
+        String row = ok(TestApp.ADMIN_TOKEN, "admin-tokens", "list").out().lines().filter(l -> l.startsWith(id))
+                .findFirst().orElseThrow();
+        assertTrue(row.endsWith(" bootstrap"), "the last column says who revoked it: " + row);
         Run refused = run(token, "admin-tokens", "list");
         assertFalse(refused.ok());
         assertTrue(refused.err().startsWith("fairq: unknown or revoked token (HTTP 401)"), refused.err());

@@ -110,7 +110,8 @@ class FullRunIT {
         TestApp.Res list = call(second, "GET", "/v1/jobs", apiKey, null);
         assertEquals(200, list.status());
         assertEquals(3, list.body().get("jobs").size());
-        assertEquals(2, call(second, "GET", "/v1/admin/audit?tenant=acme", token, null).body().get("entries").size());
+        // create, key_create, patch
+        assertEquals(3, call(second, "GET", "/v1/admin/audit?tenant=acme", token, null).body().get("entries").size());
         second.process().destroy();
         assertTrue(second.process().waitFor(60, TimeUnit.SECONDS));
     }

@@ -54,7 +54,8 @@ public final class Model {
                          Instant createdAt, Instant updatedAt) {}
 
     /** An admin token as listed: never the token itself. */
-    public record AdminToken(String id, String name, String createdBy, Instant createdAt, Instant revokedAt) {}
+    public record AdminToken(String id, String name, String createdBy, Instant createdAt, Instant revokedAt,
+                             String revokedBy) {}
 
     /** A new admin token: {@code token} is shown in this answer only. */
     public record NewAdminToken(String id, String name, String token, String createdBy, Instant createdAt) {}

@@ -99,6 +99,11 @@ class TenantsFileTest {
         assertEquals(5, db.dsl().fetchValue("SELECT weight FROM tenants WHERE id = 'acme'"), "live limits survive a restart");
         assertEquals(4, db.dsl().fetchValue("SELECT weight FROM tenants WHERE id = 'globex'"));
         assertEquals(0, file.seed(db.dsl()), "seeding twice changes nothing");
+        // the tenant it created has its history from the start, the one it left alone has no row from it
+        assertEquals(List.of("globex create tenants.yml 4"), db.dsl().resultQuery(
+                "SELECT tenant_id || ' ' || action || ' ' || actor || ' ' || (new_values->>'weight') FROM tenant_audit "
+                        + "WHERE old_values IS NULL AND actor = 'tenants.yml'").fetch(0, String.class));
+        assertEquals(0, db.count("SELECT count(*) FROM tenant_audit WHERE tenant_id = 'acme'"));
     }
 
     static final String WITH_SCHEDULES = """

@@ -35,7 +35,7 @@ public final class TenantStore {
 
     /** A tenant that does not exist yet is created; one that exists keeps its stored (maybe live-changed) limits. */
     static final NamedSql SEED = NamedSql.of(INSERT_TENANT + """
-            ON CONFLICT (id) DO NOTHING
+            ON CONFLICT (id) DO NOTHING RETURNING *
             """);
 
     /** A PUT's create: the row when this statement inserted it, none when another transaction has the id. */
@@ -102,13 +102,34 @@ public final class TenantStore {
             ORDER BY id DESC LIMIT :limit
             """);
 
-    /** Inserts the tenants that do not exist yet (a tenants.yml holds tens of them); returns how many. */
+    /** The audit actor of the tenants that tenants.yml creates (it changes no existing tenant). */
+    public static final String TENANTS_FILE_ACTOR = "tenants.yml";
+
+    /**
+     * Inserts the tenants that do not exist yet (a tenants.yml holds tens of them), each with a "create" audit row;
+     * returns how many.
+     */
     public int seed(DSLContext ctx, List<TenantLimits> tenants) {
         return ctx.transactionResult(c -> {
             int inserted = 0;
-            for (TenantLimits t : tenants) inserted += limits(SEED.bind().set("id", t.id()), t).execute(c.dsl());
+            for (TenantLimits t : tenants) {
+                for (Record r : limits(SEED.bind().set("id", t.id()), t).fetch(c.dsl())) {
+                    audit(c.dsl(), t.id(), TENANTS_FILE_ACTOR, "create", null, TenantLimits.of(r.into(TENANTS)).toMap());
+                    inserted++;
+                }
+            }
             return inserted;
         });
+    }
+
+    /**
+     * The audit row of a key issued ({@code key_create}) or revoked ({@code key_revoke}), written by the caller in
+     * the transaction that made the change: it names the key's id, never the key.
+     */
+    public void auditKey(DSLContext tx, String tenantId, String actor, boolean created, String keyId) {
+        Map<String, Object> key = Map.of("key_id", keyId);
+        Map<String, Object> after = created ? key : Map.of("key_id", keyId, "revoked", true);
+        audit(tx, tenantId, actor, created ? "key_create" : "key_revoke", created ? null : key, after);
     }
 
     private static NamedSql.Binding limits(NamedSql.Binding b, TenantLimits t) {
