@@ -70,6 +70,7 @@ final class EnvironmentOverrides {
         }
         if ((v = get(env, "FAIRQ_API_POOL_SIZE")) != null) c.apiPoolSize = intIn("FAIRQ_API_POOL_SIZE", v, 1, 1000);
         if ((v = get(env, "FAIRQ_METRICS_TENANTS")) != null) c.metricsTenants = intIn("FAIRQ_METRICS_TENANTS", v, 0, 10_000);
+        if ((v = get(env, "FAIRQ_METRICS_PORT")) != null) c.metricsPort = intIn("FAIRQ_METRICS_PORT", v, 0, 65535);
         if ((v = get(env, "FAIRQ_MAX_PAYLOAD_BYTES")) != null) {
             c.maxPayloadBytes = intIn("FAIRQ_MAX_PAYLOAD_BYTES", v, 1, 16 * 1024 * 1024);
         }

@@ -82,6 +82,12 @@ public class FairqConfiguration extends Configuration {
      */
     @JsonProperty public int metricsTenants = 100;
     /**
+     * The port on which a {@code worker} or {@code scheduler} process serves {@code /metrics} (its own counters)
+     * and {@code /ping}, on FAIRQ_ADMIN_BIND's address; null (the default): none. Opt-in because those roles run
+     * several to a host, where one default port would make all but the first fail to start.
+     */
+    @JsonProperty public Integer metricsPort;
+    /**
      * Dropwizard's admin tasks that change the running process ({@code POST /tasks/log-level}, {@code /tasks/gc})
      * and the CPU profiler ({@code /pprof}) on the admin port: off unless enabled (FAIRQ_ADMIN_TASKS=true).
      */

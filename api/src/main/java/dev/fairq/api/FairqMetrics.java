@@ -138,6 +138,9 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
     /**
      * @param topTenants K: the most tenants with series of their own (FAIRQ_METRICS_TENANTS)
      * @param scheduler  this process's scheduler, when it runs one (its tick times and active set), else null
+     * @param db         where the queue depths are read at each scrape; null in a worker or scheduler process,
+     *                   which reports its own counters only (the server processes report the queue: read by every
+     *                   process of a split deployment, it would be read N times a scrape and summed wrong)
      */
     FairqMetrics(DSLContext db, int topTenants, Supplier<Scheduler> scheduler) {
         this.db = db;
@@ -300,6 +303,10 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
     static final int TOP_KEYS = 20;
 
     private MetricSnapshots collectDepths() {
+        if (db == null) {
+            chooseTracked(Map.of()); // by this process's own activity only
+            return new MetricSnapshots();
+        }
         try {
             JobQueries.Depths depths = queries.liveDepths(db);
             Set<String> chosen = chooseTracked(depths.byTenant());

@@ -14,7 +14,12 @@ import io.dropwizard.core.cli.ConfiguredCommand;
 import io.dropwizard.core.setup.Bootstrap;
 import net.sourceforge.argparse4j.inf.Namespace;
 
+import io.dropwizard.core.server.DefaultServerFactory;
+import io.dropwizard.jetty.ConnectorFactory;
+import io.dropwizard.jetty.HttpConnectorFactory;
+
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicReference;
 
 /** The single-role commands: each runs against FAIRQ_DATABASE_URL, so many processes can share one database. */
 final class RoleCommands {
@@ -41,10 +46,14 @@ final class RoleCommands {
             Database.migrate(pool);
             HandlerRegistry handlers = new HandlerRegistry();
             application.registerHandlers(handlers, config, Database.dsl(pool));
-            Worker worker = Roles.startWorker(config, handlers, new JobStore(), target, pool, WorkerObserver.NONE);
+            FairqMetrics metrics = config.metricsPort == null ? null : new FairqMetrics(null, config.metricsTenants, () -> null);
+            ProcessMetricsServer http = metrics == null ? null : startMetrics(config, metrics);
+            Worker worker = Roles.startWorker(config, handlers, new JobStore(), target, pool,
+                    metrics == null ? WorkerObserver.NONE : metrics);
             ShutdownSignals.onTerminate(() -> {
                 worker.close();
                 pool.close();
+                if (http != null) http.close();
             });
             new CountDownLatch(1).await(); // until a signal ends the process
         }
@@ -68,11 +77,35 @@ final class RoleCommands {
             Database.migrate(pool);
             Roles.seedTenants(config, Database.dsl(pool));
             pool.close();
-            // a scheduler-only process has no metrics endpoint: fires are counted where /metrics is served
-            SchedulerService scheduler = Roles.startScheduler(config, new JobStore(), target, ScheduleObserver.NONE);
-            ShutdownSignals.onTerminate(scheduler::close);
+            // with FAIRQ_METRICS_PORT its fires and (while it leads) its tick times are served there
+            AtomicReference<SchedulerService> running = new AtomicReference<>();
+            FairqMetrics metrics = config.metricsPort == null ? null : new FairqMetrics(null, config.metricsTenants, () -> {
+                SchedulerService s = running.get();
+                return s == null || !s.isLeader() ? null : s.scheduler();
+            });
+            ProcessMetricsServer http = metrics == null ? null : startMetrics(config, metrics);
+            SchedulerService scheduler = Roles.startScheduler(config, new JobStore(), target,
+                    metrics == null ? ScheduleObserver.NONE : metrics);
+            running.set(scheduler);
+            ShutdownSignals.onTerminate(() -> {
+                scheduler.close();
+                if (http != null) http.close();
+            });
             new CountDownLatch(1).await();
         }
+    }
+
+    /** /metrics and /ping on FAIRQ_METRICS_PORT, at the admin connector's address (FAIRQ_ADMIN_BIND, 127.0.0.1). */
+    private static ProcessMetricsServer startMetrics(FairqConfiguration config, FairqMetrics metrics) throws java.io.IOException {
+        String host = FairqConfiguration.DEFAULT_ADMIN_BIND;
+        if (config.getServerFactory() instanceof DefaultServerFactory server) {
+            for (ConnectorFactory f : server.getAdminConnectors()) {
+                if (f instanceof HttpConnectorFactory h && h.getBindHost() != null) host = h.getBindHost();
+            }
+        }
+        ProcessMetricsServer http = ProcessMetricsServer.start(host, config.metricsPort, metrics);
+        org.slf4j.LoggerFactory.getLogger(RoleCommands.class).info("serving /metrics and /ping on {}:{}", host, http.port());
+        return http;
     }
 
     /** {@code migrate}: applies the database migrations and exits. */
