@@ -4,8 +4,6 @@ import dev.fairq.testing.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -13,7 +11,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
 import static org.awaitility.Awaitility.await;
@@ -37,26 +34,11 @@ class FullRunIT {
     record Running(Process process, List<String> lines, int port, int adminPort) {}
 
     private Running start(Path dir, int port, int adminPort) throws Exception {
-        String jar = System.getProperty("fairq.jar", "target/fairq.jar");
-        ProcessBuilder pb = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx384m", "-jar", Path.of(jar).toAbsolutePath().toString(), "server")
-                .directory(dir.toFile()).redirectErrorStream(true);
-        pb.environment().keySet().removeIf(k -> k.startsWith("FAIRQ_"));
-        pb.environment().put("FAIRQ_PORT", Integer.toString(port));
-        pb.environment().put("FAIRQ_ADMIN_PORT", Integer.toString(adminPort));
-        pb.environment().put("FAIRQ_DEMO_HANDLERS", "true");
-        Process p = pb.start();
+        JarProcess jar = JarProcess.start(dir, "-Xmx384m", java.util.Map.of("FAIRQ_PORT", Integer.toString(port),
+                "FAIRQ_ADMIN_PORT", Integer.toString(adminPort), "FAIRQ_DEMO_HANDLERS", "true"), "server");
+        Process p = jar.process();
+        List<String> lines = jar.lines();
         started.add(p);
-        List<String> lines = new CopyOnWriteArrayList<>();
-        Thread reader = new Thread(() -> {
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-                for (String line; (line = r.readLine()) != null; ) lines.add(line);
-            } catch (Exception ignored) {
-                // the process ended
-            }
-        });
-        reader.setDaemon(true);
-        reader.start();
         Running running = new Running(p, lines, port, adminPort);
         await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(250)).until(() -> {
             if (!p.isAlive()) throw new AssertionError("fairq exited with " + p.exitValue() + ":\n" + String.join("\n", lines));

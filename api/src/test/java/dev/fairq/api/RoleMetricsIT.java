@@ -8,14 +8,11 @@ import org.jooq.impl.DSL;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -23,7 +20,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -48,35 +44,19 @@ class RoleMetricsIT {
         for (Process p : started) p.destroyForcibly();
     }
 
-    record Running(Process process, List<String> lines) {}
-
-    private Running start(String role, String url, TestDatabase db, Map<String, String> env) throws Exception {
-        ProcessBuilder pb = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx256m", "-jar", Path.of(System.getProperty("fairq.jar", "target/fairq.jar")).toAbsolutePath().toString(),
-                role).redirectErrorStream(true);
-        pb.environment().keySet().removeIf(k -> k.startsWith("FAIRQ_"));
-        pb.environment().put("FAIRQ_DATABASE_URL", url);
-        pb.environment().put("FAIRQ_DATABASE_USER", db.user);
-        if (db.password != null) pb.environment().put("FAIRQ_DATABASE_PASSWORD", db.password);
-        pb.environment().put("FAIRQ_ADMIN_TOKEN", "role-metrics-0123456789abcdef0123456789");
-        pb.environment().putAll(env);
-        Process p = pb.start();
-        started.add(p);
-        List<String> lines = new CopyOnWriteArrayList<>();
-        Thread reader = new Thread(() -> {
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-                for (String line; (line = r.readLine()) != null; ) lines.add(line);
-            } catch (Exception ignored) {
-                // the process ended
-            }
-        });
-        reader.setDaemon(true);
-        reader.start();
-        return new Running(p, lines);
+    private JarProcess start(String role, String url, TestDatabase db, Map<String, String> env) throws Exception {
+        Map<String, String> all = new java.util.HashMap<>(env);
+        all.put("FAIRQ_DATABASE_URL", url);
+        all.put("FAIRQ_DATABASE_USER", db.user);
+        if (db.password != null) all.put("FAIRQ_DATABASE_PASSWORD", db.password);
+        all.put("FAIRQ_ADMIN_TOKEN", "role-metrics-0123456789abcdef0123456789");
+        JarProcess p = JarProcess.start(null, "-Xmx256m", all, role);
+        started.add(p.process());
+        return p;
     }
 
     /** The port the process says it serves /metrics on, once it says so. */
-    private static int metricsPort(Running r) {
+    private static int metricsPort(JarProcess r) {
         int[] port = new int[1];
         await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(200)).until(() -> {
             if (!r.process().isAlive()) throw new AssertionError("exited " + r.process().exitValue() + ":\n" + String.join("\n", r.lines()));
@@ -112,9 +92,9 @@ class RoleMetricsIT {
         db.dsl().execute("CREATE DATABASE " + name);
         try {
             String url = db.jdbcUrl.replaceFirst("(jdbc:postgresql://[^/]+/)[^?]*", "$1" + name);
-            Running scheduler = start("scheduler", url, db, Map.of("FAIRQ_METRICS_PORT", "0"));
+            JarProcess scheduler = start("scheduler", url, db, Map.of("FAIRQ_METRICS_PORT", "0"));
             int schedulerPort = metricsPort(scheduler);
-            Running worker = start("worker", url, db, Map.of("FAIRQ_METRICS_PORT", "0", "FAIRQ_DEMO_HANDLERS", "true"));
+            JarProcess worker = start("worker", url, db, Map.of("FAIRQ_METRICS_PORT", "0", "FAIRQ_DEMO_HANDLERS", "true"));
             int workerPort = metricsPort(worker);
 
             try (Connection c = DriverManager.getConnection(url, db.user, db.password)) {
@@ -149,7 +129,7 @@ class RoleMetricsIT {
 
             // a port already taken: the process says so in one line and exits 1, before it claims anything
             try (ServerSocket taken = new ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
-                Running clash = start("worker", url, db, Map.of("FAIRQ_METRICS_PORT", Integer.toString(taken.getLocalPort())));
+                JarProcess clash = start("worker", url, db, Map.of("FAIRQ_METRICS_PORT", Integer.toString(taken.getLocalPort())));
                 assertTrue(clash.process().waitFor(120, TimeUnit.SECONDS), "a clash ends the process");
                 assertEquals(1, clash.process().exitValue(), String.join("\n", clash.lines()));
                 String said = "fairq: FAIRQ_METRICS_PORT " + taken.getLocalPort() + " on 127.0.0.1";
