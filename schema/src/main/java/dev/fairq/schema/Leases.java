@@ -71,6 +71,12 @@ public final class Leases {
             """);
 
     /**
+     * Which of the tenants of the worker's held jobs are paused: a job claimed before its tenant was paused, still
+     * waiting for a thread, is handed back instead of started. Primary-key probes, in the same once-a-second check.
+     */
+    static final NamedSql PAUSED_TENANTS = NamedSql.of("SELECT id FROM tenants WHERE id = ANY(:ids::text[]) AND paused");
+
+    /**
      * The fallback to NOTIFY fairq_cancel: which of the worker's running attempts someone asked to cancel.
      * Primary-key probes of the jobs the worker holds, fenced like the heartbeat.
      */
@@ -255,6 +261,12 @@ public final class Leases {
         Long[] ids = attempts.keySet().toArray(Long[]::new);
         return new HashSet<>(CANCEL_REQUESTS.bind().set("worker_id", workerId).set("ids", ids)
                 .set("attempts", attemptsOf(ids, attempts)).fetch(ctx).getValues(0, Long.class));
+    }
+
+    public Set<String> pausedTenants(DSLContext ctx, Set<String> tenantIds) {
+        if (tenantIds.isEmpty()) return Set.of();
+        return new HashSet<>(PAUSED_TENANTS.bind().set("ids", tenantIds.toArray(String[]::new)).fetch(ctx)
+                .getValues(0, String.class));
     }
 
     private static Integer[] attemptsOf(Long[] ids, Map<Long, Integer> attempts) {

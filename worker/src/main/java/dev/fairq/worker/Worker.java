@@ -24,6 +24,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -153,6 +154,8 @@ public final class Worker implements AutoCloseable {
      * notification reaches it (while it is down they go through the ready buffer, as before).
      */
     private volatile boolean listening;
+    /** Tenants of held jobs found paused by the last periodic check: their jobs not yet started are handed back. */
+    private volatile Set<String> pausedTenants = Set.of();
     private Thread claimer;
     private Thread completer;
     private Thread listener;
@@ -196,6 +199,11 @@ public final class Worker implements AutoCloseable {
     /** How many jobs this process holds the lease of right now. */
     public int heldCount() {
         return held.size();
+    }
+
+    /** Whether the last periodic check found this tenant paused (its claimed jobs are then not started). */
+    boolean sawPaused(String tenantId) {
+        return pausedTenants.contains(tenantId);
     }
 
     /** Handler threads that ignored an interruption and still run, abandoned (replaced up to the cap). */
@@ -734,6 +742,10 @@ public final class Worker implements AutoCloseable {
             endUnstarted(a, null, "lease margin");
             return false;
         }
+        if (pausedTenants.contains(a.job.tenantId())) { // claimed before the pause: a paused tenant starts nothing
+            endUnstarted(a, null, "its tenant is paused");
+            return false;
+        }
         if (!a.begin(Thread.currentThread())) {
             endUnstarted(a, a.cancelReason(), null);
             return false;
@@ -1226,11 +1238,17 @@ public final class Worker implements AutoCloseable {
         }
     }
 
-    /** The fallback to NOTIFY fairq_cancel: asks the database which held attempts someone cancelled. */
+    /** The fallback to NOTIFY fairq_cancel: asks the database which held attempts someone cancelled (and which tenants are paused). */
     void checkCancelRequests() {
         try {
-            if (held.isEmpty()) return;
+            if (held.isEmpty()) { // kept while paused: a job handed back may be claimed again before it is unadmitted
+                if (!pausedTenants.isEmpty()) pausedTenants = store.leases().pausedTenants(db, pausedTenants);
+                return;
+            }
             Map<Long, Attempt> mine = new HashMap<>(held);
+            Set<String> tenants = new HashSet<>();
+            mine.values().forEach(a -> tenants.add(a.job.tenantId()));
+            pausedTenants = store.leases().pausedTenants(db, tenants);
             Map<Long, Integer> attempts = new HashMap<>();
             mine.forEach((id, a) -> {
                 if (a.cancelReason() == null) attempts.put(id, a.job.attempt());

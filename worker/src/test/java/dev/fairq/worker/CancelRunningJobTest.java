@@ -127,4 +127,29 @@ class CancelRunningJobTest extends PlatformTest {
         cancel(blocker, OperatorActions.ActionResult.STOPPING);
         await().atMost(Duration.ofSeconds(30)).until(() -> "cancelled".equals(status(blocker)));
     }
+
+    @Test
+    void aClaimedJobOfATenantPausedBeforeItStartsDoesNotStart() throws Exception {
+        platform.startScheduler(SchedulerConfig.defaults());
+        long blocker = enqueue("hold", null);
+        long waiting = enqueue("note", null);
+        Worker worker = platform.startWorker(TestPlatform.fastConfig("w1", 1).toBuilder().prefetch(1)
+                .cancelCheckInterval(Duration.ofMillis(100)).build(), handlers(false));
+        assertTrue(started.await(30, TimeUnit.SECONDS));
+        await().atMost(Duration.ofSeconds(30)).until(() -> "running".equals(status(waiting)));
+
+        // paused while 'waiting' is claimed (running) but queued behind the blocker for the one thread
+        db.dsl().execute("UPDATE tenants SET paused = true WHERE id = 'acme'");
+        await().atMost(Duration.ofSeconds(30)).until(() -> worker.sawPaused("acme"));
+        cancel(blocker, OperatorActions.ActionResult.STOPPING);
+
+        // handed back, and the scheduler takes a paused tenant's admitted job back to pending
+        await().atMost(Duration.ofSeconds(10)).until(() -> status(waiting) + " " + notes, "pending []"::equals);
+        assertEquals(List.of(), notes, "a paused tenant's job did not start");
+        assertEquals(0, db.count("SELECT attempts FROM jobs WHERE id = ?", waiting), "the attempt was given back");
+
+        db.dsl().execute("UPDATE tenants SET paused = false WHERE id = 'acme'");
+        await().atMost(Duration.ofSeconds(30)).until(() -> "succeeded".equals(status(waiting)));
+        assertEquals(List.of(waiting), notes);
+    }
 }
