@@ -55,6 +55,8 @@ public final class Scheduler {
     private final Map<String, TenantState> tenants = new HashMap<>();
     /** Tenants that may have admissible jobs due now: probed when they may take jobs, dropped when found empty. */
     private final Set<String> maybeWork = new LinkedHashSet<>();
+    /** The claim point of the last tick's load: the virtual time the snapshot lifts waiting tenants to. */
+    private Double lastNextRank;
     /**
      * Tenants in maybeWork whose last candidate read found no job with a concurrency or fairness key: their
      * next reads skip the lane probe (with 10,000 tenants draining, each picked for one job a round, that probe
@@ -409,13 +411,22 @@ public final class Scheduler {
 
     /**
      * What explain needs from memory, per cached tenant: tokens, time to the next token, pass, and the
-     * tenant's place in the weighted-fair order among the tenants that competed in the last admission round
-     * (1 = next). Also remembers the positions for {@link #stateOf}.
+     * tenant's place in the weighted-fair order among the tenants with work (the active set, unpaused; 1 = next),
+     * passes lifted as {@link #lowestPasses} lifts them. Not only those the last round read: a round reads just
+     * the tenants its picks go to, so a waiting tenant had no position. Also remembers the positions for
+     * {@link #stateOf}.
      */
     public synchronized List<Snapshot> snapshot() {
+        double virtualTime = policy.virtualTime(lastNextRank);
         List<TenantState> order = new ArrayList<>();
-        for (TenantState t : tenants.values()) if (t.eligibleLastRound) order.add(t);
-        order.sort(Comparator.comparingDouble(TenantState::pass).thenComparing(TenantState::id));
+        Map<String, Double> passes = new HashMap<>();
+        for (String id : maybeWork) {
+            TenantState t = tenants.get(id);
+            if (t == null || t.limits().paused()) continue;
+            order.add(t);
+            passes.put(id, !t.eligibleLastRound && t.pass < virtualTime ? virtualTime : t.pass);
+        }
+        order.sort(Comparator.comparingDouble((TenantState t) -> passes.get(t.id())).thenComparing(TenantState::id));
         Map<String, Integer> pos = new HashMap<>(order.size() * 2);
         for (int i = 0; i < order.size(); i++) pos.put(order.get(i).id(), i + 1);
         positions = pos;
@@ -459,6 +470,7 @@ public final class Scheduler {
         boolean readGrants = grantsAfterLastTick.size() <= GRANT_READ_EVERY_TICK_UP_TO || lastGrantRead == Long.MIN_VALUE
                 || now - lastGrantRead >= GRANT_READ_EVERY_NANOS;
         Admission.QueueLoad load = store.load(ctx, config.workerLiveness(), readGrants);
+        lastNextRank = load.nextRank();
         // keyed jobs that waited out of their lanes (V20) and came due: LOAD moved them into their lanes
         for (String id : load.promoted()) mayHaveWork(id);
         Map<String, Double> grantAges;

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /**
@@ -57,6 +58,33 @@ class PublishStateTest extends SimulatedSchedulerTest {
         service.publishState(db.dsl());
         assertEquals(List.of("held"), db.dsl().fetch("SELECT tenant_id FROM scheduler_tenant_state ORDER BY 1")
                 .getValues(0, String.class), "the earlier term's row is gone, the held tenant's is there");
+    }
+
+    /**
+     * Explain's fair_share position: a tenant with jobs waiting competes whether or not the last round read it. A
+     * round reads only the tenants its picks go to, and the position had been taken among those: with one place
+     * in the buffer the other waiting tenant was published without a position, competing with one tenant (0 when a
+     * round read nobody), while explain said it waited for other tenants' turn.
+     */
+    @Test
+    void tenantsWaitingBehindAFullBufferHaveAPositionAmongThoseWithWork() {
+        db.dsl().execute("INSERT INTO tenants (id) VALUES ('a'), ('b')");
+        SimulatedScheduler s = new SimulatedScheduler(db, SchedulerConfig.builder().fixedBuffer(1, 0).build());
+        List<JobRequest> jobs = new ArrayList<>(SimulatedScheduler.jobs("a", 5));
+        jobs.addAll(SimulatedScheduler.jobs("b", 5));
+        s.enqueue(jobs);
+        for (int i = 0; i < 3; i++) { // a buffer of one: each round reads only the tenant it admits from
+            s.tick();
+            s.completeReady();
+        }
+        s.tick();
+        assertEquals(1, db.count("SELECT count(*) FROM jobs WHERE status = 'ready'"));
+        s.scheduler.snapshot();
+        for (String t : List.of("a", "b")) {
+            var state = s.scheduler.stateOf(t).orElseThrow();
+            assertEquals(2, state.competing(), t + " competes with the other");
+            assertNotNull(state.position(), t + " has a place in the fair order");
+        }
     }
 
     private long rows() {
