@@ -38,7 +38,8 @@ import java.util.function.Supplier;
  *   <li>{@code rate_limited}: the tenant's token bucket is empty until next_token_at;</li>
  *   <li>{@code fair_share_key}: a job with a fairness key: the tenant's share is split among its keys with jobs
  *       waiting, and other keys (or other tenants) have their turn; the key's weight and the keys competing;</li>
- *   <li>{@code fair_share}: other tenants' turn; the tenant's position in the fair order.</li>
+ *   <li>{@code fair_share}: other tenants' turn; the tenant's position in the fair order. At position 1 (next, or
+ *       alone) the message says so instead: its jobs are admitted as workers free up, the earlier ones first.</li>
  * </ol>
  * Tokens and fair-share position live in the active scheduler's memory: read directly when this process is
  * the leader, else from scheduler_tenant_state, which the leader publishes once a second.
@@ -203,7 +204,8 @@ final class Explainer {
             return new Explanation(job.getId(), st, "rate_limited", "the tenant used its rate (" + tenant.getRatePerSecond()
                     + "/s, burst " + tenant.getBurst() + "); next token at " + next, data);
         }
-        data.put("jobs_ahead_in_tenant", queries.jobsAhead(db, job, 10_000));
+        long ahead = queries.jobsAhead(db, job, 10_000);
+        data.put("jobs_ahead_in_tenant", ahead);
         sched.ifPresent(s -> {
             data.put("position", s.position());
             data.put("competing_tenants", s.competing());
@@ -220,6 +222,14 @@ final class Explainer {
             return new Explanation(job.getId(), st, "fair_share_key", "the tenant's share is split among its "
                     + keys + " fairness keys with jobs waiting (this one, '" + job.getFairnessKey() + "', weighs "
                     + keyWeight + "), and tenants share by weight: other keys' or tenants' turn", data);
+        }
+        if (sched.isPresent() && Integer.valueOf(1).equals(sched.get().position())) {
+            // "other tenants' turn" would be wrong for the tenant served next (or alone): what holds it is the
+            // workers, busy, and the ready buffer, which admission keeps at the free threads plus ~100 ms of work
+            return new Explanation(job.getId(), st, "fair_share", "the tenant is next in the fair order (position 1 of "
+                    + sched.get().competing() + "): its jobs are admitted as workers free up, "
+                    + (ahead >= 10_000 ? "at least 10000 jobs" : ahead + (ahead == 1 ? " job" : " jobs"))
+                    + " of its own ahead of this one", data);
         }
         return new Explanation(job.getId(), st, "fair_share", "other tenants' turn: admission is shared by weight"
                 + sched.map(s -> s.position() == null ? "" : "; the tenant is at position " + s.position() + " of "

@@ -9,6 +9,7 @@ import java.util.List;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Admin auth, tenants and their audited limits, keys and revocation, admin job actions. */
@@ -346,6 +347,38 @@ class AdminApiTest extends AppTest {
         assertEquals(java.util.Set.of("concurrency_limits.x", "concurrency_limits.y", "concurrency_limits.z",
                 "key_weights.a", "key_weights.b"), fields, bad.body().toString());
         assertEquals(before, app.snapshot(), "nothing changed");
+    }
+
+    /**
+     * A job of the tenant served next (here the only one with work) waits for the workers, not for "other tenants'
+     * turn", which explain had said whatever its position: the workers are busy with its own jobs.
+     */
+    @Test
+    void theTenantServedNextIsToldItWaitsForWorkersNotOtherTenants() {
+        String t = TestApp.uniqueTenant("next");
+        String key = app.newTenantKey(t);
+        app.awaitSchedulerSaw(t);
+        // one finished first: a worker that has seen no job finish claims many ahead (README "Workers")
+        long first = app.submit(key, "{\"type\": \"sleep\", \"payload\": {\"ms\": 200}}");
+        await().atMost(Duration.ofSeconds(30)).until(() ->
+                app.call("GET", "/v1/jobs/" + first, key, null).body().get("status").asText().equals("succeeded"));
+        List<Long> ids = new java.util.ArrayList<>();
+        for (int i = 0; i < 40; i++) {
+            ids.add(app.submit(key, "{\"type\": \"sleep\", \"payload\": {\"ms\": 60000}}"));
+        }
+        long last = ids.get(ids.size() - 1);
+        try {
+            JsonNode why = await().atMost(Duration.ofSeconds(30)).until(
+                    () -> app.call("GET", "/v1/jobs/" + last + "/explain", key, null).body(),
+                    b -> b.get("reason").asText().equals("fair_share") && b.get("data").path("position").asInt() == 1);
+            String message = why.get("message").asText();
+            assertTrue(message.startsWith("the tenant is next in the fair order (position 1 of "), why.toString());
+            long ahead = why.get("data").get("jobs_ahead_in_tenant").asLong();
+            assertTrue(ahead > 0 && message.endsWith(ahead + " jobs of its own ahead of this one"), why.toString());
+            assertFalse(message.contains("other tenants"), why.toString());
+        } finally {
+            for (long id : ids) app.call("POST", "/v1/jobs/" + id + "/cancel", key, null);
+        }
     }
 
     /** A closed key (limit 0) is what explain names even while the tenant is full: it still holds when the tenant frees up. */
