@@ -93,11 +93,13 @@ public final class Leases {
     /**
      * Which of the jobs an enqueue inserted running under this worker's lease ({@link LocalStarts}) have committed:
      * the fallback to the commit's notification. Primary-key probes; attempt 1 only, so a job reaped meanwhile and
-     * claimed again (attempt 2) is not taken for the one inserted running.
+     * claimed again (attempt 2) is not taken for the one inserted running; and started in the enqueue (started_at =
+     * created_at), since the worker remembers such a job past its lease: one reaped, dead, replayed and claimed here
+     * again is at attempt 1 too, but its claim set started_at.
      */
     static final NamedSql COMMITTED_STARTS = NamedSql.of("""
             SELECT id FROM jobs WHERE id = ANY(:ids::bigint[]) AND locked_by = :worker_id AND status = 'running'
-              AND attempts = 1
+              AND attempts = 1 AND started_at = created_at
             """);
 
     /**

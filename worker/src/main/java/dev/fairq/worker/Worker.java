@@ -99,8 +99,11 @@ public final class Worker implements AutoCloseable {
     private final AtomicInteger outstanding = new AtomicInteger();
     /** Threads reserved for an enqueue's statement in flight ({@link LocalStarts}), until it used or gave back the slot. */
     private final AtomicInteger slotsOut = new AtomicInteger();
-    /** Jobs an enqueue inserted running under this worker's lease, until their commit names them (or their lease lapses). */
-    private final Map<Long, Awaiting> awaitingCommit = new HashMap<>(); // guarded by itself
+    /**
+     * Jobs an enqueue inserted running under this worker's lease, until their commit names them (or
+     * {@link #AWAIT_COMMIT_MAX_NANOS}), oldest first.
+     */
+    private final Map<Long, Awaiting> awaitingCommit = new LinkedHashMap<>(); // guarded by itself
     /**
      * Commits that named a job before its enqueue's thread had registered it (an autocommit statement: its commit
      * and notification come before the statement's answer is read), by job id, when (queue clock): the job starts
@@ -512,6 +515,14 @@ public final class Worker implements AutoCloseable {
     static final long SLOT_HOLD_NANOS = 100_000_000L;
     /** Bounds {@link #committedEarly}: far more than the threads, which bound the slots out. */
     private static final int COMMITTED_EARLY_MAX = 1_024;
+    /**
+     * How long, and how many, jobs inserted running here are remembered awaiting their commit. Past their lease too:
+     * an application's transaction may commit after the lease ran out, and the job is then handed back (the start
+     * check), the attempt not counted; forgotten, it was reaped with the attempt counted, dead without a run at
+     * max_attempts 1. Rolled-back enqueues are never named, so they stay until one of these bounds.
+     */
+    static final long AWAIT_COMMIT_MAX_NANOS = 3_600_000_000_000L;
+    private static final int AWAITING_COMMIT_MAX = 1_024;
 
     /** Whether an enqueue in this process may start a job on this worker now (it listens, it is not stopping). */
     public boolean takesStartsInEnqueue() {
@@ -575,15 +586,13 @@ public final class Worker implements AutoCloseable {
     /**
      * The fallback to the commit's notification (the listener was down, or it is slow), at each heartbeat and when
      * the listener (re)connects: jobs awaiting their commit for at least {@code minAgeNanos} that the database shows
-     * committed start now;
-     * those whose lease is too short to start them are dropped, and the reaper takes them back.
+     * committed start now (those whose lease is too short to start them are handed back by the start check).
      */
     private void checkAwaitingCommit(long minAgeNanos) {
         long now = clock.nanoTime();
-        long keep = config.lease().toNanos() - config.startMargin().toNanos();
         List<Long> old = new ArrayList<>();
         synchronized (awaitingCommit) {
-            awaitingCommit.values().removeIf(a -> now - a.t0() >= keep);
+            awaitingCommit.values().removeIf(a -> now - a.t0() >= AWAIT_COMMIT_MAX_NANOS);
             for (Awaiting a : awaitingCommit.values()) if (now - a.t0() >= minAgeNanos) old.add(a.job().id());
         }
         if (old.isEmpty()) return;
@@ -641,7 +650,10 @@ public final class Worker implements AutoCloseable {
                         slotsOut.decrementAndGet();
                         if (!localStartsClosed) {
                             if (committedEarly.remove(job.id()) != null) startNow(job, t0);
-                            else awaitingCommit.put(job.id(), new Awaiting(job, t0));
+                            else {
+                                if (awaitingCommit.size() >= AWAITING_COMMIT_MAX) awaitingCommit.remove(awaitingCommit.keySet().iterator().next());
+                                awaitingCommit.put(job.id(), new Awaiting(job, t0));
+                            }
                             return;
                         }
                     }
@@ -1292,7 +1304,10 @@ public final class Worker implements AutoCloseable {
         store.stopStartingLocally(localStarts);
         synchronized (awaitingCommit) {
             // in 10 ms waits: bounded in real time whatever the queue clock does (a settable one stands still)
-            for (long w = 0; w < STOP_AWAITS_COMMITS_NANOS && !awaitingCommit.isEmpty() && clock.nanoTime() - runUntil < 0; w += 10_000_000L) {
+            // only for jobs whose lease could still start them: older ones are mostly rolled back, never named
+            long startable = config.lease().toNanos() - config.startMargin().toNanos();
+            for (long w = 0; w < STOP_AWAITS_COMMITS_NANOS && clock.nanoTime() - runUntil < 0
+                    && awaitingCommit.values().stream().anyMatch(a -> clock.nanoTime() - a.t0() < startable); w += 10_000_000L) {
                 try {
                     awaitingCommit.wait(10);
                 } catch (InterruptedException e) {

@@ -240,6 +240,33 @@ class StartInEnqueueTest extends PlatformTest {
         assertEquals(1, db.count("SELECT attempts FROM jobs WHERE id = ?", id[0]));
     }
 
+    /**
+     * An application's transaction that commits after the job's lease ran out: the job is handed back, the attempt
+     * not counted, and runs (it was forgotten at its lease's end and reaped with the attempt counted: at max_attempts
+     * 1, dead without a run). No reaper here, so only the worker's hand-back can move it.
+     */
+    @Test
+    void aCommitAfterTheLeaseRanOutHandsTheJobBackAndItRunsWithoutAnAttemptLost() {
+        start(TestPlatform.fastConfig("w1", 2).toBuilder().lease(Duration.ofSeconds(2), Duration.ofMillis(500))
+                .reapInterval(Duration.ofHours(1)).build(), handlers(new CountDownLatch(0)));
+        grant("acme");
+        long[] id = new long[1];
+        db.dsl().transaction(c -> {
+            id[0] = platform.store.enqueue(c.dsl(), JobRequest.builder("acme", "noop").maxAttempts(1).build()).job().getId();
+            assertEquals("running", status(c.dsl(), id[0]));
+            // the application's own work goes on past the lease (and past the heartbeats after its end)
+            await().atMost(Duration.ofSeconds(30)).until(() -> Boolean.TRUE.equals(c.dsl().fetchValue(
+                    "SELECT locked_until < clock_timestamp() - interval '1 second' FROM jobs WHERE id = ?", id[0])));
+        });
+        await().atMost(Duration.ofSeconds(20)).until(() -> "succeeded".equals(status(id[0])));
+        assertEquals(List.of(id[0]), ran);
+        assertEquals(1, db.count("SELECT attempts FROM jobs WHERE id = ?", id[0]), "the handed-back attempt is not counted");
+    }
+
+    private static String status(org.jooq.DSLContext tx, long id) {
+        return tx.fetchValue("SELECT status::text FROM jobs WHERE id = ?", id).toString();
+    }
+
     @Test
     void aCommitWhoseNotificationIsLostIsFoundByTheHeartbeat() throws Exception {
         // the worker's one LISTEN connection is closed by the test after the statement, and no other opens
