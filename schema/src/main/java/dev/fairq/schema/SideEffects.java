@@ -127,8 +127,12 @@ public final class SideEffects {
     }
 
     private static void checkKey(String key) {
-        if (key == null || key.isEmpty() || key.length() > MAX_KEY_LENGTH) {
-            throw new IllegalArgumentException("a side effect key must be 1-" + MAX_KEY_LENGTH + " characters");
+        // characters as the CHECK counts them (an emoji is one, not two); a NUL cannot be stored, and an unpaired
+        // surrogate is stored as '?', so two different keys would share one row (one effect's result for the other)
+        if (key == null || key.isEmpty() || key.codePointCount(0, key.length()) > MAX_KEY_LENGTH || key.indexOf('\0') >= 0
+                || JobRequest.unpairedSurrogate(key) >= 0) {
+            throw new IllegalArgumentException("a side effect key must be 1-" + MAX_KEY_LENGTH
+                    + " characters, without U+0000 or an unpaired UTF-16 surrogate");
         }
     }
 }

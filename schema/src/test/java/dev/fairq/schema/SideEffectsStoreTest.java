@@ -105,5 +105,13 @@ class SideEffectsStoreTest extends StoreTestSupport {
         assertThrows(IllegalArgumentException.class, () -> effects().begin(dsl, T1, "", LOCK, 1L));
         assertThrows(IllegalArgumentException.class, () -> effects().begin(dsl, T1, "k".repeat(256), LOCK, 1L));
         assertInstanceOf(SideEffects.Claim.Acquired.class, effects().begin(dsl, T1, "k".repeat(255), LOCK, 1L));
+        // characters as the table counts them: 255 emoji are 510 UTF-16 units and one key
+        String smile = "\ud83d\ude00";
+        assertInstanceOf(SideEffects.Claim.Acquired.class, effects().begin(dsl, T1, smile.repeat(255), LOCK, 1L));
+        assertThrows(IllegalArgumentException.class, () -> effects().begin(dsl, T1, smile.repeat(256), LOCK, 1L));
+        // a NUL cannot be stored (it was a database error); a lone surrogate was stored as '?', two keys as one
+        assertThrows(IllegalArgumentException.class, () -> effects().begin(dsl, T1, "a\u0000b", LOCK, 1L));
+        assertThrows(IllegalArgumentException.class, () -> effects().begin(dsl, T1, "charge:\ud800", LOCK, 1L));
+        assertThrows(IllegalArgumentException.class, () -> effects().begin(dsl, T1, "charge:\udc00", LOCK, 1L));
     }
 }
