@@ -91,7 +91,9 @@ public final class PayloadVersions {
             try {
                 if (node == null) node = Json.EXACT.readTree(json); // numbers through upcasting as stored
                 node = upcasters.get(v).apply(node);
-            } catch (JsonProcessingException | RuntimeException e) {
+            } catch (JsonProcessingException | RuntimeException | AssertionError | LinkageError | StackOverflowError e) {
+                // an Error of the upcaster's own code (an assert, a missing class, a runaway recursion) is its bug too:
+                // retried, it fails the same way every attempt (only a JVM short of memory is left to the worker)
                 throw new PermanentJobException("upcasting the payload of type '" + type + "' from payload_version " + v
                         + " to " + (v + 1) + " failed: " + e, e);
             }

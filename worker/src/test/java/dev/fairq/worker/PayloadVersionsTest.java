@@ -36,6 +36,10 @@ class PayloadVersionsTest extends PlatformTest {
         assertThrows(PermanentJobException.class, () -> PayloadVersions.V1.read("t", 2, "{}"));
         assertThrows(IllegalArgumentException.class, () -> GREETING.upcast(1, p -> p), "one upcaster per version");
         assertThrows(IllegalArgumentException.class, () -> PayloadVersions.reads(0));
+        // an upcaster that throws an Error (a failed assert) is as permanent as one throwing an exception
+        PayloadVersions asserting = PayloadVersions.reads(2).upcast(1, p -> { throw new AssertionError("no name"); });
+        e = assertThrows(PermanentJobException.class, () -> asserting.read("greet", 1, "{}"));
+        assertTrue(e.getMessage().startsWith("upcasting the payload of type 'greet' from payload_version 1 to 2 failed"), e.getMessage());
     }
 
     /** The contract: the handler gets the highest version the chain reaches that it reads (it got the first one). */
