@@ -149,6 +149,8 @@ public final class Worker implements AutoCloseable {
     /** Set when the stop begins: claimed jobs that have not started are handed back instead. */
     private volatile boolean stopping;
     private volatile boolean stopped;
+    /** Counted down when the first {@link #close} has finished: a second one waits for it. */
+    private final java.util.concurrent.CountDownLatch closed = new java.util.concurrent.CountDownLatch(1);
     /** During a stop, the queue clock's instant after which the completer gives up retrying. */
     private volatile long stopDeadlineNanos = Long.MAX_VALUE;
     private volatile Connection listenConnection;
@@ -1282,11 +1284,31 @@ public final class Worker implements AutoCloseable {
      */
     @Override
     public void close() {
+        boolean first;
         synchronized (this) {
-            if (stopping || claimer == null) return;
+            if (claimer == null) return;
+            first = !stopping;
             claiming = false;
             stopping = true;
         }
+        if (!first) {
+            // a second close (a shutdown hook's and the application's own) returns once the first has finished, as
+            // promised above: returning at once, its caller closed the pool while the first still recorded outcomes
+            try {
+                closed.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return;
+        }
+        try {
+            stopWithinGrace();
+        } finally {
+            closed.countDown();
+        }
+    }
+
+    private void stopWithinGrace() {
         long begin = clock.nanoTime();
         long grace = config.shutdownGrace().toNanos();
         long runUntil = begin + grace - config.stopReserve().toNanos();

@@ -276,4 +276,36 @@ class WorkerEngineTest extends PlatformTest {
         Object s = db.dsl().fetchValue("SELECT status::text FROM jobs WHERE id = ?", id);
         return s == null ? null : s.toString();
     }
+
+    /**
+     * close() returns once every outcome is recorded, for a second caller too (a shutdown hook and the application's
+     * own close): it returned at once while the first was still stopping, and a caller that then closed the pool
+     * left the running job's outcome unrecorded (its lease lapses and it runs again).
+     */
+    @Test
+    void aSecondCloseReturnsOnlyOnceTheFirstHasRecordedEveryOutcome() throws Exception {
+        CountDownLatch finish = new CountDownLatch(1);
+        HandlerRegistry handlers = new HandlerRegistry();
+        handlers.register("wait", job -> assertTrue(finish.await(30, TimeUnit.SECONDS)));
+        long id = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "wait").build()).job().getId();
+        platform.startScheduler(SchedulerConfig.defaults());
+        Worker worker = platform.startWorker(TestPlatform.fastConfig("w1", 1), handlers);
+        await().atMost(Duration.ofSeconds(20)).until(() -> db.count("SELECT count(*) FROM jobs WHERE id = ? AND status = 'running'", id) == 1);
+
+        Thread first = new Thread(worker::close);
+        first.start();
+        await().atMost(Duration.ofSeconds(10)).until(worker::isStopping);
+        CountDownLatch secondReturned = new CountDownLatch(1);
+        Thread second = new Thread(() -> {
+            worker.close();
+            secondReturned.countDown();
+        });
+        second.start();
+        await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(5)).until(() -> secondReturned.getCount() == 1);
+        finish.countDown();
+        assertTrue(secondReturned.await(30, TimeUnit.SECONDS));
+        assertEquals(1, db.count("SELECT count(*) FROM jobs WHERE id = ? AND status = 'succeeded'", id),
+                "recorded before the second close returned");
+        first.join(30_000);
+    }
 }
