@@ -216,9 +216,27 @@ public final class JobContext {
         return result;
     }
 
-    /** {@link #once} for a result of any JSON-mapped type (stored as JSON). */
+    /**
+     * {@link #once} for a result of any JSON-mapped type (stored as JSON). A result that cannot be written as JSON
+     * is stored as null (the effect ran: it must not run again) and fails the job permanently, naming the key.
+     */
     public <T> T once(String key, Duration lease, Class<T> type, Callable<T> effect) throws Exception {
-        String json = once(key, lease, () -> Json.MAPPER.writeValueAsString(effect.call()));
+        com.fasterxml.jackson.core.JsonProcessingException[] unwritable = {null};
+        String json = once(key, lease, () -> {
+            T result = effect.call();
+            try {
+                return Json.MAPPER.writeValueAsString(result);
+            } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+                // thrown from here it gave the key up after the effect had run, and every retry ran it again
+                unwritable[0] = e;
+                return null;
+            }
+        });
+        if (unwritable[0] != null) {
+            throw new PermanentJobException("side effect '" + key + "' ran, but its result (" + type.getName()
+                    + ") cannot be written as JSON; null is stored for the key and the effect will not run again: "
+                    + unwritable[0].getOriginalMessage(), unwritable[0]);
+        }
         return json == null ? null : Json.MAPPER.readValue(json, type);
     }
 

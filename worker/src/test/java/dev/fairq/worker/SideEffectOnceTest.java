@@ -116,6 +116,23 @@ class SideEffectOnceTest extends PlatformTest {
     }
 
     /**
+     * A result Jackson cannot write (a java.time field, with no module for it) after the effect ran: the key is kept
+     * (null stored) and the job fails permanently, so no retry runs the effect again (it gave the key up: a charge
+     * on every attempt).
+     */
+    @Test
+    void aResultThatCannotBeWrittenAsJsonDoesNotMakeTheEffectRunAgain() throws Exception {
+        record Charged(String id, java.time.Instant at) {}
+        AtomicInteger charges = new AtomicInteger();
+        java.util.concurrent.Callable<Charged> charge = () -> new Charged("c" + charges.incrementAndGet(), java.time.Instant.now());
+        PermanentJobException e = assertThrows(PermanentJobException.class,
+                () -> attempt(3000, 1).once("charge:9", Duration.ofSeconds(30), Charged.class, charge));
+        assertTrue(e.getMessage().startsWith("side effect 'charge:9' ran, but its result"), e.getMessage());
+        assertEquals(null, attempt(3000, 2).once("charge:9", Duration.ofSeconds(30), Charged.class, charge));
+        assertEquals(1, charges.get(), "the effect ran once");
+    }
+
+    /**
      * A worker process runs the effect, stores its result, and is SIGKILLed before the job completes. Once its
      * lease lapses another worker runs the job again: once() answers the stored result, the effect does not
      * run a second time, and the job succeeds on its second attempt.
