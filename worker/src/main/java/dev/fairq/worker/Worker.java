@@ -821,8 +821,17 @@ public final class Worker implements AutoCloseable {
             return;
         }
         try {
-            JobOutcome outcome = registration.isPresent() ? judge(a, registration.get().retryPolicy(), failure)
-                    : retryOrDead(job, RetryPolicy.DEFAULT, noHandler(job), null);
+            JobOutcome outcome;
+            try {
+                outcome = registration.isPresent() ? judge(a, registration.get().retryPolicy(), failure)
+                        : retryOrDead(job, RetryPolicy.DEFAULT, noHandler(job), null);
+            } catch (RuntimeException e) {
+                // a handler's exception whose getMessage throws, a retry policy whose delay overflows: the attempt
+                // must still end, else it stayed held, its lease renewed by every heartbeat, running for good
+                log.warn("job {} attempt {}: its outcome could not be decided; retried with the default backoff", job.id(), job.attempt(), e);
+                outcome = retryOrDead(job, RetryPolicy.DEFAULT, "the attempt failed and its error could not be read ("
+                        + e.getClass().getName() + " while reading " + failure.getClass().getName() + ")", null);
+            }
             // the handler's own time, what shares by worker time charge (not the wait after a prefetching claim)
             if (outcome instanceof JobOutcome.Succeeded s) outcome = new JobOutcome.Succeeded(s.jobId(), s.attempt(), took / 1000);
             if (outcome != null) {

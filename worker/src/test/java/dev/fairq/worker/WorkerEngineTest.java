@@ -110,6 +110,30 @@ class WorkerEngineTest extends PlatformTest {
         assertEquals("payload names no customer", error, "the handler's verdict, in its words (ErrorTextTest)");
     }
 
+    /**
+     * A handler's exception whose getMessage() throws made the worker's judging of the attempt throw: the attempt
+     * stayed held, its lease renewed by every heartbeat, and the job stayed running for as long as the worker lived.
+     */
+    @Test
+    void anErrorWhoseMessageCannotBeReadStillEndsTheAttempt() {
+        class Unreadable extends RuntimeException {
+            @Override public String getMessage() {
+                throw new NullPointerException("the message's order is null");
+            }
+        }
+        HandlerRegistry handlers = new HandlerRegistry().register("unreadable", job -> {
+            throw new Unreadable();
+        });
+        long id = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "unreadable").maxAttempts(1).build()).job().getId();
+        platform.startScheduler(SchedulerConfig.defaults());
+        platform.startWorker(TestPlatform.fastConfig("w1", 2), handlers);
+
+        // the symptom is the job's, not the handler thread's uncaught exception (which Awaitility would report)
+        await().dontCatchUncaughtExceptions().atMost(Duration.ofSeconds(30)).until(() -> "dead".equals(status(id)));
+        String error = db.dsl().fetchValue("SELECT last_error FROM jobs WHERE id = ?", id).toString();
+        assertTrue(error.startsWith("the attempt failed and its error could not be read"), error);
+    }
+
     @Test
     void transientErrorIsRetriedUpToMaxAttemptsThenDead() {
         Map<Long, AtomicInteger> calls = new ConcurrentHashMap<>();
