@@ -76,6 +76,11 @@ public final class SchedulerService implements AutoCloseable {
      * fire, decided when due, starts within half a second of its instant; the others are created ahead.
      */
     static final Duration FIRE_EVERY = Duration.ofMillis(500);
+    /**
+     * A leader's lock session idle this long (no tick statement; a healthy one runs one at least every idle
+     * interval) is taken for frozen, and a standby ends it and takes over.
+     */
+    static final Duration LEADER_STALL = Duration.ofSeconds(10);
     /** A firing run goes on while fires are due, up to this long, then lets the next run continue. */
     static final Duration FIRE_RUN_MAX = Duration.ofSeconds(5);
 
@@ -160,6 +165,11 @@ public final class SchedulerService implements AutoCloseable {
     private boolean waitForLock(Connection c) throws SQLException {
         while (!stopped) {
             if (LeaderLock.tryLock(c)) return true;
+            // a frozen leader's connection stays up and keeps the lock: without this nothing is admitted until it thaws
+            if (LeaderLock.endStalledHolder(c, LEADER_STALL)) {
+                log.warn("the active scheduler's session ran no statement for over {} s (its process frozen?); "
+                        + "ended it to take over", LEADER_STALL.toSeconds());
+            }
             pause(config.standbyPoll());
         }
         return false;

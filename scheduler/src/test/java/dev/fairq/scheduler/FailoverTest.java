@@ -4,12 +4,14 @@ import dev.fairq.schema.ClaimedJob;
 import dev.fairq.schema.Database;
 import dev.fairq.schema.JobOutcome;
 import dev.fairq.schema.JobStore;
+import dev.fairq.schema.LeaderLock;
 import dev.fairq.testing.TestDatabase;
 import org.jooq.DSLContext;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -20,6 +22,7 @@ import static dev.fairq.scheduler.SimulatedScheduler.jobs;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -247,6 +250,34 @@ class FailoverTest {
 
         runUntil(40);
         assertEachJobRanOnce(40);
+    }
+
+    /**
+     * A frozen leader (SIGSTOP, a long pause) keeps its connection and so the lock while it runs nothing: here a
+     * session that took the lock and went silent. The standby ends that session after LEADER_STALL and leads;
+     * the frozen one's session is gone, so it could not admit anything when it thaws.
+     */
+    @Test
+    void aStandbyEndsAFrozenLeadersSessionAndTakesOver() throws SQLException {
+        try (Connection frozen = Database.dedicated(db.jdbcUrl, db.user, db.password, "sched-frozen")) {
+            assertTrue(LeaderLock.tryLock(frozen));
+            Node standby = start("sched-test-1");
+            store.enqueueAll(dsl, jobs("t", 20));
+            assertEquals(standby, awaitSingleLeader(SchedulerService.LEADER_STALL.plus(TAKEOVER), standby));
+            runUntil(20);
+            assertEachJobRanOnce(20);
+            assertThrows(SQLException.class, () -> LeaderLock.tryLock(frozen), "the frozen leader's session was ended");
+        }
+    }
+
+    /** A healthy leader with nothing to do still runs a statement every tick: no standby takes it for frozen. */
+    @Test
+    void anIdleLeaderIsNotTakenForFrozen() {
+        Pair pair = startPair();
+        Integer pid = lockHolderPid();
+        await().during(SchedulerService.LEADER_STALL.plusSeconds(3)).atMost(SchedulerService.LEADER_STALL.plusSeconds(10))
+                .pollInterval(Duration.ofMillis(200))
+                .until(() -> pair.leader().leader() && !pair.standby().leader() && pid.equals(lockHolderPid()));
     }
 
     /**

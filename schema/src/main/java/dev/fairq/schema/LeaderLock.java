@@ -25,7 +25,30 @@ public final class LeaderLock {
             + "AND granted AND classid = " + LOCK_CLASS + " AND objid = " + LOCK_ID
             + " AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))");
 
+    /**
+     * Ends the session holding the lock when it has run no statement for longer than the stall (a healthy leader
+     * runs one every tick, at least every idle interval): its process is frozen (SIGSTOP, a long pause, a VM
+     * migration) while its connection stays up, so PostgreSQL would keep the lock for it forever. Safe because a
+     * leader admits only on that session: once it is gone the old process cannot admit anything.
+     */
+    private static final String END_STALLED = "SELECT count(*) FILTER (WHERE pg_terminate_backend(l.pid)) FROM pg_locks l "
+            + "JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND l.classid = "
+            + LOCK_CLASS + " AND l.objid = " + LOCK_ID + " AND l.objsubid = 2"
+            + " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            + " AND a.state <> 'active' AND a.state_change < clock_timestamp() - make_interval(secs => ?)";
+
     private LeaderLock() {}
+
+    /** Ends the lock holder's session if it has been idle longer than {@code stall} (see END_STALLED): true if it did. */
+    public static boolean endStalledHolder(Connection c, java.time.Duration stall) throws SQLException {
+        try (java.sql.PreparedStatement s = c.prepareStatement(END_STALLED)) {
+            s.setDouble(1, stall.toMillis() / 1000.0);
+            try (ResultSet rs = s.executeQuery()) {
+                rs.next();
+                return rs.getLong(1) > 0;
+            }
+        }
+    }
 
     /** Tries the lock on this session: true when this session holds it (now or already). */
     public static boolean tryLock(Connection c) throws SQLException {
