@@ -153,7 +153,9 @@ public final class Leases {
                 finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts THEN :now END,
                 failed_at = CASE WHEN j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts THEN j.failed_at
                                  ELSE :now END,
-                last_error = 'lease expired: its worker stopped renewing it during attempt ' || j.attempts, -- no host or pid for tenants
+                -- no host or pid for tenants; a requested cancel says so, as the worker's own Cancelled outcome does
+                last_error = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled while running; ' ELSE '' END
+                             || 'lease expired: its worker stopped renewing it during attempt ' || j.attempts,
                 locked_by = NULL, locked_until = NULL, ready_rank = NULL, admitted_at = NULL,
                 key_head = CASE WHEN j.cancel_requested_at IS NOT NULL THEN false
                                 WHEN j.attempts >= j.max_attempts

@@ -138,6 +138,8 @@ class CancelRunningSqlTest extends StoreTestSupport {
         clock.advance(SHORT_LEASE.plusMillis(1));
         assertEquals(1, store.reapExpired(dsl, 10));
         assertEquals(JobStatus.cancelled, status(id));
+        assertEquals("cancelled while running; lease expired: its worker stopped renewing it during attempt 1",
+                row(id).getLastError(), "why it ended cancelled, not retried");
         assertEquals(List.of(next), heads(T1, "k"));
     }
 
