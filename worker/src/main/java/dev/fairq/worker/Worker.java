@@ -379,10 +379,14 @@ public final class Worker implements AutoCloseable {
 
     /**
      * About how many jobs the threads finish during one claim round trip (Little's law: threads x claim time x
-     * a thread's finishing rate per nanosecond), at most the prefetch; the prefetch until both are known.
+     * a thread's finishing rate per nanosecond), at most the prefetch. One until a job has finished: a fresh
+     * worker that took the whole prefetch (128) on slow jobs held them while idle workers waited (an ordering key's
+     * head 2 minutes behind 60 s jobs), and lost their attempts to the reaper if it died; no-ops finish within
+     * the first claim's round trip, so a drain reaches its deep prefetch at the second claim.
      */
     static double jobsPerClaimRoundTrip(int threads, int prefetch, double handlerRate, double claimNanos) {
-        if (handlerRate <= 0 || claimNanos <= 0) return prefetch;
+        if (handlerRate <= 0) return Math.min(prefetch, 1);
+        if (claimNanos <= 0) return prefetch;
         return Math.min(prefetch, threads * claimNanos * handlerRate);
     }
 

@@ -12,7 +12,11 @@ class ClaimSizeTest {
     void aRoundTripsWorthOfJobsIsWhatTheThreadsFinishDuringOneClaim() {
         assertEquals(1.6, Worker.jobsPerClaimRoundTrip(8, 128, 1 / (5 * MS), 1 * MS), 1e-9); // 8 x 1 / 5
         assertEquals(128, Worker.jobsPerClaimRoundTrip(8, 128, 1 / (0.01 * MS), 1 * MS)); // no-ops: the prefetch caps it
-        assertEquals(128, Worker.jobsPerClaimRoundTrip(8, 128, 0, 0)); // nothing measured yet
+        // nothing finished yet: one a round trip, so a fresh worker holds 3 beyond its threads, not the prefetch
+        assertEquals(1, Worker.jobsPerClaimRoundTrip(8, 128, 0, 0));
+        assertEquals(1, Worker.jobsPerClaimRoundTrip(8, 128, 0, 1 * MS));
+        assertEquals(11, Worker.claimSize(8, 128, Worker.jobsPerClaimRoundTrip(8, 128, 0, 1 * MS), 0, 0));
+        assertEquals(0, Worker.jobsPerClaimRoundTrip(8, 0, 0, 0)); // no prefetch at all: none
         // 97 of 100 runs 5 ms, 3 run 200 ms (costfair's mix by starts): the threads free up at about the quick
         // jobs' pace (1.55 a round trip), where the mean run time (10.9 ms) would say 0.74
         double mixRate = 0.97 / (5 * MS) + 0.03 / (200 * MS);

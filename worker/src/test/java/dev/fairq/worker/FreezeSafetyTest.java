@@ -58,7 +58,7 @@ class FreezeSafetyTest extends PlatformTest {
                 .until(() -> db.count("""
                         SELECT count(*) FROM test_runs WHERE worker = 'frozen' AND ended_at IS NULL
                           AND started_at > clock_timestamp() - interval '4 seconds'""") == THREADS
-                        && db.count("SELECT count(*) FROM jobs WHERE status = 'running' AND locked_by = 'frozen'") >= THREADS + 4);
+                        && db.count("SELECT count(*) FROM jobs WHERE status = 'running' AND locked_by = 'frozen'") >= THREADS + 2);
         child.freeze();
 
         Set<Long> inFlight = ids("SELECT job_id FROM test_runs WHERE worker = 'frozen' AND ended_at IS NULL");
@@ -66,7 +66,8 @@ class FreezeSafetyTest extends PlatformTest {
         Set<Long> waiting = new HashSet<>(claimed);
         waiting.removeAll(inFlight);
         assertEquals(THREADS, inFlight.size());
-        assertTrue(waiting.size() >= 4, "claimed but not started at the freeze: " + waiting);
+        // a fresh worker holds 3 beyond its threads until a job has finished (Worker.jobsPerClaimRoundTrip)
+        assertTrue(waiting.size() >= 2, "claimed but not started at the freeze: " + waiting);
         // every claim is the job's first attempt: all were ready, none had run
         assertEquals(claimed.size(), db.count("SELECT count(*) FROM jobs WHERE locked_by = 'frozen' AND attempts = 1"));
 

@@ -82,6 +82,30 @@ class WorkerEngineTest extends PlatformTest {
         assertEquals(List.of(early, late), started);
     }
 
+    /**
+     * A fresh worker (no job finished yet) holds 3 claimed jobs beyond its threads, not its whole prefetch (128):
+     * on slow jobs it had taken all 20, so a second worker started a moment later found none to run.
+     */
+    @Test
+    void aFreshWorkerOnSlowJobsLeavesTheRestToOtherWorkers() throws Exception {
+        CountDownLatch release = new CountDownLatch(1);
+        HandlerRegistry handlers = new HandlerRegistry()
+                .register("block", job -> assertTrue(release.await(60, TimeUnit.SECONDS)));
+        for (int i = 0; i < 20; i++) admitted("block", i);
+        String held = "SELECT count(*) FROM jobs WHERE status = 'running' AND locked_by = ?";
+        try {
+            platform.startWorker(TestPlatform.fastConfig("first", 2), handlers);
+            await().atMost(Duration.ofSeconds(30)).until(() -> db.count(held, "first") == 5);
+            await().during(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(5)).until(() -> db.count(held, "first") == 5);
+            platform.startWorker(TestPlatform.fastConfig("second", 2), handlers);
+            await().atMost(Duration.ofSeconds(30)).until(() -> db.count(held, "second") == 5);
+        } finally {
+            release.countDown();
+        }
+        await().atMost(Duration.ofSeconds(60)).until(() -> db.count("SELECT count(*) FROM jobs WHERE status = 'succeeded'") == 20);
+        assertEquals(20, db.count("SELECT count(*) FROM jobs WHERE attempts = 1"), "one attempt each");
+    }
+
     private long admitted(String type, double rank) {
         long id = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", type).build()).job().getId();
         assertEquals(List.of(id), platform.store.admit(db.dsl(), List.of(id), List.of(rank)));
