@@ -370,12 +370,19 @@ class AdminApiTest extends AppTest {
         try {
             JsonNode why = await().atMost(Duration.ofSeconds(30)).until(
                     () -> app.call("GET", "/v1/jobs/" + last + "/explain", key, null).body(),
-                    b -> b.get("reason").asText().equals("fair_share") && b.get("data").path("position").asInt() == 1);
+                    b -> b.get("reason").asText().equals("fair_share") && b.get("data").path("position").isInt());
             String message = why.get("message").asText();
-            assertTrue(message.startsWith("the tenant is next in the fair order (position 1 of "), why.toString());
+            int position = why.get("data").get("position").asInt();
             long ahead = why.get("data").get("jobs_ahead_in_tenant").asLong();
-            assertTrue(ahead > 0 && message.endsWith(ahead + " jobs of its own ahead of this one"), why.toString());
-            assertFalse(message.contains("other tenants"), why.toString());
+            // alone in this class; in the whole suite another test's tenant may still have work and come first
+            if (position == 1) {
+                assertTrue(message.startsWith("the tenant is next in the fair order (position 1 of "), why.toString());
+                assertTrue(ahead > 0 && message.endsWith(ahead + " jobs of its own ahead of this one"), why.toString());
+                assertFalse(message.contains("other tenants"), why.toString());
+            } else {
+                assertTrue(message.startsWith("other tenants' turn") && message.endsWith("position " + position + " of "
+                        + why.get("data").get("competing_tenants").asInt()), why.toString());
+            }
         } finally {
             for (long id : ids) app.call("POST", "/v1/jobs/" + id + "/cancel", key, null);
         }
