@@ -224,6 +224,34 @@ class SchedulesApiTest extends AppTest {
         assertEquals(403, app.admin("GET", "/v1/schedules", null).status());
     }
 
+    /** Creations at once are counted one after another: max_schedules 3 and 20 at once made 14 schedules. */
+    @Test
+    void concurrentCreationsStopAtMaxSchedules() throws Exception {
+        String tenant = TestApp.uniqueTenant("schedrace");
+        String key = app.newTenantKey(tenant);
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"max_schedules\": 3}").status());
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(20);
+        try {
+            java.util.concurrent.CountDownLatch start = new java.util.concurrent.CountDownLatch(1);
+            List<java.util.concurrent.Future<Integer>> puts = new ArrayList<>();
+            for (int i = 0; i < 20; i++) {
+                String name = "race-" + i;
+                puts.add(pool.submit(() -> {
+                    start.await();
+                    return app.call("PUT", "/v1/schedules/" + name, key, NIGHTLY).status();
+                }));
+            }
+            start.countDown();
+            List<Integer> statuses = new ArrayList<>();
+            for (java.util.concurrent.Future<Integer> f : puts) statuses.add(f.get());
+            assertEquals(3, statuses.stream().filter(st -> st == 201).count(), statuses.toString());
+            assertEquals(17, statuses.stream().filter(st -> st == 409).count(), statuses.toString());
+        } finally {
+            pool.shutdownNow();
+        }
+        assertEquals(3, app.call("GET", "/v1/schedules", key, null).body().get("schedules").size());
+    }
+
     /**
      * A schedule that existed before an admin raised min_schedule_interval_s stays as it is, and its tenant can
      * still pause it or change its job: only a new cron or time zone is held to the limit (the PATCH had been a 422

@@ -86,6 +86,13 @@ public final class Schedules {
             FROM tenants t WHERE t.id = :tenant_id FOR NO KEY UPDATE OF t
             """);
 
+    /**
+     * The tenant row locked before {@link #LOCK_TENANT_ROOM} counts: a statement that waits for the lock keeps the
+     * snapshot it took before waiting, so a count in the locking statement itself missed the schedules the creation
+     * it waited for had just committed, and 20 concurrent creations at max_schedules 3 made 14.
+     */
+    static final NamedSql LOCK_TENANT = NamedSql.of("SELECT 1 FROM tenants WHERE id = :tenant_id FOR NO KEY UPDATE");
+
     static final NamedSql TENANT_LIMITS = NamedSql.of("""
             SELECT max_schedules, min_schedule_interval_s, 0::bigint FROM tenants WHERE id = :tenant_id
             """);
@@ -213,6 +220,7 @@ public final class Schedules {
 
     /** The tenant's schedule limits; with {@code lockAndCount}, the tenant row locked and its schedules counted. */
     public Optional<TenantRoom> tenantRoom(DSLContext tx, String tenantId, boolean lockAndCount) {
+        if (lockAndCount) LOCK_TENANT.bind().set("tenant_id", tenantId).fetch(tx);
         NamedSql sql = lockAndCount ? LOCK_TENANT_ROOM : TENANT_LIMITS;
         return sql.bind().set("tenant_id", tenantId).fetch(tx).stream().findFirst()
                 .map(r -> new TenantRoom(r.get(0, Integer.class), r.get(1, Integer.class), r.get(2, Long.class)));
