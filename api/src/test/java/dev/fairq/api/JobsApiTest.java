@@ -247,6 +247,57 @@ class JobsApiTest extends AppTest {
      * job never ran. Now the head is read FOR SHARE (a head being finished is waited for and seen gone) and a head
      * taken meanwhile makes the retry decide again: 200, and the job waits its turn or takes it.
      */
+    /**
+     * Batches naming the same job_keys in different orders, at once: each inserted its keys in its own order, so two
+     * could each wait for a key the other had inserted, and PostgreSQL's deadlock detection answered one a 500.
+     * Every batch is answered, all with the same job per key.
+     */
+    @Test
+    void concurrentBatchesOfTheSameJobKeysInAnyOrderAreAllAnswered() throws Exception {
+        String tenant = TestApp.uniqueTenant("batchrace");
+        String key = app.newTenantKey(tenant);
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant,
+                "{\"rate_per_second\": 1000, \"burst\": 1000, \"max_running\": 50}").status());
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(12);
+        try {
+            for (int round = 0; round < 25; round++) {
+                List<String> keys = new ArrayList<>();
+                for (int i = 0; i < 40; i++) keys.add("race-" + round + "-" + i);
+                // a tenant that submits quickly holds admission grants: the batches race as a busy tenant's do
+                for (int i = 0; i < 3; i++) app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}");
+                java.util.concurrent.CountDownLatch start = new java.util.concurrent.CountDownLatch(1);
+                List<java.util.concurrent.Future<TestApp.Res>> calls = new ArrayList<>();
+                for (int b = 0; b < 12; b++) {
+                    List<String> order = new ArrayList<>(keys);
+                    java.util.Collections.shuffle(order, new java.util.Random(round * 100 + b));
+                    StringBuilder body = new StringBuilder("{\"jobs\": [");
+                    for (int i = 0; i < order.size(); i++) {
+                        body.append(i == 0 ? "" : ", ").append("{\"type\": \"record\", \"payload\": {}, \"job_key\": \"")
+                                .append(order.get(i)).append("\"}");
+                    }
+                    String json = body.append("]}").toString();
+                    calls.add(pool.submit(() -> {
+                        start.await();
+                        return app.call("POST", "/v1/jobs/batch", key, json);
+                    }));
+                }
+                start.countDown();
+                Map<String, Long> idByKey = new java.util.HashMap<>();
+                for (java.util.concurrent.Future<TestApp.Res> f : calls) {
+                    TestApp.Res r = f.get();
+                    assertTrue(r.status() == 200 || r.status() == 201, r.toString());
+                    for (com.fasterxml.jackson.databind.JsonNode item : r.body().get("jobs")) {
+                        Long earlier = idByKey.putIfAbsent(item.get("job").get("job_key").asText(), item.get("job").get("id").asLong());
+                        if (earlier != null) assertEquals(earlier, item.get("job").get("id").asLong(), r.toString());
+                    }
+                }
+                assertEquals(40, idByKey.size());
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
     @Test
     void aRetryRacingAnotherHeadChangeOfItsOrderingKeyNeitherFailsNorStrandsTheJob() throws Exception {
         String tenant = TestApp.uniqueTenant("rhead");

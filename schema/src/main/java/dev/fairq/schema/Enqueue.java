@@ -98,8 +98,8 @@ public final class Enqueue {
         String one = NamedSql.variant(text, INPUT_ROWS, INPUT_ROW);
         one = NamedSql.variant(one, "), granted AS (", "), room AS MATERIALIZED (\n"
                 + queuedCounts("t.id = :tenant_ids::text") + "), granted AS (");
-        one = NamedSql.variant(one, "ORDER BY i.ord\n    ON CONFLICT DO NOTHING",
-                "WHERE (SELECT r.queued + 1 <= r.max_queued FROM room r)\n    ORDER BY i.ord\n    ON CONFLICT DO NOTHING");
+        one = NamedSql.variant(one, "ORDER BY i.job_key, i.ord\n    ON CONFLICT DO NOTHING",
+                "WHERE (SELECT r.queued + 1 <= r.max_queued FROM room r)\n    ORDER BY i.job_key, i.ord\n    ON CONFLICT DO NOTHING");
         one = NamedSql.variant(one, "AS input_ord, input.id AS input_id,",
                 "AS input_ord, input.id AS input_id, room.max_queued AS room_max_queued, room.queued AS room_queued,");
         return NamedSql.of(NamedSql.variant(one, "FROM input LEFT JOIN inserted ON inserted.id = input.id",
@@ -203,7 +203,9 @@ public final class Enqueue {
                 FROM input i LEFT JOIN grant_use u ON u.ord = i.ord
                      CROSS JOIN (SELECT :start_by::text AS worker, :start_lease_ms::bigint AS lease_ms,
                                         coalesce(:start_at::timestamptz, statement_timestamp()) AS at) s
-                ORDER BY i.ord
+                -- job keys taken in one order by every request: in the request's order, two batches naming the
+                -- same keys in different orders each waited for a key the other held (a deadlock, answered 500)
+                ORDER BY i.job_key, i.ord
                 ON CONFLICT DO NOTHING
                 RETURNING *
             """ + USED + """
@@ -350,7 +352,9 @@ public final class Enqueue {
                            AND (i.concurrency_key IS NOT NULL OR i.fairness_key IS NOT NULL)
                 FROM input i LEFT JOIN grant_use u ON u.ord = i.ord LEFT JOIN key_grant_use k ON k.ord = i.ord
                      LEFT JOIN new_key_use nk ON nk.ord = i.ord
-                ORDER BY i.ord
+                -- job keys taken in one order by every request: in the request's order, two batches naming the
+                -- same keys in different orders each waited for a key the other held (a deadlock, answered 500)
+                ORDER BY i.job_key, i.ord
                 ON CONFLICT DO NOTHING
                 RETURNING *
             """ + USED + """
