@@ -16,7 +16,7 @@ import java.util.concurrent.Executors;
 /**
  * {@code /metrics} and {@code /ping} of a {@code worker} or {@code scheduler} process (FAIRQ_METRICS_PORT), which
  * runs no Jetty: the JDK's HTTP server on one thread, since Prometheus scrapes it every few seconds at most. The
- * server process serves the same {@link FairqMetrics} from Dropwizard's admin port instead.
+ * server process serves the same {@link FairqMetrics} from Dropwizard's admin port instead; errors have its body.
  */
 final class ProcessMetricsServer implements AutoCloseable {
     private final HttpServer http;
@@ -42,10 +42,10 @@ final class ProcessMetricsServer implements AutoCloseable {
                 boolean known = path.equals("/metrics") || path.equals("/ping");
                 String method = exchange.getRequestMethod();
                 if (!known) {
-                    send(exchange, 404, "application/json", "{\"error\": \"HTTP 404 Not Found\"}");
+                    send(exchange, 404, "application/json", JsonErrorHandlers.body(404, null));
                 } else if (!method.equals("GET") && !method.equals("HEAD")) {
                     exchange.getResponseHeaders().set("Allow", "GET, HEAD");
-                    send(exchange, 405, "application/json", "{\"error\": \"HTTP 405 Method Not Allowed\"}");
+                    send(exchange, 405, "application/json", JsonErrorHandlers.body(405, null));
                 } else if (path.equals("/ping")) {
                     send(exchange, 200, "text/plain; charset=utf-8", "pong\n");
                 } else {

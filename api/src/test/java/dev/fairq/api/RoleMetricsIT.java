@@ -122,7 +122,7 @@ class RoleMetricsIT {
             assertEquals("pong", get(workerPort, "GET", "/ping").body().strip());
             HttpResponse<String> missing = get(workerPort, "GET", "/nope");
             assertEquals(404, missing.statusCode());
-            assertTrue(missing.body().contains("\"error\""), missing.body());
+            assertEquals("{\"error\":\"HTTP 404 Not Found\"}", missing.body(), "the error body of every other answer");
             HttpResponse<String> post = get(workerPort, "POST", "/metrics");
             assertEquals(405, post.statusCode());
             assertEquals("GET, HEAD", post.headers().firstValue("Allow").orElse(""));
