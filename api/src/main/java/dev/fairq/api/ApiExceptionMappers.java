@@ -64,8 +64,8 @@ final class ApiExceptionMappers {
             // ("the tenant has 0 jobs queued; its max_queued is 5" left the client guessing why it was refused)
             String message = e.adding() > e.maxQueued()
                     ? "a request of " + e.adding() + " jobs can never fit under max_queued " + e.maxQueued()
-                            + " (the tenant has " + e.queuedText() + " jobs queued): send at most " + e.maxQueued() + " at once"
-                    : "the tenant has " + e.queuedText() + " jobs queued and this request adds " + e.adding()
+                            + " (the tenant has " + e.queuedText() + " queued): send at most " + e.maxQueued() + " at once"
+                    : "the tenant has " + e.queuedText() + " queued and this request adds " + e.adding()
                             + "; its max_queued is " + e.maxQueued();
             return response(429, message, List.of(), Map.of("Retry-After", Long.toString(RETRY_AFTER_SECONDS)));
         }

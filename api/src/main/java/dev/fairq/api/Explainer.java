@@ -179,8 +179,8 @@ final class Explainer {
             data.put("running", stats.running());
             data.put("admitted", stats.ready());
             data.put("max_running", tenant.getMaxRunning());
-            return new Explanation(job.getId(), st, "concurrency_full", "the tenant has " + stats.running()
-                    + " jobs running (and " + stats.ready() + " admitted) of max_running " + tenant.getMaxRunning(), data);
+            return new Explanation(job.getId(), st, "concurrency_full", "the tenant has " + jobs(stats.running())
+                    + " running (and " + stats.ready() + " admitted) of max_running " + tenant.getMaxRunning(), data);
         }
         if (keyLimit != null) {
             long active = queries.keyActive(db, job.getTenantId(), job.getConcurrencyKey());
@@ -189,7 +189,7 @@ final class Explainer {
                 data.put("key_running_or_admitted", active);
                 data.put("key_limit", keyLimit);
                 return new Explanation(job.getId(), st, "concurrency_key_full", "concurrency key '"
-                        + job.getConcurrencyKey() + "' has " + active + " jobs running or admitted of its limit "
+                        + job.getConcurrencyKey() + "' has " + jobs(active) + " running or admitted of its limit "
                         + keyLimit + "; the tenant's other keys go on meanwhile", data);
             }
         }
@@ -228,7 +228,7 @@ final class Explainer {
             // workers, busy, and the ready buffer, which admission keeps at the free threads plus ~100 ms of work
             return new Explanation(job.getId(), st, "fair_share", "the tenant is next in the fair order (position 1 of "
                     + sched.get().competing() + "): its jobs are admitted as workers free up, "
-                    + (ahead >= 10_000 ? "at least 10000 jobs" : ahead + (ahead == 1 ? " job" : " jobs"))
+                    + (ahead >= 10_000 ? "at least 10000 jobs" : jobs(ahead))
                     + " of its own ahead of this one", data);
         }
         return new Explanation(job.getId(), st, "fair_share", "other tenants' turn: admission is shared by weight"
@@ -242,5 +242,10 @@ final class Explainer {
             return local.scheduler().stateOf(tenantId);
         }
         return store.schedulerStates().read(db, tenantId);
+    }
+
+    /** "1 job", "2 jobs": explain's messages are read by people (max_running 1 made "1 jobs running" common). */
+    private static String jobs(long n) {
+        return n + (n == 1 ? " job" : " jobs");
     }
 }

@@ -407,8 +407,9 @@ class AdminApiTest extends AppTest {
                 .body().get("id").asLong();
         long other = app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}}").body().get("id").asLong();
         assertEquals("concurrency_key_full", app.call("GET", "/v1/jobs/" + held + "/explain", key, null).body().get("reason").asText());
-        assertEquals("concurrency_full", app.call("GET", "/v1/jobs/" + other + "/explain", key, null).body().get("reason").asText(),
-                "a job without the key waits for the tenant");
+        JsonNode full = app.call("GET", "/v1/jobs/" + other + "/explain", key, null).body();
+        assertEquals("concurrency_full", full.get("reason").asText(), "a job without the key waits for the tenant");
+        assertEquals("the tenant has 1 job running (and 0 admitted) of max_running 1", full.get("message").asText());
         for (long id : List.of(sleeping, held, other)) app.call("POST", "/v1/jobs/" + id + "/cancel", key, null);
     }
 }

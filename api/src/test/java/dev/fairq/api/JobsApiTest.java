@@ -188,13 +188,13 @@ class JobsApiTest extends AppTest {
         assertEquals(201, app.call("POST", "/v1/jobs", key, later).status());
         r = app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [" + later + ", " + later + "]}");
         assertEquals(429, r.status());
-        assertEquals("the tenant has 1 jobs queued and this request adds 2; its max_queued is 2", r.body().get("error").asText());
+        assertEquals("the tenant has 1 job queued and this request adds 2; its max_queued is 2", r.body().get("error").asText());
         // a limit lowered under a backlog: the count stops at the limit, so the message says it is a lower bound
         assertEquals(201, app.call("POST", "/v1/jobs", key, later).status());
         assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"max_queued\": 1}").status());
         r = app.call("POST", "/v1/jobs", key, later);
         assertEquals(429, r.status());
-        assertEquals("the tenant has at least 1 jobs queued and this request adds 1; its max_queued is 1", r.body().get("error").asText());
+        assertEquals("the tenant has at least 1 job queued and this request adds 1; its max_queued is 1", r.body().get("error").asText());
     }
 
     @Test

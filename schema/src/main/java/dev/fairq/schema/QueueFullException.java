@@ -15,7 +15,7 @@ public class QueueFullException extends RuntimeException {
     }
 
     public QueueFullException(String tenantId, long queued, long maxQueued, long adding) {
-        super("tenant " + tenantId + " has " + queuedText(queued, maxQueued) + " jobs queued and the request adds " + adding
+        super("tenant " + tenantId + " has " + queuedText(queued, maxQueued) + " queued and the request adds " + adding
                 + ", its max_queued is " + maxQueued);
         this.tenantId = tenantId;
         this.queued = queued;
@@ -27,13 +27,13 @@ public class QueueFullException extends RuntimeException {
     public long queued() { return queued; }
 
     /**
-     * The count as words: the count of pending jobs stops at max_queued (README: a soft limit), so at the limit it is
+     * The count with its noun ("1 job", "at least 2 jobs"): the count of pending jobs stops at max_queued (README: a soft limit), so at the limit it is
      * a lower bound ("at least 2" under a backlog of 4 after the limit was lowered to 2).
      */
     public String queuedText() { return queuedText(queued, maxQueued); }
 
     private static String queuedText(long queued, long maxQueued) {
-        return (queued >= maxQueued ? "at least " : "") + queued;
+        return (queued >= maxQueued ? "at least " : "") + queued + (queued == 1 ? " job" : " jobs");
     }
     public long maxQueued() { return maxQueued; }
     /** The jobs the refused request would have added. */
