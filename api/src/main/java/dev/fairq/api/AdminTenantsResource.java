@@ -166,7 +166,7 @@ public final class AdminTenantsResource {
 
     static void checkId(String id) {
         if (!TENANT_ID.matcher(id).matches()) {
-            throw ApiException.invalid("id", "must be 1-63 lower-case letters, digits, '_' or '-', starting with a letter or digit");
+            throw ApiException.invalid("id", dev.fairq.schema.JobRequest.TENANT_ID_RULE);
         }
     }
 }

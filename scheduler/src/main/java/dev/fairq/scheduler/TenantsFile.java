@@ -65,7 +65,7 @@ import java.util.regex.Pattern;
  */
 public final class TenantsFile {
     /** What a tenant id may be (the tenants table checks the same). */
-    public static final Pattern TENANT_ID = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
+    public static final Pattern TENANT_ID = dev.fairq.schema.JobRequest.TENANT_ID;
 
     /** A tenants.yml problem, with where it is. */
     public static final class InvalidTenantsFileException extends IllegalArgumentException {
@@ -270,7 +270,7 @@ public final class TenantsFile {
             if (key.equals("id") && allowId) {
                 String id = scalar(v, source, field);
                 if (!TENANT_ID.matcher(id).matches()) {
-                    throw error(source, v, field, "must be 1-63 lower-case letters, digits, '_' or '-', starting with a letter or digit");
+                    throw error(source, v, field, dev.fairq.schema.JobRequest.TENANT_ID_RULE);
                 }
                 out.put("id", id);
                 continue;

@@ -67,6 +67,9 @@ public record JobRequest(String tenantId, String queue, String type, String payl
     public static final String NAME_REGEX = "[A-Za-z0-9][A-Za-z0-9_.:-]{0," + (MAX_NAME_LENGTH - 1) + "}";
     public static final String NAME_RULE = "must be 1-" + MAX_NAME_LENGTH + " letters, digits, '_', '.', ':' or '-'";
     private static final Pattern NAME = Pattern.compile(NAME_REGEX);
+    /** What a tenant id may be: the tenants table's CHECK (V1__queue.sql); tenants.yml and the admin API use it too. */
+    public static final Pattern TENANT_ID = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
+    public static final String TENANT_ID_RULE = "must be 1-63 lower-case letters, digits, '_' or '-', starting with a letter or digit";
 
     public static Builder builder(String tenantId, String type) {
         return new Builder(tenantId, type);
@@ -96,7 +99,11 @@ public record JobRequest(String tenantId, String queue, String type, String payl
     /** Every problem with this request, with {@code now} for run_at's bound (the queue's clock). */
     public List<FieldError> validate(java.time.Instant now) {
         List<FieldError> errors = new ArrayList<>();
-        if (tenantId == null || tenantId.isBlank()) errors.add(new FieldError("tenant_id", "is required"));
+        if (tenantId == null || tenantId.isBlank()) {
+            errors.add(new FieldError("tenant_id", "is required"));
+        } else if (!TENANT_ID.matcher(tenantId).matches()) { // no such tenant can exist; a NUL was a database error
+            errors.add(new FieldError("tenant_id", TENANT_ID_RULE));
+        }
         if (type == null || type.isBlank()) {
             errors.add(new FieldError("type", "is required"));
         } else if (!NAME.matcher(type).matches()) {

@@ -146,6 +146,19 @@ class EnqueueValidationTest extends StoreTestSupport {
         assertEquals(0, countJobs());
     }
 
+    /** A tenant id no tenant can have is a field error, not a database error (a NUL was one) nor "unknown". */
+    @Test
+    void aTenantIdNoTenantCanHaveNamesTheField() {
+        for (String bad : List.of("ac\u0000me", "Acme", "a b", "-acme", "a".repeat(64), "\ud800")) {
+            InvalidJobException e = assertThrows(InvalidJobException.class, () -> store.enqueue(dsl, job(bad).buildUnchecked()));
+            assertEquals(List.of("tenant_id"), fieldsOf(e), bad);
+        }
+        InvalidJobException e = assertThrows(InvalidJobException.class, () -> store.enqueueAll(dsl,
+                List.of(job(T1).build(), job("ac\u0000me").buildUnchecked())));
+        assertEquals(List.of("jobs[1].tenant_id"), fieldsOf(e));
+        assertEquals(0, countJobs());
+    }
+
     @Test
     void unknownTenantIsRefusedAndNothingIsWritten() {
         assertThrows(UnknownTenantException.class, () -> store.enqueue(dsl, job("nobody").build()));
