@@ -82,10 +82,16 @@ public final class SideEffects {
         }
     }
 
+    /** The longest lease {@link #begin} takes (as long as the longest delay a job may have). */
+    public static final Duration MAX_LEASE = JobRequest.MAX_DELAY;
+
     /** Takes the key for {@code lease}, or says why not; see {@link Claim}. */
     public Claim begin(DSLContext ctx, String tenantId, String key, Duration lease, Long jobId) {
         checkKey(key);
-        if (lease == null || lease.isNegative() || lease.isZero()) throw new IllegalArgumentException("the lease must be positive");
+        // a year at most: longer overflowed the millisecond count or the timestamp, a database error, not a message
+        if (lease == null || lease.isNegative() || lease.isZero() || lease.compareTo(MAX_LEASE) > 0) {
+            throw new IllegalArgumentException("the lease must be positive and at most " + MAX_LEASE.toDays() + " days");
+        }
         UUID token = UUID.randomUUID();
         // a few rounds: a row deleted (released) between BEGIN and READ sends us round again
         for (int round = 0; round < 5; round++) {

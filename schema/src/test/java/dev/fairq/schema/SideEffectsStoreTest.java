@@ -3,6 +3,7 @@ package dev.fairq.schema;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.UUID;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -113,5 +114,17 @@ class SideEffectsStoreTest extends StoreTestSupport {
         assertThrows(IllegalArgumentException.class, () -> effects().begin(dsl, T1, "a\u0000b", LOCK, 1L));
         assertThrows(IllegalArgumentException.class, () -> effects().begin(dsl, T1, "charge:\ud800", LOCK, 1L));
         assertThrows(IllegalArgumentException.class, () -> effects().begin(dsl, T1, "charge:\udc00", LOCK, 1L));
+    }
+
+    /** A lease of a million years was a database error (timestamp out of range); a year is the bound. */
+    @Test
+    void leasesArePositiveAndAtMostAYear() {
+        for (Duration bad : List.of(Duration.ZERO, Duration.ofMillis(-1), SideEffects.MAX_LEASE.plusMillis(1),
+                Duration.ofDays(365_000_000L), Duration.ofSeconds(Long.MAX_VALUE))) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> effects().begin(dsl, T1, "k", bad, 1L), bad::toString);
+            assertTrue(e.getMessage().contains("at most 366 days"), e.getMessage());
+        }
+        assertInstanceOf(SideEffects.Claim.Acquired.class, effects().begin(dsl, T1, "k", SideEffects.MAX_LEASE, 1L));
     }
 }
