@@ -454,9 +454,11 @@ public final class Enqueue {
      */
     public List<EnqueueResult> enqueueAll(DSLContext tx, List<JobRequest> requests, Commit commit) {
         if (requests.isEmpty()) return List.of();
-        if (requests.size() > MAX_BATCH && tx.connectionResult(java.sql.Connection::getAutoCommit)) {
-            // several statements, given no transaction: one of ours, so that a failure in a later batch leaves none
-            // of the jobs in (in autocommit each batch committed alone); a caller's own transaction is used as it is
+        if (requests.size() > 1 && tx.connectionResult(java.sql.Connection::getAutoCommit)) {
+            // maybe several statements (a batch per MAX_BATCH, a round per conflict: a second job of one ordering key
+            // goes in a round after its head), given no transaction: one of ours, so that a failure in a later one
+            // leaves none of the jobs in (in autocommit each committed alone). One job is one insert that counts
+            // (a round after a conflict inserted nothing), so it needs none. A caller's own transaction is used as it is
             return tx.transactionResult(c -> enqueueAll(c.dsl(), requests, commit));
         }
         List<FieldError> errors = new ArrayList<>();

@@ -159,6 +159,33 @@ class EnqueueValidationTest extends StoreTestSupport {
         assertEquals(0, countJobs());
     }
 
+    /**
+     * A batch in autocommit is one transaction even when it takes two statements: a job whose ordering key already
+     * has a head goes in in a round after the others. That round failing left the others committed and the caller
+     * an exception.
+     */
+    @Test
+    void aBatchInAutocommitWhoseSecondRoundFailsLeavesNothing() {
+        store.enqueue(dsl, job(T1).orderingKey("order-1").build()); // the key's head, from an earlier request
+        dsl.execute("""
+                CREATE FUNCTION test_fail_second_round() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN RAISE EXCEPTION 'second round refused'; END $$""");
+        dsl.execute("""
+                CREATE TRIGGER test_fail_second_round BEFORE INSERT ON jobs FOR EACH ROW
+                WHEN (NEW.ordering_key = 'order-1' AND NOT NEW.key_head) EXECUTE FUNCTION test_fail_second_round()""");
+        try {
+            assertThrows(org.jooq.exception.DataAccessException.class, () -> store.enqueueAll(dsl,
+                    List.of(job(T1).build(), job(T1).orderingKey("order-1").build())));
+            assertEquals(1, countJobs(), "the first round's job went in on its own and stayed");
+        } finally {
+            dsl.execute("DROP TRIGGER test_fail_second_round ON jobs");
+            dsl.execute("DROP FUNCTION test_fail_second_round()");
+        }
+        // without the trigger the same batch goes in whole, the keyed job waiting behind the head
+        store.enqueueAll(dsl, List.of(job(T1).build(), job(T1).orderingKey("order-1").build()));
+        assertEquals(3, countJobs());
+    }
+
     @Test
     void unknownTenantIsRefusedAndNothingIsWritten() {
         assertThrows(UnknownTenantException.class, () -> store.enqueue(dsl, job("nobody").build()));
