@@ -170,6 +170,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         env.jersey().register(new BearerAuthFilter(adminHash, keys, adminTokens, new ApiRateLimiter(System::nanoTime)));
         env.jersey().register(new RolesFeature());
         env.jersey().register(new ParameterGuard());
+        env.jersey().register(new UnreadBodyFilter());
         env.jersey().register(new ApiExceptionMappers.Api());
         env.jersey().register(new ApiExceptionMappers.InvalidJob());
         env.jersey().register(new ApiExceptionMappers.QueueFull());
