@@ -5,7 +5,7 @@
   'use strict';
   var page = document.body.getAttribute('data-page');
   var STORE = page === 'admin' ? 'fairq.adminToken' : 'fairq.tenantKey';
-  var REFRESH_MS = 3000;
+  var REFRESH_MS = 3000, REQUEST_TIMEOUT_MS = 10000;
   var timer = null;
   var SVG = 'http://www.w3.org/2000/svg';
 
@@ -23,11 +23,11 @@
   }
   function token() { return sessionStorage.getItem(STORE); }
 
-  function api(method, path, body) {
+  function api(method, path, body, signal) {
     var headers = { 'Authorization': 'Bearer ' + token() };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     return fetch(path, { method: method, headers: headers, body: body === undefined ? undefined : JSON.stringify(body),
-                         cache: 'no-store' })
+                         cache: 'no-store', signal: signal })
       .then(function (r) {
         return r.text().then(function (t) {
           var data = null;
@@ -241,13 +241,13 @@
 
   // ---- the admin page ----
   var lastOverview = null;
-  function renderAdmin(o) {
+  function renderAdmin(o, signal) {
     var pg0 = o.page;
     // the active set shrank under an open page (tenants went idle): show its last page, not "51-50 of 30"
     if (o.tenants.length === 0 && pg0.offset > 0) {
       var last = pg0.total === 0 ? 0 : Math.floor((pg0.total - 1) / overview.limit) * overview.limit;
       overview.offset = last < pg0.offset ? last : 0; // always lower, so this ends
-      return api('GET', overviewPath()).then(renderAdmin);
+      return api('GET', overviewPath(), undefined, signal).then(drawn(signal, renderAdmin));
     }
     lastOverview = o;
     $('share-note').textContent = 'Worker share: ' + (o.worker_share_basis === 'worker_time' ? 'worker time' : 'attempts started')
@@ -337,21 +337,42 @@
   }
 
   // ---- refresh loop and sign-in ----
-  function load() {
-    if (page === 'admin') return api('GET', overviewPath()).then(renderAdmin);
-    return Promise.all([api('GET', '/v1/dashboard'), api('GET', '/v1/jobs?limit=10')])
-      .then(function (r) { renderTenant(r[0], r[1].jobs); });
+  // An answer is drawn only while its refresh is the current one: a sign-out, or a newer refresh (a search, a
+  // page, a replay), aborts the one in flight, so a late answer can neither show the previous key's tenant nor
+  // overwrite a newer page, and a slow server never has more than one refresh of this tab to answer.
+  var inflight = null;
+  function drawn(signal, render) {
+    return function (data) { if (!signal.aborted) return render(data, signal); };
+  }
+  function load(signal) {
+    if (page === 'admin') return api('GET', overviewPath(), undefined, signal).then(drawn(signal, renderAdmin));
+    return Promise.all([api('GET', '/v1/dashboard', undefined, signal), api('GET', '/v1/jobs?limit=10', undefined, signal)])
+      .then(drawn(signal, function (r) { renderTenant(r[0], r[1].jobs); }));
   }
   function refresh() {
     timer = null;
+    if (inflight) inflight.abort();
+    inflight = null;
     if (!token()) return;
-    load().then(function () {
+    var mine = inflight = new AbortController();
+    // a server that never answers (stopped, or a proxy holding the connection) must not freeze the figures
+    // without a word: the refresh gives up after REQUEST_TIMEOUT_MS, says so, and the next one is scheduled
+    var timeout = setTimeout(function () { mine.timedOut = true; mine.abort(); }, REQUEST_TIMEOUT_MS);
+    load(mine.signal).then(function () {
+      if (inflight !== mine) return;
       $('error').textContent = '';
       $('updated').textContent = 'updated ' + new Date().toLocaleTimeString() + ' · every ' + (REFRESH_MS / 1000) + ' s';
     }).catch(function (e) {
+      if (mine.timedOut) e = new Error('no answer within ' + (REQUEST_TIMEOUT_MS / 1000) + ' s');
+      else if (inflight !== mine) return; // superseded or signed out: not this session's answer
       if (e.status === 401 || e.status === 403) { signOut(e.message); return; }
       $('error').textContent = 'could not refresh: ' + e.message;
-    }).then(function () { if (token() && !timer) timer = setTimeout(refresh, REFRESH_MS); });
+    }).then(function () {
+      clearTimeout(timeout);
+      if (inflight !== mine) return;
+      inflight = null;
+      if (token() && !timer) timer = setTimeout(refresh, REFRESH_MS);
+    });
   }
   function refreshNow() { if (timer) { clearTimeout(timer); timer = null; } refresh(); }
 
@@ -363,9 +384,22 @@
   function signOut(reason) {
     sessionStorage.removeItem(STORE);
     if (timer) { clearTimeout(timer); timer = null; }
+    if (inflight) { inflight.abort(); inflight = null; }
+    clearFigures();
     show(false);
     $('signin-error').textContent = reason || '';
     $('updated').textContent = '';
+  }
+  // what the signed-out key saw goes with it: hidden is not gone (the next person at this tab, its developer tools)
+  function clearFigures() {
+    ['who', 'error', 'cards', 'chart-depth', 'chart-throughput', 'limits', 'totals', 'share-note', 'page-info',
+      'edit-tenant', 'edit-result']
+      .forEach(function (id) { if ($(id)) $(id).textContent = ''; });
+    Array.prototype.forEach.call(document.querySelectorAll('#dash tbody'), function (b) { b.textContent = ''; });
+    if (page === 'admin') {
+      $('edit-panel').hidden = true; editing = null; lastOverview = null;
+      overview.offset = 0; overview.search = ''; $('search').value = '';
+    }
   }
   function signIn(ev) {
     ev.preventDefault();
