@@ -346,8 +346,7 @@
   }
   function load(signal) {
     if (page === 'admin') return api('GET', overviewPath(), undefined, signal).then(drawn(signal, renderAdmin));
-    return Promise.all([api('GET', '/v1/dashboard', undefined, signal), api('GET', '/v1/jobs?limit=10', undefined, signal)])
-      .then(drawn(signal, function (r) { renderTenant(r[0], r[1].jobs); }));
+    return api('GET', '/v1/dashboard', undefined, signal).then(drawn(signal, function (d) { renderTenant(d, d.recent_jobs); }));
   }
   function refresh() {
     timer = null;

@@ -33,6 +33,8 @@ final class DashboardFigures {
     static final int LIST_LIMIT = 50;
     /** Keys on the tenant dashboard: the busiest ten (a tenant may have thousands of customers as keys). */
     static final int TOP_KEYS = 10;
+    /** Recent jobs on the tenant dashboard. */
+    static final int RECENT_JOBS = 10;
 
     private final JobQueries queries = new JobQueries();
     private final DashboardStore dashboards = new DashboardStore();
@@ -50,7 +52,8 @@ final class DashboardFigures {
      * The tenant dashboard: summary, per-minute series of the last hour, running jobs, blocked keys, dead letters.
      * The head (tenant, clock, live counts, the hour's totals) is one statement; a list is read only when the
      * head counted something for it (no running jobs: no running list, and so on), so a tenant with nothing
-     * running, dead, blocked or scheduled costs two statements. Eleven round trips of the API's pool before.
+     * running, dead, blocked or scheduled costs three statements (the recent jobs are always read). Eleven round
+     * trips of the API's pool before.
      */
     DashboardViews.TenantDashboard tenant(String tenantId) {
         DashboardStore.TenantHead head = dashboards.tenantHead(db, tenantId, WINDOW, SHARE_WINDOW)
@@ -95,8 +98,15 @@ final class DashboardFigures {
         // the tenant's schedules, next to fire first, with the last fire's job status (at most max_schedules)
         List<dev.fairq.scheduler.ScheduleInfo> scheduled = head.hasSchedules()
                 ? schedules.byNextFire(db, tenantId, LIST_LIMIT) : List.of();
+        // the newest jobs here rather than from a second request: the page's two requests at once were a 429 at every
+        // refresh for a tenant with an api_burst of 1, whose dashboard never showed
+        List<DashboardViews.RecentJob> recent = new ArrayList<>();
+        for (JobsRecord j : queries.list(db, new JobQueries.JobFilter(tenantId, null, null, null, null), null, RECENT_JOBS)) {
+            recent.add(new DashboardViews.RecentJob(j.getId(), j.getType(), j.getQueue(), j.getStatus().getLiteral(),
+                    j.getAttempts(), JobView.utc(j.getCreatedAt())));
+        }
         return new DashboardViews.TenantDashboard(now.toInstant(), summary(t, live, head.totals()),
-                series(dashboards.minuteStats(db, tenantId, WINDOW), now), running, blocked, dead, scheduled, topKeys);
+                series(dashboards.minuteStats(db, tenantId, WINDOW), now), running, blocked, dead, scheduled, topKeys, recent);
     }
 
     /** The overview's page size when none is asked for, and the most a page may hold. */

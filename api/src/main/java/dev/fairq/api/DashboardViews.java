@@ -19,7 +19,14 @@ final class DashboardViews {
                                   List<dev.fairq.scheduler.ScheduleInfo> schedules,
                                   @Schema(description = "the concurrency and fairness keys with the most jobs running or "
                                           + "admitted now (at most 10)")
-                                  List<KeyUsage> topKeys) {}
+                                  List<KeyUsage> topKeys,
+                                  @Schema(description = "the tenant's newest jobs, any status (at most 10), as GET /v1/jobs?limit=10 "
+                                          + "lists them: the page needs one request a refresh, which its API limit counts")
+                                  List<RecentJob> recentJobs) {}
+
+    /** One of the tenant's newest jobs, as the dashboard lists them. */
+    @Schema(name = "RecentJob")
+    public record RecentJob(long id, String type, String queue, String status, int attempts, Instant createdAt) {}
 
     /** A key in use: its jobs running and admitted, and for a concurrency key its limit (null: unlimited). */
     @Schema(name = "KeyUsage")

@@ -327,4 +327,28 @@ class DashboardBrowserTest {
             browser.script("sessionStorage.clear();");
         }
     }
+
+    /**
+     * A tenant whose API limit allows one request at once sees its dashboard: the page asked for its figures and its
+     * recent jobs in two requests at once, so with an api_burst of 1 the second was a 429 at every refresh and the
+     * page only ever said "could not refresh: ... over its API request limit". The recent jobs now come with the
+     * figures, one request a refresh.
+     */
+    @Test
+    void aTenantWithAnApiBurstOfOneSeesItsDashboard() {
+        String tenant = TestApp.uniqueTenant("burst1");
+        String key = app.newTenantKey(tenant);
+        long job = app.submit(key, "{\"type\": \"record\", \"payload\": {}}");
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"api_burst\": 1, \"api_rate_per_second\": 1}").status());
+        browser.open(url("/dashboard"));
+        browser.script("sessionStorage.setItem('fairq.tenantKey', '" + key + "');");
+        browser.open(url("/dashboard"));
+        try {
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(tenant)
+                    && !recentStatus(job).isEmpty() && browser.text("#updated").startsWith("updated"));
+            assertEquals("", browser.text("#error"));
+        } finally {
+            browser.script("sessionStorage.clear();");
+        }
+    }
 }
