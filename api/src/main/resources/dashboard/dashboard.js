@@ -58,6 +58,9 @@
     return (Math.round(x * 100) / 100).toLocaleString('en');
   }
   function time(iso) { return iso ? new Date(iso).toLocaleTimeString() : '–'; }
+  // the hour and minute in the browser's own format ("6:21 PM", "18:21"): the first five characters of the time
+  // had been "6:21:" in a 12-hour locale, with no AM or PM
+  function hourMinute(iso) { return new Date(iso).toLocaleTimeString([], { hour: 'numeric', minute: '2-digit' }); }
   function statusPill(s) { return el('span', { 'class': 'st st-' + s, 'data-status': s }, s); }
 
   function fillTable(table, rows, cols, emptyText) {
@@ -100,7 +103,7 @@
     });
     [0, Math.floor(points.length / 2), points.length - 1].forEach(function (i) {
       if (!points[i]) return;
-      var t = svg('text', { x: Math.min(x(i) - 14, W - 40), y: H - 4 }); t.textContent = time(points[i].minute).slice(0, 5); root.appendChild(t);
+      var t = svg('text', { x: Math.min(x(i) - 14, W - 40), y: H - 4 }); t.textContent = hourMinute(points[i].minute); root.appendChild(t);
     });
     series.forEach(function (s) {
       var d = '', pen = false;

@@ -351,4 +351,33 @@ class DashboardBrowserTest {
             browser.script("sessionStorage.clear();");
         }
     }
+
+    /**
+     * The charts' time axis reads as times: it showed the first five characters of the locale's time, "6:21:" in
+     * a 12-hour locale (Chromium's default en-US), with no AM or PM.
+     */
+    @Test
+    void theChartsTimeAxisShowsHoursAndMinutes() {
+        String tenant = TestApp.uniqueTenant("axis");
+        String key = app.newTenantKey(tenant);
+        browser.open(url("/dashboard"));
+        browser.script("sessionStorage.setItem('fairq.tenantKey', '" + key + "');");
+        browser.open(url("/dashboard"));
+        try {
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(tenant));
+            // the three time labels under each chart (the others are the y axis), and whether this locale says AM/PM
+            com.fasterxml.jackson.databind.JsonNode labels = browser.script("var out = [];"
+                    + "document.querySelectorAll('.chart svg').forEach(function (s) {"
+                    + " var t = s.querySelectorAll('text'); for (var i = t.length - 3; i < t.length; i++) out.push(t[i].textContent); });"
+                    + "return {labels: out, twelve: /[AP]M/.test(new Date().toLocaleTimeString())};");
+            assertEquals(6, labels.get("labels").size(), labels.toString());
+            String format = labels.get("twelve").asBoolean() ? "\\d{1,2}:\\d{2}\\h[AP]M" : "\\d{1,2}:\\d{2}";
+            for (com.fasterxml.jackson.databind.JsonNode l : labels.get("labels")) {
+                assertTrue(l.asText().matches(format), labels.toString());
+            }
+        } finally {
+            browser.script("sessionStorage.clear();");
+        }
+    }
+
 }
