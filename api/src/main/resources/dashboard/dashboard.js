@@ -369,6 +369,13 @@
       else if (inflight !== mine) return; // superseded or signed out: not this session's answer
       if (e.status === 401 || e.status === 403) { signOut(e.message); return; }
       $('error').textContent = 'could not refresh: ' + e.message;
+      if (page === 'admin' && e.status === 422) {
+        // a search that no tenant id can start with ("acme corp"): the previous search's rows are not its answer
+        fillTable($('tenants'), [], [], 'no tenant id can start with "' + overview.search + '"');
+        $('page-info').textContent = '';
+        $('page-prev').disabled = true; $('page-next').disabled = true;
+        lastOverview = null;
+      }
     }).then(function () {
       clearTimeout(timeout);
       if (inflight !== mine) return;

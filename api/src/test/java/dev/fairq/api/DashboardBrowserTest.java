@@ -380,4 +380,35 @@ class DashboardBrowserTest {
         }
     }
 
+    /**
+     * A search that no tenant id can start with empties the table: the server refuses it (422: ids are lower-case
+     * letters, digits, '_' and '-'), and the page kept the previous search's rows, and its "1-1 of 1" pager, under
+     * the new search text, as if they matched it.
+     */
+    @Test
+    void aSearchNoTenantIdCanStartWithShowsNoTenants() {
+        String tenant = TestApp.uniqueTenant("typo");
+        assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + tenant, "{}").status());
+        browser.open(url("/dashboard/admin"));
+        browser.script("sessionStorage.setItem('fairq.adminToken', '" + TestApp.ADMIN_TOKEN + "');");
+        browser.open(url("/dashboard/admin"));
+        try {
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
+            browser.script("document.getElementById('search').value = '" + tenant + "';");
+            browser.click("#search-form button[type=submit]");
+            String row = "#tenants tr[data-tenant=\"" + tenant + "\"]";
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(row));
+
+            browser.script("document.getElementById('search').value = '" + tenant + " corp';");
+            browser.click("#search-form button[type=submit]");
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions()
+                    .until(() -> browser.text("#error").contains("must be the start of a tenant id"));
+            await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> !browser.exists(row));
+            assertTrue(browser.text("#tenants").contains("no tenant id can start with"), browser.text("#tenants"));
+            assertEquals("", browser.text("#page-info"));
+        } finally {
+            browser.script("sessionStorage.clear();");
+        }
+    }
+
 }
