@@ -94,7 +94,12 @@
     var max = 0;
     points.forEach(function (p) { series.forEach(function (s) { if (p[s.key] !== null && p[s.key] > max) max = p[s.key]; }); });
     max = niceMax(max);
-    var root = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, preserveAspectRatio: 'none', role: 'img' });
+    // an image needs a name: the panel's title and the latest values (the legend's words)
+    var title = container.parentNode.querySelector('h2');
+    var named = series.map(function (s) { var v = points.length ? points[points.length - 1][s.key] : null;
+      return s.label + ' ' + (v === null || v === undefined ? 'unknown' : v); }).join(', ');
+    var root = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, preserveAspectRatio: 'none', role: 'img',
+                            'aria-label': (title ? title.textContent + ': ' : '') + named + ' this minute' });
     var x = function (i) { return L + (W - L - R) * (points.length <= 1 ? 0 : i / (points.length - 1)); };
     var y = function (v) { return T + (H - T - B) * (1 - v / max); };
     [0, 0.5, 1].forEach(function (f) {
@@ -205,7 +210,8 @@
       function (r) { return r.attempts; }, function (r) { return time(r.finished_at); },
       col(function (r) { return r.last_error; }, 'err'),
       function (r) {
-        var b = el('button', { 'class': 'replay', 'data-id': String(r.id), type: 'button' }, 'Replay');
+        // a name of its own: a screen reader's list of buttons had fifty times "Replay"
+        var b = el('button', { 'class': 'replay', 'data-id': String(r.id), type: 'button', 'aria-label': 'Replay job ' + r.id }, 'Replay');
         b.addEventListener('click', function () { replay(r.id, b); });
         return b;
       }], 'the dead-letter queue is empty');
@@ -298,7 +304,7 @@
       function (t) { return pct(t.success_rate); },
       function (t) { return num(t.blocked_ordering_keys); },
       function (t) {
-        var b = el('button', { type: 'button', 'class': 'edit-limits', 'data-tenant': t.tenant }, 'Edit limits');
+        var b = el('button', { type: 'button', 'class': 'edit-limits', 'data-tenant': t.tenant, 'aria-label': 'Edit limits of ' + t.tenant }, 'Edit limits');
         b.addEventListener('click', function () { openEdit(t); });
         return b;
       }], overview.search ? 'no tenant id starts with "' + overview.search + '"'

@@ -411,4 +411,33 @@ class DashboardBrowserTest {
         }
     }
 
+    /**
+     * Each row's button and each chart has a name of its own for a screen reader: the rows' buttons were all
+     * "Edit limits" (or "Replay"), whichever tenant or job they were for, and the charts (role img) had none.
+     */
+    @Test
+    void rowButtonsAndChartsHaveNamesOfTheirOwn() {
+        String tenant = TestApp.uniqueTenant("named");
+        String key = app.newTenantKey(tenant);
+        browser.open(url("/dashboard"));
+        browser.script("sessionStorage.setItem('fairq.tenantKey', '" + key + "');"
+                + "sessionStorage.setItem('fairq.adminToken', '" + TestApp.ADMIN_TOKEN + "');");
+        try {
+            browser.open(url("/dashboard"));
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(tenant));
+            assertTrue(browser.label("#chart-depth svg").startsWith("Queue depth, last hour: pending"), browser.label("#chart-depth svg"));
+            assertTrue(browser.label("#chart-throughput svg").startsWith("Throughput per minute, last hour: started 0"),
+                    browser.label("#chart-throughput svg"));
+
+            browser.open(url("/dashboard/admin"));
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
+            browser.script("document.getElementById('search').value = '" + tenant + "';");
+            browser.click("#search-form button[type=submit]");
+            String button = "#tenants tr[data-tenant=\"" + tenant + "\"] button.edit-limits";
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(button));
+            assertEquals("Edit limits of " + tenant, browser.label(button));
+        } finally {
+            browser.script("sessionStorage.clear();");
+        }
+    }
 }

@@ -131,6 +131,11 @@ final class WebDriverClient implements AutoCloseable {
         return cmd("GET", "/element/" + find(css) + "/text", null).asText();
     }
 
+    /** The element's accessible name, as the browser computes it for a screen reader. */
+    String label(String css) {
+        return cmd("GET", "/element/" + find(css) + "/computedlabel", null).asText();
+    }
+
     JsonNode script(String js) {
         ObjectNode body = JSON.createObjectNode().put("script", js);
         body.putArray("args");
