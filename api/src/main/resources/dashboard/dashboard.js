@@ -224,6 +224,11 @@
       function (r) { return r.ordering_key; }, function (r) { return '#' + r.dead_job_id; },
       function (r) { return time(r.dead_since); }, function (r) { return r.waiting; },
       col(function (r) { return r.last_error; }, 'err')], 'no ordering key is blocked');
+    // the lists hold the first 50: say so when the count above is larger (a dead-letter queue of 120 had shown 50
+    // rows and no word of the other 70)
+    more('running-more', d.running_jobs.length, c.running, 'running jobs', 'the longest running', 'status=running');
+    more('dead-more', d.dead_letters.length, c.dead, 'dead jobs', 'the newest', 'status=dead');
+    more('blocked-more', d.blocked_keys.length, d.blocked_ordering_keys, 'blocked keys', 'the first', null);
     fillTable($('schedules'), d.schedules || [], [
       function (r) { return r.name; }, function (r) { return r.cron; }, function (r) { return r.time_zone; },
       function (r) { return r.paused ? 'paused' : (r.next_fires.length ? dateTime(r.next_fires[0]) : 'none (ended)'); },
@@ -237,6 +242,10 @@
         span.appendChild(statusPill(f.job_status));
         return span;
       }], 'no schedules: create one with PUT /v1/schedules/{name}');
+  }
+  function more(id, shown, total, what, which, filter) {
+    $(id).textContent = total > shown ? which + ' ' + shown + ' of ' + num(total) + ' ' + what
+      + (filter ? ' (all of them: GET /v1/jobs?' + filter + ')' : '') : '';
   }
   function dateTime(iso) { return iso ? new Date(iso).toLocaleString() : '–'; }
 
@@ -408,7 +417,7 @@
   // what the signed-out key saw goes with it: hidden is not gone (the next person at this tab, its developer tools)
   function clearFigures() {
     ['who', 'error', 'cards', 'chart-depth', 'chart-throughput', 'limits', 'totals', 'share-note', 'page-info',
-      'edit-tenant', 'edit-result']
+      'edit-tenant', 'edit-result', 'running-more', 'dead-more', 'blocked-more']
       .forEach(function (id) { if ($(id)) $(id).textContent = ''; });
     Array.prototype.forEach.call(document.querySelectorAll('#dash tbody'), function (b) { b.textContent = ''; });
     if (page === 'admin') {
