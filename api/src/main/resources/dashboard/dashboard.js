@@ -429,6 +429,14 @@
     ev.preventDefault();
     var k = $('key').value.trim();
     if (!k) { $('signin-error').textContent = 'paste a key first'; return; }
+    // a character a browser cannot send in a header (a '…' or a curly quote copied from a document) made every
+    // refresh fail with the browser's own words, on an empty page that looked signed in
+    var bad = k.match(/[\u0000-\u001f\u007f\u0100-\uffff]/);
+    if (bad) {
+      $('signin-error').textContent = 'no key has the character "' + bad[0] + '" (U+'
+        + ('000' + bad[0].charCodeAt(0).toString(16).toUpperCase()).slice(-4) + '): copy it again from where it was shown';
+      return;
+    }
     sessionStorage.setItem(STORE, k);
     $('key').value = '';
     $('signin-error').textContent = '';

@@ -466,4 +466,22 @@ class DashboardBrowserTest {
             browser.script("sessionStorage.clear();");
         }
     }
+
+    /**
+     * A key pasted with a character no key has (a '…' copied from a document) is refused at sign-in, naming the
+     * character: the browser cannot send it in a header, so every refresh failed with "Failed to execute 'fetch' on
+     * 'Window': ... non ISO-8859-1 code point", on an empty page that looked signed in, and never signed out.
+     */
+    @Test
+    void aKeyWithACharacterNoKeyHasIsRefusedAtSignIn() {
+        browser.open(url("/dashboard"));
+        browser.script("sessionStorage.clear();");
+        browser.open(url("/dashboard"));
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#key"));
+        browser.script("document.getElementById('key').value = 'fqk_abc\\u2026';");
+        browser.click("#signin");
+        await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> browser.text("#signin-error").contains("U+2026"));
+        assertTrue(browser.script("return document.getElementById('dash').hidden").asBoolean());
+        assertTrue(browser.script("return sessionStorage.getItem('fairq.tenantKey') === null").asBoolean());
+    }
 }
