@@ -63,8 +63,18 @@
   function hourMinute(iso) { return new Date(iso).toLocaleTimeString([], { hour: 'numeric', minute: '2-digit' }); }
   function statusPill(s) { return el('span', { 'class': 'st st-' + s, 'data-status': s }, s); }
 
+  // A redraw (every 3 s) replaced the row button a keyboard user was on, and the focus fell to the page's start:
+  // the same button of the new rows (its class and its row's tenant or job) takes it back.
+  function buttonKey(b) { return b.className + '|' + (b.getAttribute('data-tenant') || b.getAttribute('data-id')); }
   function fillTable(table, rows, cols, emptyText) {
-    var tbody = table.querySelector('tbody');
+    var tbody = table.querySelector('tbody'), a = document.activeElement;
+    var focused = a && a.tagName === 'BUTTON' && tbody.contains(a) ? buttonKey(a) : null;
+    fillRows(tbody, table, rows, cols, emptyText);
+    if (!focused) return;
+    var again = Array.prototype.find.call(tbody.querySelectorAll('button'), function (b) { return buttonKey(b) === focused; });
+    if (again) again.focus();
+  }
+  function fillRows(tbody, table, rows, cols, emptyText) {
     tbody.textContent = '';
     if (!rows.length) {
       var tr = el('tr');
@@ -337,6 +347,15 @@
     f.elements.paused.checked = !!t.limits.paused;
     $('edit-result').textContent = '';
     $('edit-panel').hidden = false;
+    // the form is under the table: a keyboard user had to tab past every row's buttons to reach it
+    f.elements.weight.focus();
+  }
+  function closeEdit() {
+    var tenant = editing && editing.tenant;
+    $('edit-panel').hidden = true; editing = null;
+    // back to the row it was opened from (redrawn since: found again by its tenant)
+    var b = tenant && document.querySelector('button.edit-limits[data-tenant="' + CSS.escape(tenant) + '"]');
+    if (b) b.focus();
   }
   function saveEdit(ev) {
     ev.preventDefault();
@@ -458,7 +477,7 @@
       if (lastOverview && lastOverview.page.next_offset !== null) { overview.offset = lastOverview.page.next_offset; refreshNow(); }
     });
     $('edit-form').addEventListener('submit', saveEdit);
-    $('edit-cancel').addEventListener('click', function () { $('edit-panel').hidden = true; editing = null; });
+    $('edit-cancel').addEventListener('click', closeEdit);
   }
   show(!!token());
   if (token()) refresh();

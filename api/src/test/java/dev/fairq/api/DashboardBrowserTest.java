@@ -484,4 +484,39 @@ class DashboardBrowserTest {
         assertTrue(browser.script("return document.getElementById('dash').hidden").asBoolean());
         assertTrue(browser.script("return sessionStorage.getItem('fairq.tenantKey') === null").asBoolean());
     }
+
+    /**
+     * The keyboard stays where it is through the refresh, Edit limits takes it to the form, and Close brings it back
+     * to the row: the redraw every 3 s replaced the row's button a keyboard user was on and the focus fell to the
+     * page's start; the form is under the table, so a keyboard user tabbed past every row's buttons to reach it.
+     */
+    @Test
+    void theKeyboardFocusSurvivesTheRefreshAndGoesToTheEditFormAndBack() {
+        String tenant = TestApp.uniqueTenant("keys");
+        assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + tenant, "{}").status());
+        browser.open(url("/dashboard/admin"));
+        browser.script("sessionStorage.setItem('fairq.adminToken', '" + TestApp.ADMIN_TOKEN + "');");
+        browser.open(url("/dashboard/admin"));
+        try {
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
+            browser.script("document.getElementById('search').value = '" + tenant + "';");
+            browser.click("#search-form button[type=submit]");
+            String button = "#tenants tr[data-tenant=\"" + tenant + "\"] button.edit-limits";
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(button));
+            String focusedRow = "var a = document.activeElement;"
+                    + "return a.classList.contains('edit-limits') ? a.getAttribute('data-tenant') : a.tagName";
+            browser.script("document.querySelector('" + button + "').focus();");
+            assertEquals(tenant, browser.script(focusedRow).asText());
+            String updated = browser.text("#updated");
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> !browser.text("#updated").equals(updated));
+            assertEquals(tenant, browser.script(focusedRow).asText()); // redrawn, and still on its row's button
+
+            browser.click(button);
+            assertEquals("weight", browser.script("return document.activeElement.name").asText());
+            browser.click("#edit-cancel");
+            assertEquals(tenant, browser.script(focusedRow).asText());
+        } finally {
+            browser.script("sessionStorage.clear();");
+        }
+    }
 }
