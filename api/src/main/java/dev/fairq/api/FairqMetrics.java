@@ -437,6 +437,7 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
     public void finished(ClaimedJob job, JobOutcome outcome, long nanos) {
         Counter counted = outcome instanceof JobOutcome.Failed f ? (f.dead() ? deadLetters : retries)
                 : outcome instanceof JobOutcome.Snoozed ? null // a snooze is neither a success nor a failure
+                : outcome instanceof JobOutcome.Cancelled ? null // nor is a cancel (it had been counted a success)
                 : successes;
         double took = nanos / 1e9;
         record(job.tenantId(), tenant -> {

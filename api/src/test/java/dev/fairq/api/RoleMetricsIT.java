@@ -84,6 +84,10 @@ class RoleMetricsIT {
                 .map(l -> Double.parseDouble(l.substring(series.length() + 1).trim())).orElse(-1.0);
     }
 
+    private static String status(DSLContext dsl, long id) {
+        return dsl.resultQuery("SELECT status FROM jobs WHERE id = ?", id).fetchOne(0, String.class);
+    }
+
     @Test
     void workerAndSchedulerProcessesServeTheirOwnCountersOnTheMetricsPort() throws Exception {
         TestDatabase db = TestDatabase.get();
@@ -105,14 +109,22 @@ class RoleMetricsIT {
                 new JobStore().enqueueAll(dsl, jobs);
                 await().atMost(Duration.ofSeconds(60)).until(() ->
                         dsl.resultQuery("SELECT count(*) FROM jobs WHERE status = 'succeeded'").fetchOne(0, Long.class) == 7);
+                // a job cancelled while it runs started, but did not succeed (it had been counted a success)
+                long sleeping = new JobStore().enqueueAll(dsl, List.of(JobRequest.builder("split", "sleep")
+                        .payload("{\"ms\": 120000}").build())).get(0).job().getId();
+                await().atMost(Duration.ofSeconds(60)).until(() -> "running".equals(status(dsl, sleeping)));
+                new JobStore().cancel(dsl, "split", sleeping);
+                await().atMost(Duration.ofSeconds(60)).until(() -> "cancelled".equals(status(dsl, sleeping)));
             }
 
             HttpResponse<String> w = get(workerPort, "GET", "/metrics");
             assertEquals(200, w.statusCode());
             assertTrue(w.headers().firstValue("Content-Type").orElse("").startsWith("text/plain"), w.headers().toString());
-            assertEquals(7.0, sample(w.body(), "fairq_job_starts_total{tenant=\"split\"}"), w.body());
-            assertEquals(7.0, sample(w.body(), "fairq_job_successes_total{tenant=\"split\"}"), w.body());
-            assertEquals(7.0, sample(w.body(), "fairq_job_duration_seconds_count{tenant=\"split\"}"), w.body());
+            assertEquals(8.0, sample(w.body(), "fairq_job_starts_total{tenant=\"split\"}"), w.body());
+            assertEquals(7.0, sample(w.body(), "fairq_job_successes_total{tenant=\"split\"}"), "the cancelled job is no success: " + w.body());
+            assertEquals(0.0, sample(w.body(), "fairq_job_retries_total{tenant=\"split\"}"), w.body());
+            assertEquals(0.0, sample(w.body(), "fairq_job_dead_letters_total{tenant=\"split\"}"), w.body());
+            assertEquals(8.0, sample(w.body(), "fairq_job_duration_seconds_count{tenant=\"split\"}"), w.body());
             assertFalse(w.body().contains("\nfairq_jobs{"), "the queue's depth is the server's to report: " + w.body());
 
             HttpResponse<String> s = get(schedulerPort, "GET", "/metrics");
