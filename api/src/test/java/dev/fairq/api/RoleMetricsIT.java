@@ -117,6 +117,9 @@ class RoleMetricsIT {
                 await().atMost(Duration.ofSeconds(60)).until(() -> "cancelled".equals(status(dsl, sleeping)));
             }
 
+            // an attempt is counted once its outcome is recorded, just after the commit the test saw
+            await().atMost(Duration.ofSeconds(10)).until(() -> sample(get(workerPort, "GET", "/metrics").body(),
+                    "fairq_job_duration_seconds_count{tenant=\"split\"}") == 8.0);
             HttpResponse<String> w = get(workerPort, "GET", "/metrics");
             assertEquals(200, w.statusCode());
             assertTrue(w.headers().firstValue("Content-Type").orElse("").startsWith("text/plain"), w.headers().toString());

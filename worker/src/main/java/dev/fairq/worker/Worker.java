@@ -169,7 +169,15 @@ public final class Worker implements AutoCloseable {
     private volatile WorkerRoute route;
 
     /** An attempt's end for the completer: an outcome to record, or (outcome null) a hand-back. */
-    private record Finished(Attempt attempt, JobOutcome outcome) {}
+    /**
+     * An attempt's outcome (null: hand it back) waiting to be recorded; {@code nanos} is its handler's run time,
+     * reported to the observer once the outcome is recorded (-1: not reported, the attempt never ran to an end).
+     */
+    private record Finished(Attempt attempt, JobOutcome outcome, long nanos) {
+        Finished(Attempt attempt, JobOutcome outcome) {
+            this(attempt, outcome, -1);
+        }
+    }
 
     public Worker(WorkerConfig config, HandlerRegistry handlers, JobStore store, DSLContext db,
                   ConnectionFactory listenConnections) {
@@ -839,8 +847,7 @@ public final class Worker implements AutoCloseable {
             // the handler's own time, what shares by worker time charge (not the wait after a prefetching claim)
             if (outcome instanceof JobOutcome.Succeeded s) outcome = new JobOutcome.Succeeded(s.jobId(), s.attempt(), took / 1000);
             if (outcome != null) {
-                outcomes.add(new Finished(a, outcome));
-                observer.finished(job, outcome, took);
+                outcomes.add(new Finished(a, outcome, took)); // reported to the observer once recorded
             } else {
                 held.remove(job.id(), a);
             }
@@ -1130,7 +1137,7 @@ public final class Worker implements AutoCloseable {
         }
         Finished f = batch.get(0);
         JobOutcome plain = withoutText(f.outcome(), "the outcome could not be stored (" + refused + ")");
-        if (plain != null && tryRecord(List.of(new Finished(f.attempt(), plain))) == null) return;
+        if (plain != null && tryRecord(List.of(new Finished(f.attempt(), plain, f.nanos()))) == null) return;
         Attempt a = f.attempt();
         log.error("job {} attempt {}: the database refuses its outcome ({}); the job is left to its lease, and the "
                 + "reaper will count the attempt", a.job.id(), a.job.attempt(), refused);
@@ -1186,6 +1193,11 @@ public final class Worker implements AutoCloseable {
                 for (Finished f : batch) {
                     Attempt a = f.attempt();
                     held.remove(a.job.id(), a);
+                    // finished only once recorded: a success the fence dropped or the database refused had been
+                    // counted in the metrics, and the attempt that ran the job again counted a second one
+                    if (f.outcome() != null && recorded.contains(a.job.id()) && f.nanos() >= 0) {
+                        observer.finished(a.job, f.outcome(), f.nanos());
+                    }
                     if (f.outcome() != null && !recorded.contains(a.job.id())) {
                         log.warn("job {} attempt {}: lease lost before the outcome was recorded; another worker "
                                 + "owns the job now and this result ({}) was dropped",

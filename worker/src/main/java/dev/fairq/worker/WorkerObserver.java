@@ -11,6 +11,7 @@ public interface WorkerObserver {
 
     default void started(ClaimedJob job) {}
 
+    /** An attempt's outcome, once it is recorded (an outcome the fence dropped is {@link #leaseLost} instead). */
     default void finished(ClaimedJob job, JobOutcome outcome, long nanos) {}
 
     default void leaseLost(ClaimedJob job) {}

@@ -1,6 +1,8 @@
 package dev.fairq.worker;
 
 import dev.fairq.scheduler.SchedulerConfig;
+import dev.fairq.schema.ClaimedJob;
+import dev.fairq.schema.JobOutcome;
 import dev.fairq.schema.JobRequest;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -8,6 +10,7 @@ import org.junit.jupiter.api.Test;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -16,9 +19,23 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * An outcome the database refuses for its data (here a trigger raising a data exception, as a NUL in an error text
  * and an out-of-range retry delay once did) must not stop the worker: before, the completer retried the whole batch
- * forever, so nothing was recorded again and the batch's jobs stayed running under live leases.
+ * forever, so nothing was recorded again and the batch's jobs stayed running under live leases. An outcome that
+ * was not recorded (refused, or dropped by the fence) is not reported to the observer (the metrics) as finished.
  */
 class RefusedOutcomeTest extends PlatformTest {
+    /** What the observer heard: "finished TYPE OUTCOME" and "lease lost TYPE", in order. */
+    private final List<String> heard = new CopyOnWriteArrayList<>();
+    private final WorkerObserver observer = new WorkerObserver() {
+        @Override
+        public void finished(ClaimedJob job, JobOutcome outcome, long nanos) {
+            heard.add("finished " + job.type() + " " + outcome.getClass().getSimpleName());
+        }
+
+        @Override
+        public void leaseLost(ClaimedJob job) {
+            heard.add("lease lost " + job.type());
+        }
+    };
 
     @AfterEach
     void dropTrigger() {
@@ -67,7 +84,7 @@ class RefusedOutcomeTest extends PlatformTest {
         platform.startScheduler(SchedulerConfig.defaults());
         platform.startWorker(WorkerConfig.builder().workerId("w1").threads(2)
                 .lease(Duration.ofSeconds(2), Duration.ofMillis(500)).reapInterval(Duration.ofMillis(200))
-                .pollInterval(Duration.ofMillis(200)).build(), handlers);
+                .pollInterval(Duration.ofMillis(200)).build(), handlers, observer);
 
         // each attempt's lease lapses and the reaper counts it: the second ends the job in the dead-letter queue
         await().atMost(Duration.ofSeconds(60)).until(() -> "dead".equals(status(cursed)));
@@ -75,6 +92,27 @@ class RefusedOutcomeTest extends PlatformTest {
         assertTrue(db.dsl().fetchValue("SELECT last_error FROM jobs WHERE id = ?", cursed).toString().startsWith("lease expired"));
         long fine = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "fine").build()).job().getId();
         await().atMost(Duration.ofSeconds(30)).until(() -> "succeeded".equals(status(fine)));
+        // the refused successes were never recorded: no success reported (it had been, twice: two in the metrics)
+        await().atMost(Duration.ofSeconds(30)).until(() -> heard.contains("finished fine Succeeded"));
+        assertEquals(List.of("finished fine Succeeded"), heard);
+    }
+
+    /**
+     * An attempt whose lease another worker took while its handler ran: its outcome is dropped by the fence, so it is
+     * reported as a lost lease only. It had been reported finished first (a success counted in the metrics, and the
+     * job's next attempt counted another), then as a lost lease.
+     */
+    @Test
+    void anOutcomeTheFenceDropsIsReportedAsALostLeaseOnly() {
+        HandlerRegistry handlers = new HandlerRegistry()
+                .register("stolen", job -> db.dsl().execute("UPDATE jobs SET locked_by = 'w2' WHERE id = ?", job.jobId()));
+        long stolen = platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "stolen").build()).job().getId();
+        platform.startScheduler(SchedulerConfig.defaults());
+        platform.startWorker(TestPlatform.fastConfig("w1", 1), handlers, observer);
+
+        await().atMost(Duration.ofSeconds(30)).until(() -> heard.contains("lease lost stolen"));
+        assertEquals("running", status(stolen), "w2's now: nothing of w1's attempt was written");
+        assertEquals(List.of("lease lost stolen"), heard);
     }
 
     private String status(long id) {
