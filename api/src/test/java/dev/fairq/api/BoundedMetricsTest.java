@@ -12,6 +12,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.OffsetDateTime;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
@@ -283,6 +284,86 @@ class BoundedMetricsTest {
         for (String reason : dev.fairq.scheduler.ScheduleObserver.SKIP_REASONS) {
             assertEquals(0, value(text, "fairq_schedule_skipped_fires_total{reason=\"" + reason + "\"}"), 0, reason);
         }
+    }
+
+    /** Keys a job may carry (1-255 characters, no control character): quotes, backslashes, braces, unicode, long. */
+    private static final List<String> ODD_KEYS = List.of("q\"uo\\te", "trail\\", "\\\"", "ünï 😀 {x=\"y\"} #",
+            "line\u2028sep", "\\n", "é".repeat(255));
+
+    /** One ready job for each odd key (as fairness and as concurrency key), of a type no worker runs. */
+    private void oddKeys(String tenant) {
+        db.createTenant(tenant);
+        for (String k : ODD_KEYS) {
+            dsl.execute("INSERT INTO jobs (tenant_id, type, status, ready_rank, fairness_key) "
+                    + "VALUES (?, 'mb-no-worker', 'ready', 1, ?)", tenant, k);
+            dsl.execute("INSERT INTO jobs (tenant_id, type, status, ready_rank, concurrency_key) "
+                    + "VALUES (?, 'mb-no-worker', 'ready', 1, ?)", tenant, k);
+        }
+    }
+
+    /** fairq_key_jobs' key label values, unescaped as the text format says (backslash, quote, newline). */
+    private static Set<String> keyLabels(String text) {
+        Set<String> out = new HashSet<>();
+        for (String line : text.split("\n")) {
+            if (!line.startsWith("fairq_key_jobs{")) continue;
+            int at = line.indexOf("key=\"") + 5;
+            StringBuilder key = new StringBuilder();
+            for (int i = at; line.charAt(i) != '"'; i++) {
+                char c = line.charAt(i);
+                if (c == '\\') {
+                    char n = line.charAt(++i);
+                    key.append(n == 'n' ? '\n' : n);
+                } else {
+                    key.append(c);
+                }
+            }
+            out.add(key.toString());
+        }
+        return out;
+    }
+
+    @Test
+    void oddKeysComeBackAsTheyWereAfterTheTextFormatsEscaping() throws IOException {
+        String tenant = "mb-" + UUID.randomUUID().toString().substring(0, 6) + "-keys";
+        oddKeys(tenant);
+        String text = scrape(new FairqMetrics(dsl, 3, () -> null));
+        assertEquals(Set.copyOf(ODD_KEYS), keyLabels(text), text);
+        dsl.execute("DELETE FROM jobs WHERE tenant_id = ?", tenant);
+    }
+
+    /**
+     * The whole scrape, odd keys and a tracked tenant's series included, passes {@code promtool check metrics}
+     * (names, units, _total counters, HELP and TYPE, histogram buckets), as api/README says. Skipped, saying so,
+     * where promtool is not installed (Debian: apt-get install prometheus).
+     */
+    @Test
+    void aScrapePassesPromtool() throws Exception {
+        String promtool = java.util.stream.Stream.of(System.getenv().getOrDefault("PATH", "").split(java.io.File.pathSeparator))
+                .map(d -> java.nio.file.Path.of(d, "promtool")).filter(java.nio.file.Files::isExecutable)
+                .map(java.nio.file.Path::toString).findFirst().orElse(null);
+        org.junit.jupiter.api.Assumptions.assumeTrue(promtool != null,
+                "SKIPPED: no promtool on the PATH (Debian: apt-get install prometheus)");
+        String run = UUID.randomUUID().toString().substring(0, 6);
+        String tenant = "mb-" + run + "-lint";
+        oddKeys(tenant);
+        dsl.execute("INSERT INTO jobs (tenant_id, type, run_at) VALUES (?, 'noop', now() + interval '1 hour')", tenant);
+        FairqMetrics metrics = new FairqMetrics(dsl, 3, () -> null);
+        ClaimedJob job = jobOf(tenant, 1);
+        metrics.started(job);
+        metrics.finished(job, new JobOutcome.Succeeded(1, 1), 2_000_000);
+        scrape(metrics);
+        String text = scrape(metrics);
+        assertTrue(text.contains("fairq_job_duration_seconds_bucket{tenant=\"" + tenant + "\""), text);
+        assertTrue(text.contains("fairq_key_jobs{"), text);
+        Process p = new ProcessBuilder(promtool, "check", "metrics").redirectErrorStream(true).start();
+        try (var in = p.getOutputStream()) {
+            in.write(text.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        }
+        String said = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+        assertEquals(0, p.exitValue(), "promtool check metrics:\n" + said + "\non:\n" + text);
+        assertEquals("", said.strip(), "no lint problems:\n" + said);
+        dsl.execute("DELETE FROM jobs WHERE tenant_id = ?", tenant);
     }
 
     private static boolean waitsToChangeSeries(Thread t) {
