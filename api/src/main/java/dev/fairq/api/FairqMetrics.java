@@ -452,6 +452,14 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
     }
 
     @Override
+    public void reaped(String tenantId, String status) {
+        // a job whose worker died is retried or dead-lettered by a reaper, not by an outcome: it had been in no
+        // counter, so a job that crashed its worker at every attempt went to the dead-letter queue uncounted
+        Counter counted = status.equals("dead") ? deadLetters : status.equals("pending") ? retries : null;
+        if (counted != null) record(tenantId, tenant -> counted.labelValues(tenant).inc());
+    }
+
+    @Override
     public void fired(String tenantId, Duration lag) {
         scheduleFires.inc();
         scheduleLag.observe(lag.toNanos() / 1e9);

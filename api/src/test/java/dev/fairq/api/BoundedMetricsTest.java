@@ -278,6 +278,22 @@ class BoundedMetricsTest {
         dsl.execute("DELETE FROM jobs WHERE tenant_id LIKE ?", "mb-" + run + "-%");
     }
 
+    /** A job the reaper took back (its worker died) is a retry, or a dead letter on its last attempt. */
+    @Test
+    void aReapedJobCountsAsARetryOrADeadLetter() throws IOException {
+        String tenant = "mb-" + UUID.randomUUID().toString().substring(0, 6) + "-reaped";
+        FairqMetrics metrics = new FairqMetrics(dsl, 3, () -> null);
+        scrape(metrics);
+        metrics.reaped(tenant, "pending");
+        metrics.reaped(tenant, "dead");
+        metrics.reaped(tenant, "cancelled");
+        String text = scrape(metrics);
+        text = scrape(metrics);
+        assertEquals(1, value(text, "fairq_job_retries_total{tenant=\"" + tenant + "\"}"), 0, text);
+        assertEquals(1, value(text, "fairq_job_dead_letters_total{tenant=\"" + tenant + "\"}"), 0, text);
+        assertEquals(0, value(text, "fairq_job_successes_total{tenant=\"" + tenant + "\"}"), 0, text);
+    }
+
     @Test
     void everySkippedFireReasonStartsAtZero() throws IOException {
         String text = scrape(new FairqMetrics(dsl, 1, () -> null));

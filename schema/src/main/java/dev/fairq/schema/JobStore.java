@@ -240,6 +240,11 @@ public final class JobStore {
         return leases.reapExpired(ctx, limit);
     }
 
+    /** As {@link #reapExpired}, saying which jobs and what each became. */
+    public List<Leases.Reaped> reapExpiredJobs(DSLContext ctx, int limit) {
+        return leases.reapExpiredJobs(ctx, limit);
+    }
+
     /** Hands back claimed attempts (job id to attempt) that never started. */
     public int release(DSLContext ctx, String workerId, Map<Long, Integer> attempts) {
         return leases.release(ctx, workerId, attempts);

@@ -165,7 +165,8 @@ public final class Leases {
                   ORDER BY locked_until LIMIT :limit FOR UPDATE SKIP LOCKED) e
             WHERE j.id = e.id
             RETURNING j.id, j.tenant_id, j.ordering_key, j.key_head,
-                      CASE WHEN j.status = 'pending' THEN pg_notify('fairq_jobs', 't:' || j.tenant_id) END
+                      CASE WHEN j.status = 'pending' THEN pg_notify('fairq_jobs', 't:' || j.tenant_id) END,
+                      j.status::text
             """);
 
     /**
@@ -330,6 +331,14 @@ public final class Leases {
 
     /** Returns expired leases to pending (or dead), at most {@code limit}; returns how many. */
     public int reapExpired(DSLContext ctx, int limit) {
+        return reapExpiredJobs(ctx, limit).size();
+    }
+
+    /** A job the reaper took back, and what it became: pending (to be retried), dead or cancelled. */
+    public record Reaped(long jobId, String tenantId, String status) {}
+
+    /** As {@link #reapExpired}, saying which jobs and what each became (the metrics count retries and dead letters). */
+    public List<Reaped> reapExpiredJobs(DSLContext ctx, int limit) {
         return ctx.transactionResult(c -> {
             DSLContext tx = c.dsl();
             Result<Record> rows = REAP.bind().clock(clock).set("limit", limit).fetch(tx);
@@ -341,7 +350,9 @@ public final class Leases {
             }
             KeyHandoff.promoteNext(tx, released);
             if (!rows.isEmpty()) log.warn("reaped {} jobs whose lease expired", rows.size());
-            return rows.size();
+            List<Reaped> out = new ArrayList<>();
+            for (Record r : rows) out.add(new Reaped(r.get(0, Long.class), r.get(1, String.class), r.get(5, String.class)));
+            return out;
         });
     }
 

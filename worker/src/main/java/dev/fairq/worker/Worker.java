@@ -1271,7 +1271,8 @@ public final class Worker implements AutoCloseable {
 
     private void reap() {
         try {
-            store.reapExpired(db, config.reapBatch());
+            // reported: a job whose worker died is retried or dead-lettered here, in no worker's outcome
+            for (var r : store.reapExpiredJobs(db, config.reapBatch())) observer.reaped(r.tenantId(), r.status());
         } catch (RuntimeException e) {
             log.warn("reaper failed", e);
         }

@@ -16,6 +16,12 @@ public interface WorkerObserver {
 
     default void leaseLost(ClaimedJob job) {}
 
+    /**
+     * This process's reaper took back a job whose lease expired (its worker died or stalled): {@code status} is what
+     * it became, {@code pending} (to be retried), {@code dead} (that was its last attempt) or {@code cancelled}.
+     */
+    default void reaped(String tenantId, String status) {}
+
     /** A claimed job was handed back unstarted because its lease may have lapsed (the process was paused). */
     default void handedBack(ClaimedJob job) {}
 
