@@ -265,7 +265,8 @@
       .then(function (job) { $('error').textContent = ''; flash('job ' + job.id + ' replayed: ' + job.status); refreshNow(); })
       .catch(function (e) { button.disabled = false; $('error').textContent = 'replay of job ' + id + ' failed: ' + e.message; });
   }
-  function flash(msg) { $('updated').textContent = msg; }
+  // its own line: written to #updated, the refresh it triggers overwrote it within milliseconds, unread
+  function flash(msg) { $('notice').textContent = msg; }
 
   // ---- the admin page ----
   var lastOverview = null;
@@ -436,7 +437,7 @@
   // what the signed-out key saw goes with it: hidden is not gone (the next person at this tab, its developer tools)
   function clearFigures() {
     ['who', 'error', 'cards', 'chart-depth', 'chart-throughput', 'limits', 'totals', 'share-note', 'page-info',
-      'edit-tenant', 'edit-result', 'running-more', 'dead-more', 'blocked-more']
+      'edit-tenant', 'edit-result', 'running-more', 'dead-more', 'blocked-more', 'notice']
       .forEach(function (id) { if ($(id)) $(id).textContent = ''; });
     Array.prototype.forEach.call(document.querySelectorAll('#dash tbody'), function (b) { b.textContent = ''; });
     if (page === 'admin') {

@@ -84,7 +84,10 @@ class DashboardBrowserTest {
 
         TestApp.FIXED.add(cause);
         browser.click(button);
+        // the page says what the replay did, and the refresh it triggers does not write over it
+        await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> browser.text("#notice").startsWith("job " + dead + " replayed"));
         await().atMost(Duration.ofSeconds(30)).ignoreExceptions().until(() -> recentStatus(dead).equals("succeeded"));
+        assertTrue(browser.text("#notice").startsWith("job " + dead + " replayed"), browser.text("#notice"));
         await().atMost(Duration.ofSeconds(15)).ignoreExceptions().until(() -> !browser.exists(button));
         assertEquals("succeeded", app.call("GET", "/v1/jobs/" + dead, key, null).body().get("status").asText());
         new DashboardStore().rollupMinutes(app.db.dsl(), 2);
