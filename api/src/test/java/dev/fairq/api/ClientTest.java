@@ -9,16 +9,24 @@ import dev.fairq.client.RetryPolicy;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The Java client against the running server: every call, every error type, and retries that honour Retry-After. */
@@ -208,4 +216,58 @@ class ClientTest extends AppTest {
         assertNotNull(admin.keys(tenant).get(0).revokedAt());
         assertThrows(FairqException.UnauthorizedException.class, () -> app.client(k.key()).stats());
     }
+
+    /** What a proxy or a broken middlebox in front of fairq answers: a real HTTP server on a free port. */
+    private interface Answerer {
+        void answer(HttpExchange ex) throws Exception;
+    }
+
+    private static HttpServer proxy(Answerer answerer) throws Exception {
+        HttpServer s = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        s.setExecutor(java.util.concurrent.Executors.newCachedThreadPool());
+        s.createContext("/", ex -> {
+            try {
+                answerer.answer(ex);
+            } catch (Exception e) {
+                throw new java.io.IOException(e);
+            } finally {
+                ex.close();
+            }
+        });
+        s.start();
+        return s;
+    }
+
+    private static void answer(HttpExchange ex, int status, String contentType, String body) throws java.io.IOException {
+        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+        ex.getResponseHeaders().add("Content-Type", contentType);
+        ex.sendResponseHeaders(status, bytes.length == 0 ? -1 : bytes.length);
+        if (bytes.length > 0) ex.getResponseBody().write(bytes);
+    }
+
+    /**
+     * The timeout bounds the whole call, not only the wait for the headers: behind a proxy that sent its headers and
+     * then stalled, a call with a timeout of 1 s had waited until the proxy hung up (forever, if it never does).
+     */
+    @Test
+    void theTimeoutBoundsAnAnswerThatStallsAfterItsHeaders() throws Exception {
+        CountDownLatch hangUp = new CountDownLatch(1);
+        HttpServer stalling = proxy(ex -> {
+            ex.sendResponseHeaders(200, 100);
+            ex.getResponseBody().write("{\"id\": ".getBytes(StandardCharsets.UTF_8));
+            ex.getResponseBody().flush();
+            hangUp.await(60, TimeUnit.SECONDS);
+        });
+        try {
+            FairqClient c = FairqClient.builder("http://127.0.0.1:" + stalling.getAddress().getPort())
+                    .token("t").timeout(Duration.ofSeconds(1)).build();
+            FairqException.ConnectionException e = assertTimeoutPreemptively(Duration.ofSeconds(10),
+                    () -> assertThrows(FairqException.ConnectionException.class, () -> c.get(1)));
+            assertTrue(e.getMessage().endsWith(": timed out"), e.getMessage());
+        } finally {
+            hangUp.countDown();
+            stalling.stop(0);
+        }
+    }
+
 }

@@ -288,9 +288,20 @@ public final class FairqClient {
         if (json != null) b.header("Content-Type", "application/json");
         if (token != null) b.header("Authorization", "Bearer " + token);
         HttpResponse<String> r;
+        java.util.concurrent.CompletableFuture<HttpResponse<String>> answer = null;
         try {
-            r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+            // the request's timeout ends at the headers: a proxy that stalls in the body held a send() until it hung
+            // up, so the whole exchange waits for the timeout at most (cancelling it closes the connection)
+            answer = http.sendAsync(b.build(), HttpResponse.BodyHandlers.ofString());
+            r = answer.get(timeout.toNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            answer.cancel(true);
+            throw new java.net.http.HttpTimeoutException("the answer took longer than " + timeout);
+        } catch (java.util.concurrent.ExecutionException e) {
+            if (e.getCause() instanceof IOException io) throw io;
+            throw new IOException(e.getCause() == null ? "the exchange failed" : e.getCause().getMessage(), e.getCause());
         } catch (InterruptedException e) {
+            if (answer != null) answer.cancel(true);
             Thread.currentThread().interrupt();
             throw new IOException("interrupted", e);
         } catch (IllegalArgumentException e) {
