@@ -270,4 +270,43 @@ class ClientTest extends AppTest {
         }
     }
 
+    /**
+     * A success that is not fairq's JSON (a captive portal's sign-in page, an empty body) is an error: the typed
+     * methods had answered a job with id 0 and every field null (or null itself), and submit called it a replay.
+     * An HTML error page is a typed error whose message is its title.
+     */
+    @Test
+    void anAnswerThatIsNotFairqsJsonIsAnErrorNeverAnEmptyJob() throws Exception {
+        HttpServer portal = proxy(ex -> {
+            switch (ex.getRequestURI().getPath()) {
+                case "/portal/v1/jobs/1", "/portal/v1/jobs" -> answer(ex, 200, "text/html",
+                        "<html><head><title>Sign in to the guest network</title></head><body>...</body></html>");
+                case "/empty/v1/jobs/1", "/empty/v1/jobs" -> answer(ex, 200, "application/json", "");
+                default -> answer(ex, 502, "text/html", "<html><head><title>502 Bad Gateway</title></head><body><hr>nginx</body></html>");
+            }
+        });
+        try {
+            String url = "http://127.0.0.1:" + portal.getAddress().getPort();
+            FairqClient behindPortal = FairqClient.builder(url + "/portal").token("t").build();
+            for (org.junit.jupiter.api.function.Executable call : List.<org.junit.jupiter.api.function.Executable>of(
+                    () -> behindPortal.get(1), () -> behindPortal.submit(NewJob.of("record", json("{}"))))) {
+                FairqException e = assertThrows(FairqException.class, call);
+                assertEquals(200, e.status());
+                assertTrue(e.getMessage().startsWith("unexpected answer from fairq (HTTP 200, not JSON): Sign in to the guest network"),
+                        e.getMessage());
+            }
+            FairqClient empty = FairqClient.builder(url + "/empty").token("t").build();
+            assertTrue(assertThrows(FairqException.class, () -> empty.get(1)).getMessage().startsWith("unexpected answer from fairq"));
+            assertTrue(assertThrows(FairqException.class, () -> empty.submit(NewJob.of("record", json("{}"))))
+                    .getMessage().startsWith("unexpected answer from fairq"));
+
+            FairqException.ServerException gateway = assertThrows(FairqException.ServerException.class,
+                    () -> FairqClient.builder(url + "/gateway").token("t").build().get(1));
+            assertEquals(502, gateway.status());
+            assertEquals("502 Bad Gateway", gateway.getMessage());
+        } finally {
+            portal.stop(0);
+        }
+    }
+
 }

@@ -316,6 +316,12 @@ public final class FairqClient {
             try {
                 body = mapper.readTree(r.body());
             } catch (JsonProcessingException e) {
+                // a success that is not JSON is not fairq's (a captive portal's sign-in page): read as an answer, it
+                // had become a job with id 0 and every field null
+                if (r.statusCode() < 400) {
+                    throw new FairqException(r.statusCode(), "unexpected answer from fairq (HTTP " + r.statusCode()
+                            + ", not JSON): " + gist(r.body()), List.of(), e);
+                }
                 // not JSON (a proxy's page, a framework's plain answer): its gist as the message, one line
                 body = mapper.getNodeFactory().objectNode().put("error", gist(r.body()));
             }
@@ -356,6 +362,8 @@ public final class FairqClient {
     }
 
     private <T> T read(JsonNode body, Class<T> type) {
+        // an empty success where an answer is due (treeToValue would give null: a NullPointerException later)
+        if (body == null) throw new FairqException(0, "unexpected answer from fairq: no body", List.of(), null);
         try {
             return mapper.treeToValue(body, type);
         } catch (JsonProcessingException e) {
