@@ -309,4 +309,20 @@ class ClientTest extends AppTest {
         }
     }
 
+    /**
+     * A key read from a file often ends in a newline. The client had thrown java.net.http's IllegalArgumentException,
+     * whose message carried the whole key (into the caller's logs); now the key is stripped as the command line
+     * strips it, and one that holds a control character is refused when the client is built, without echoing it.
+     */
+    @Test
+    void aKeyWithATrailingNewlineWorksAndABrokenOneIsRefusedWithoutEchoingIt() {
+        String tenant = TestApp.uniqueTenant("cli-tok");
+        String key = app.newTenantKey(tenant);
+        String url = "http://localhost:" + app.support.getLocalPort();
+        assertEquals(tenant, FairqClient.builder(url).token(key + "\n").build().stats().tenant());
+        IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
+                () -> FairqClient.builder(url).token(key.substring(0, 10) + "\n" + key.substring(10)).build());
+        assertFalse(bad.getMessage().contains(key.substring(4, 10)), bad.getMessage());
+    }
+
 }

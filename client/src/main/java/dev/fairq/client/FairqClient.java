@@ -49,7 +49,12 @@ public final class FairqClient {
         if (base.getScheme() == null || base.getHost() == null) {
             throw new IllegalArgumentException("not an http(s) URL: " + b.url);
         }
-        this.token = b.token;
+        // a key read from a file ends in a newline (the command line strips it too); one with a control character
+        // inside would fail in java.net.http with a message that holds the whole key: refused here without it
+        this.token = b.token == null ? null : b.token.strip();
+        if (token != null && token.chars().anyMatch(ch -> ch < 0x20 || ch == 0x7f)) {
+            throw new IllegalArgumentException("the token holds a control character (a line break?): it cannot be sent");
+        }
         this.retries = b.retries;
         this.timeout = b.timeout;
         this.http = HttpClient.newBuilder().connectTimeout(b.timeout).version(HttpClient.Version.HTTP_1_1).build();
