@@ -325,4 +325,27 @@ class ClientTest extends AppTest {
         assertFalse(bad.getMessage().contains(key.substring(4, 10)), bad.getMessage());
     }
 
+    /**
+     * An empty id cannot be sent as a path segment: GET /v1/admin/tenants/ is the list of tenants, which tenant("")
+     * had read as a tenant with a null id and every limit 0 (other calls got a 405 or a 400 about the URI). Ids with
+     * '?', '#', spaces, dots or unicode are sent encoded, so they name no other endpoint either (and '/' or '%', encoded,
+     * are Jetty's 400).
+     */
+    @Test
+    void anEmptyIdIsRefusedAndOddIdsNameNoOtherEndpoint() {
+        for (org.junit.jupiter.api.function.Executable call : List.<org.junit.jupiter.api.function.Executable>of(
+                () -> admin.tenant(""), () -> admin.keys(""), () -> admin.putTenant("", Map.of()),
+                () -> admin.patchTenant("", Map.of()), () -> admin.createKey(""), () -> admin.revokeKey("", "key_1"),
+                () -> admin.revokeKey("acme", ""), () -> admin.revokeAdminToken(""))) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call);
+            assertTrue(e.getMessage().contains("empty"), e.getMessage());
+        }
+        for (String odd : List.of(".", "..", "a b", "a?b", "a#b", "é")) {
+            FairqException.NotFoundException e = assertThrows(FairqException.NotFoundException.class, () -> admin.tenant(odd));
+            assertEquals("no tenant " + odd, e.getMessage());
+        }
+        for (String ambiguous : List.of("a/b", "a%b")) { // Jetty refuses an encoded '/' or '%' in a path (api/README)
+            assertThrows(FairqException.BadRequestException.class, () -> admin.tenant(ambiguous));
+        }
+    }
 }

@@ -377,6 +377,8 @@ public final class FairqClient {
     }
 
     private static String path(String segment) {
+        // nothing to send: "/v1/admin/tenants/" is the list of tenants, which tenant("") had read as a tenant
+        if (segment.isEmpty()) throw new IllegalArgumentException("an empty id names nothing");
         return URLEncoder.encode(segment, StandardCharsets.UTF_8).replace("+", "%20");
     }
 
