@@ -348,4 +348,38 @@ class ClientTest extends AppTest {
             assertThrows(FairqException.BadRequestException.class, () -> admin.tenant(ambiguous));
         }
     }
+
+    /**
+     * A redirect (an http URL whose load balancer sends callers to https) is an error naming where to, never an
+     * answer: it had been read as a success, so get() answered null and submit() a replay of no job. It is not
+     * followed: a POST would not be sent again, and the key would go to whatever host the redirect names.
+     */
+    @Test
+    void aRedirectIsAnErrorNamingItsTargetAndIsNotFollowed() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger requests = new java.util.concurrent.atomic.AtomicInteger();
+        HttpServer balancer = proxy(ex -> {
+            requests.incrementAndGet();
+            ex.getResponseHeaders().add("Location", "https://fairq.example.com" + ex.getRequestURI());
+            if (ex.getRequestURI().getPath().startsWith("/html")) answer(ex, 301, "text/html",
+                    "<html><head><title>301 Moved Permanently</title></head><body>nginx</body></html>");
+            else answer(ex, 308, "text/plain", "");
+        });
+        try {
+            String url = "http://127.0.0.1:" + balancer.getAddress().getPort();
+            FairqClient c = FairqClient.builder(url).token("t").build();
+            FairqException get = assertThrows(FairqException.class, () -> c.get(1));
+            assertEquals(308, get.status());
+            assertEquals("redirected to https://fairq.example.com/v1/jobs/1 (not followed: give the client that URL)",
+                    get.getMessage());
+            FairqException post = assertThrows(FairqException.class, () -> c.submit(NewJob.of("record", json("{}"))));
+            assertEquals(308, post.status());
+            FairqException html = assertThrows(FairqException.class,
+                    () -> FairqClient.builder(url + "/html").token("t").build().stats());
+            assertEquals(301, html.status());
+            assertTrue(html.getMessage().startsWith("redirected to https://fairq.example.com/html/v1/stats"), html.getMessage());
+            assertEquals(3, requests.get(), "one request each: nothing followed");
+        } finally {
+            balancer.stop(0);
+        }
+    }
 }

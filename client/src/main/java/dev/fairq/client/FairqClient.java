@@ -254,7 +254,7 @@ public final class FairqClient {
             Duration wait;
             try {
                 Answer a = exchange(method, path, json);
-                if (a.status() < 400) return a;
+                if (a.status() < 300) return a; // a redirect is not followed: an error naming its target
                 FairqException e = error(a);
                 if (last) throw e;
                 if (e instanceof FairqException.QueueFullException q) wait = q.retryAfter();
@@ -323,7 +323,7 @@ public final class FairqClient {
             } catch (JsonProcessingException e) {
                 // a success that is not JSON is not fairq's (a captive portal's sign-in page): read as an answer, it
                 // had become a job with id 0 and every field null
-                if (r.statusCode() < 400) {
+                if (r.statusCode() < 300) {
                     throw new FairqException(r.statusCode(), "unexpected answer from fairq (HTTP " + r.statusCode()
                             + ", not JSON): " + gist(r.body()), List.of(), e);
                 }
@@ -350,6 +350,12 @@ public final class FairqClient {
             } catch (JsonProcessingException ignored) {
                 // an unexpected shape: the status line says enough
             }
+        }
+        // a redirect (http to https at a load balancer): where to, as a java.net.http client follows none
+        String location = a.headers().get("Location");
+        if (a.status() < 400 && location != null) {
+            return FairqException.of(a.status(), "redirected to " + location + " (not followed: give the client that URL)",
+                    List.of(), null);
         }
         String message = e != null && e.error() != null ? e.error()
                 : a.body() != null && a.body().has("message") ? a.body().get("message").asText() : "HTTP " + a.status();
