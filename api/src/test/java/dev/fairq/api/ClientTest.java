@@ -191,6 +191,23 @@ class ClientTest extends AppTest {
         assertEquals(1, c.listPage(FairqClient.JobFilter.status("pending"), null, null).jobs().size());
     }
 
+    /** The admin's job calls on any tenant's job: read, list, cancel (the client had no call for it), retry, discard. */
+    @Test
+    void anAdminReadsListsCancelsAndRetriesAnyTenantsJob() {
+        String tenant = TestApp.uniqueTenant("cli-admjob");
+        FairqClient c = app.client(app.newTenantKey(tenant));
+        long id = c.submit(NewJob.of("record", json("{}")).delayMs(3_600_000L)).job().id();
+        assertEquals(tenant, admin.adminJob(id).tenant());
+        List<Long> listed = new ArrayList<>();
+        for (Model.Job j : admin.adminJobs(FairqClient.JobFilter.all().tenant(tenant))) listed.add(j.id());
+        assertEquals(List.of(id), listed);
+        assertEquals("cancelled", admin.adminCancel(id).status());
+        assertEquals("cancelled", c.get(id).status());
+        assertEquals("pending", admin.adminRetry(id).status()); // due now: it runs
+        assertThrows(FairqException.ConflictException.class, () -> admin.discard(id), "only a dead job can be discarded");
+        assertThrows(FairqException.NotFoundException.class, () -> admin.adminCancel(999_999_999L));
+    }
+
     @Test
     void anAdminManagesTenantsAndKeys() {
         String tenant = TestApp.uniqueTenant("cli-adm");

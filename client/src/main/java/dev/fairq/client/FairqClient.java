@@ -214,6 +214,11 @@ public final class FairqClient {
         return () -> new Pages(filter, "/v1/admin/jobs");
     }
 
+    /** Any tenant's job, as {@link #cancel}: 200 and cancelled, 202 and running while it stops, or unchanged. */
+    public Model.Job adminCancel(long id) {
+        return jobAction("/v1/admin/jobs/" + id + "/cancel");
+    }
+
     public Model.Job adminRetry(long id) {
         return jobAction("/v1/admin/jobs/" + id + "/retry");
     }
