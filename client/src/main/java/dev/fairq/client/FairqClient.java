@@ -79,7 +79,7 @@ public final class FairqClient {
 
         public Builder retries(RetryPolicy r) { this.retries = Objects.requireNonNull(r); return this; }
 
-        /** Connect and request timeout (default 30 s). */
+        /** The bound of each try, connecting and the whole answer included (default 30 s). */
         public Builder timeout(Duration t) { this.timeout = t; return this; }
 
         public FairqClient build() { return new FairqClient(this); }

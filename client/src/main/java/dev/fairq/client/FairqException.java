@@ -74,7 +74,10 @@ public class FairqException extends RuntimeException {
         public ValidationException(String message, List<Model.FieldError> errors) { super(422, message, errors, null); }
     }
 
-    /** 429: the tenant has max_queued jobs waiting; nothing was written. Try again after {@link #retryAfter()}. */
+    /**
+     * 429: the tenant has max_queued jobs waiting, or used up its API request limit (api_rate_per_second); nothing
+     * was written. Try again after {@link #retryAfter()}.
+     */
     public static class QueueFullException extends FairqException {
         private final Duration retryAfter;
 
