@@ -280,8 +280,12 @@ public final class FairqClient {
         }
     }
 
-    private static String why(IOException e) {
+    private String why(IOException e) {
         if (e instanceof java.net.http.HttpTimeoutException) return "timed out";
+        // java.net.http reports a name that does not resolve as a ConnectException too
+        if (e instanceof java.net.ConnectException && e.getCause() instanceof java.nio.channels.UnresolvedAddressException) {
+            return "unknown host " + base.getHost();
+        }
         if (e instanceof java.net.ConnectException) return "connection refused";
         if (e.getMessage() != null) return e.getMessage();
         return "the connection failed";

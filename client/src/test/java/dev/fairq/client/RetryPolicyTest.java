@@ -57,6 +57,14 @@ class RetryPolicyTest {
         assertEquals(List.of(), waits);
     }
 
+    /** A name that does not resolve (.invalid never does, RFC 6761) had been reported as "connection refused". */
+    @Test
+    void anUnknownHostIsSaidToBeOne() {
+        FairqException.ConnectionException e = assertThrows(FairqException.ConnectionException.class,
+                () -> FairqClient.builder("http://fairq.invalid:8080").token("t").build().stats());
+        assertEquals("cannot reach fairq at http://fairq.invalid:8080: unknown host fairq.invalid", e.getMessage());
+    }
+
     @Test
     void noRetriesByDefaultAndABadUrlIsRefusedAtOnce() {
         assertThrows(IllegalArgumentException.class, () -> FairqClient.builder("localhost:8080").build());
