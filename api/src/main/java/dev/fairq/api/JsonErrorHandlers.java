@@ -50,6 +50,12 @@ final class JsonErrorHandlers {
 
     /** The server's handler: requests that fail before reaching a context (the URI, the headers). */
     static final class ServerLevel extends org.eclipse.jetty.server.handler.ErrorHandler {
+        /** Every method gets the body: Jetty writes one for GET, POST and HEAD only (a PUT's 400 came empty). */
+        @Override
+        public boolean errorPageForMethod(String method) {
+            return true;
+        }
+
         @Override
         protected boolean generateAcceptableResponse(Request request, Response response, Callback callback, String contentType,
                                                      List<Charset> charsets, int code, String message, Throwable cause) throws IOException {
@@ -64,6 +70,11 @@ final class JsonErrorHandlers {
 
     /** A servlet context's handler (the admin port's servlets, a servlet's sendError). */
     static final class ContextLevel extends org.eclipse.jetty.ee10.servlet.ErrorHandler {
+        @Override
+        public boolean errorPageForMethod(String method) {
+            return true;
+        }
+
         @Override
         protected boolean generateAcceptableResponse(Request request, Response response, Callback callback, String contentType,
                                                      List<Charset> charsets, int code, String message, Throwable cause) throws IOException {
