@@ -46,7 +46,8 @@ public final class FairqClient {
     private FairqClient(Builder b) {
         String u = b.url.endsWith("/") ? b.url.substring(0, b.url.length() - 1) : b.url;
         this.base = URI.create(u);
-        if (base.getScheme() == null || base.getHost() == null) {
+        if (base.getScheme() == null || base.getHost() == null
+                || !(base.getScheme().equalsIgnoreCase("http") || base.getScheme().equalsIgnoreCase("https"))) {
             throw new IllegalArgumentException("not an http(s) URL: " + b.url);
         }
         // a key read from a file ends in a newline (the command line strips it too); one with a control character

@@ -68,6 +68,10 @@ class RetryPolicyTest {
     @Test
     void noRetriesByDefaultAndABadUrlIsRefusedAtOnce() {
         assertThrows(IllegalArgumentException.class, () -> FairqClient.builder("localhost:8080").build());
+        // another scheme had been taken, and every call was then a ConnectionException "invalid URI scheme ftp" (resent)
+        assertThrows(IllegalArgumentException.class, () -> FairqClient.builder("ftp://localhost:8080").build());
+        assertThrows(IllegalArgumentException.class, () -> FairqClient.builder("file:///tmp/fairq").build());
+        FairqClient.builder("HTTPS://fairq.example.com").build();
         assertThrows(IllegalArgumentException.class, () -> RetryPolicy.attempts(0));
         assertEquals(1, RetryPolicy.NONE.maxAttempts());
     }
