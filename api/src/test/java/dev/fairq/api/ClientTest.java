@@ -404,4 +404,49 @@ class ClientTest extends AppTest {
             balancer.stop(0);
         }
     }
+
+    /**
+     * A proxy in front of fairq that passes the first submit on and loses its answer (hangs up): with a RetryPolicy a
+     * keyed submit is sent again and answered with the job the first one made (a replay), one job in all; a submit
+     * without job_key is not sent again (its job exists, the caller gets a ConnectionException), never two jobs.
+     */
+    @Test
+    void anAnswerLostAfterTheSubmitMadeItsJobIsReplayedWithAKeyAndNeverDuplicatedWithout() throws Exception {
+        String tenant = TestApp.uniqueTenant("cli-lost");
+        String key = app.newTenantKey(tenant);
+        java.net.http.HttpClient upstream = java.net.http.HttpClient.newHttpClient();
+        java.util.concurrent.atomic.AtomicInteger posts = new java.util.concurrent.atomic.AtomicInteger();
+        HttpServer lossy = proxy(ex -> {
+            java.net.http.HttpRequest.Builder b = java.net.http.HttpRequest.newBuilder(
+                            java.net.URI.create("http://localhost:" + app.support.getLocalPort() + ex.getRequestURI()))
+                    .method(ex.getRequestMethod(), java.net.http.HttpRequest.BodyPublishers.ofByteArray(ex.getRequestBody().readAllBytes()));
+            for (String h : List.of("Authorization", "Content-Type")) {
+                if (ex.getRequestHeaders().getFirst(h) != null) b.header(h, ex.getRequestHeaders().getFirst(h));
+            }
+            java.net.http.HttpResponse<String> r = upstream.send(b.build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+            if (ex.getRequestMethod().equals("POST") && posts.incrementAndGet() % 2 == 1) {
+                throw new IllegalStateException("the answer is lost"); // the exchange is closed unanswered
+            }
+            answer(ex, r.statusCode(), "application/json", r.body());
+        });
+        try {
+            List<Duration> waits = new CopyOnWriteArrayList<>();
+            FairqClient c = FairqClient.builder("http://127.0.0.1:" + lossy.getAddress().getPort()).token(key)
+                    .retries(RetryPolicy.attempts(3).withSleeper(waits::add)).build();
+            Model.Submitted keyed = c.submit(NewJob.of("record", json("{}")).jobKey("lost-1").delayMs(3_600_000L));
+            assertTrue(keyed.idempotentReplay(), "the second try found the job the first one made");
+            assertEquals(List.of(Duration.ofMillis(500)), waits);
+            waits.clear();
+            assertThrows(FairqException.ConnectionException.class,
+                    () -> c.submit(NewJob.of("record", json("{\"n\": 2}")).delayMs(3_600_000L)));
+            assertEquals(List.of(), waits, "not sent again");
+            assertEquals(3, posts.get());
+            List<Model.Job> jobs = new ArrayList<>();
+            app.client(key).jobs(FairqClient.JobFilter.all()).forEach(jobs::add);
+            assertEquals(List.of(2, 0), jobs.stream().map(j -> j.payload().path("n").asInt()).toList(), "two jobs, each once");
+            assertEquals(keyed.job().id(), jobs.get(1).id());
+        } finally {
+            lossy.stop(0);
+        }
+    }
 }
