@@ -17,6 +17,9 @@ public record RetryPolicy(int maxAttempts, Duration backoff, Sleeper sleeper) {
 
     public RetryPolicy {
         if (maxAttempts < 1) throw new IllegalArgumentException("maxAttempts must be at least 1");
+        // refused here, not at the first retry (Thread.sleep's "timeout value is negative", in the middle of a call)
+        if (backoff == null || backoff.isNegative()) throw new IllegalArgumentException("backoff must be 0 or more");
+        java.util.Objects.requireNonNull(sleeper, "sleeper");
     }
 
     /** Up to {@code maxAttempts} tries, 500 ms before the first retry of a lost connection, then doubling. */

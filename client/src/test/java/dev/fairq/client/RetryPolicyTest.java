@@ -73,6 +73,8 @@ class RetryPolicyTest {
         assertThrows(IllegalArgumentException.class, () -> FairqClient.builder("file:///tmp/fairq").build());
         FairqClient.builder("HTTPS://fairq.example.com").build();
         assertThrows(IllegalArgumentException.class, () -> RetryPolicy.attempts(0));
+        assertThrows(IllegalArgumentException.class, () -> new RetryPolicy(3, Duration.ofMillis(-1), RetryPolicy.Sleeper.THREAD));
+        assertThrows(IllegalArgumentException.class, () -> new RetryPolicy(3, null, RetryPolicy.Sleeper.THREAD));
         assertEquals(1, RetryPolicy.NONE.maxAttempts());
     }
 }
