@@ -449,4 +449,32 @@ class ClientTest extends AppTest {
             lossy.stop(0);
         }
     }
+
+    /**
+     * Retry-After may also be an HTTP date (RFC 9110; a proxy's 503 or 429 may send one): the client waits until then.
+     * It had read a date as no Retry-After, so a 503 was tried again after its own 0.5 s and a 429 after 1 s.
+     */
+    @Test
+    void aRetryAfterGivenAsADateIsWaitedFor() throws Exception {
+        java.time.Instant at = java.time.Instant.now().plusSeconds(30);
+        String date = java.time.format.DateTimeFormatter.RFC_1123_DATE_TIME.format(at.atZone(java.time.ZoneOffset.UTC));
+        HttpServer busy = proxy(ex -> {
+            ex.getResponseHeaders().add("Retry-After", date);
+            answer(ex, ex.getRequestURI().getPath().startsWith("/full") ? 429 : 503, "text/plain", "busy");
+        });
+        try {
+            String url = "http://127.0.0.1:" + busy.getAddress().getPort();
+            List<Duration> waits = new CopyOnWriteArrayList<>();
+            FairqClient c = FairqClient.builder(url).token("t").retries(RetryPolicy.attempts(2).withSleeper(waits::add)).build();
+            assertThrows(FairqException.ServerException.class, c::stats);
+            assertEquals(1, waits.size());
+            assertTrue(waits.get(0).compareTo(Duration.ofSeconds(20)) > 0 && waits.get(0).compareTo(Duration.ofSeconds(31)) <= 0,
+                    waits::toString);
+            FairqException.QueueFullException full = assertThrows(FairqException.QueueFullException.class,
+                    () -> FairqClient.builder(url + "/full").token("t").build().submit(NewJob.of("record", json("{}"))));
+            assertTrue(full.retryAfter().compareTo(Duration.ofSeconds(20)) > 0, full.retryAfter()::toString);
+        } finally {
+            busy.stop(0);
+        }
+    }
 }

@@ -372,12 +372,23 @@ public final class FairqClient {
         return FairqException.of(a.status(), message, e == null ? List.of() : e.errors(), retryAfter(a, Duration.ofSeconds(1)));
     }
 
-    /** Retry-After in seconds (the form fairq sends); {@code otherwise} when missing or a date. */
+    /**
+     * Retry-After in seconds (the form fairq sends) or an HTTP date (a proxy's: until then, 0 once past);
+     * {@code otherwise} when missing or unreadable.
+     */
     private static Duration retryAfter(Answer a, Duration otherwise) {
         String v = a.headers().get("Retry-After");
+        if (v == null) return otherwise;
         try {
-            return v == null ? otherwise : Duration.ofSeconds(Math.max(0, Long.parseLong(v.trim())));
+            return Duration.ofSeconds(Math.max(0, Long.parseLong(v.trim())));
         } catch (NumberFormatException e) {
+            // not seconds: a date, else nothing to honour
+        }
+        try {
+            java.time.Instant at = java.time.ZonedDateTime.parse(v.trim(), java.time.format.DateTimeFormatter.RFC_1123_DATE_TIME).toInstant();
+            Duration left = Duration.between(java.time.Instant.now(), at);
+            return left.isNegative() ? Duration.ZERO : left;
+        } catch (java.time.format.DateTimeParseException e) {
             return otherwise;
         }
     }
