@@ -31,6 +31,9 @@ final class UnreadBodyFilter implements ContainerResponseFilter {
         } catch (IllegalStateException closed) { // a reader read it and closed it: to its end, unless it stopped at its cap
             if (!finished()) response.getHeaders().putSingle("Connection", "close");
             return;
+        } catch (RuntimeException broken) { // a body that cannot be read (bad gzip): a 500 here hid the real answer
+            response.getHeaders().putSingle("Connection", "close");
+            return;
         }
         byte[] scratch = new byte[8192];
         long left = DRAIN_LIMIT;
@@ -39,8 +42,9 @@ final class UnreadBodyFilter implements ContainerResponseFilter {
             int n;
             while (left > 0 && (n = in.read(scratch, 0, (int) Math.min(scratch.length, left))) >= 0) left -= n;
             if (left > 0 || in.read() < 0) return; // drained to its end
-        } catch (IOException e) {
-            // the client went away or sent a broken body: nothing more to read on this connection
+        } catch (IOException | RuntimeException e) {
+            // the client went away or sent a broken body (Jetty's gzip decoder throws a RuntimeException for bad
+            // bytes): nothing more to read on this connection
         }
         response.getHeaders().putSingle("Connection", "close");
     }
