@@ -28,6 +28,7 @@ final class EnvironmentOverrides {
         if ((v = get(env, "FAIRQ_DATABASE_URL")) != null) c.databaseUrl = v;
         if ((v = get(env, "FAIRQ_DATABASE_USER")) != null) c.databaseUser = v;
         if ((v = get(env, "FAIRQ_DATABASE_PASSWORD")) != null) c.databasePassword = v;
+        checkDatabaseUrl(c);
         if ((v = get(env, "FAIRQ_ADMIN_TOKEN")) != null) c.adminToken = v;
         if ((v = get(env, "FAIRQ_DATA_DIR")) != null) c.dataDirectory = v;
         if ((v = get(env, "FAIRQ_TENANTS")) != null) {
@@ -103,6 +104,17 @@ final class EnvironmentOverrides {
             }
         }
         return c;
+    }
+
+    /**
+     * A URL the PostgreSQL driver does not take (a typo, another database's jdbc:mysql:, a port that is not a number)
+     * had reached the pool, whose "Failed to get driver instance" printed 20 frames (migrate, worker, scheduler, server);
+     * check said OK to it. The URL itself is not echoed: it may carry a password.
+     */
+    private static void checkDatabaseUrl(FairqConfiguration c) {
+        if (c.embeddedDatabase() || org.postgresql.Driver.parseURL(c.databaseUrl.trim(), null) != null) return;
+        throw new IllegalArgumentException("FAIRQ_DATABASE_URL (databaseUrl) is not a PostgreSQL JDBC URL: it must read "
+                + "jdbc:postgresql://HOST[:PORT]/DATABASE");
     }
 
     /** The heartbeat must leave room for the start margin (one heartbeat): under half the lease. */

@@ -94,9 +94,10 @@ class CommandLineIT extends AppTest {
                 fairq(Map.of("FAIRQ_LEASE_MS", "abc"), "check"),
                 fairq(Map.of(), "migrate"),
                 fairq(Map.of("FAIRQ_DATABASE_URL", "jdbc:postgresql://127.0.0.1:1/nowhere", "FAIRQ_ADMIN_TOKEN", token), "worker"),
-                fairq(Map.of(), "server", "/nonexistent/fairq.yml"));
+                fairq(Map.of(), "server", "/nonexistent/fairq.yml"),
+                fairq(Map.of("FAIRQ_DATABASE_URL", "notajdbcurl"), "migrate"));
         List<String> expected = List.of("FAIRQ_LEASE_MS must be a whole number", "set FAIRQ_DATABASE_URL",
-                "Connection to 127.0.0.1:1 refused", "/nonexistent/fairq.yml");
+                "Connection to 127.0.0.1:1 refused", "/nonexistent/fairq.yml", "FAIRQ_DATABASE_URL (databaseUrl) is not a PostgreSQL JDBC URL");
         for (int i = 0; i < exits.size(); i++) {
             Exit e = exits.get(i);
             assertEquals(1, e.status(), e.err());

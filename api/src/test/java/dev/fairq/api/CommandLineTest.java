@@ -274,6 +274,26 @@ class CommandLineTest extends AppTest {
     }
 
     /**
+     * A database URL the PostgreSQL driver does not take is a setting at fault: one line naming it, from check as from
+     * migrate (CommandLineIT), never the pool's "Failed to get driver instance" and its 20 frames; check had said OK.
+     */
+    @Test
+    void aDatabaseUrlThatIsNotOneIsOneLine(@TempDir Path dir) throws Exception {
+        Path config = dir.resolve("fairq.yml");
+        for (String url : List.of("notajdbcurl", "jdbc:mysql://127.0.0.1/fairq", "jdbc:postgresql://127.0.0.1:notaport/fairq?password=s3cret")) {
+            Files.writeString(config, "databaseUrl: \"" + url + "\"\ntenantsFile: " + dir.resolve("none.yml") + "\n");
+            Run r = check("check", config.toString());
+            assertFalse(r.ok(), url + ": " + r.out());
+            assertEquals("fairq: FAIRQ_DATABASE_URL (databaseUrl) is not a PostgreSQL JDBC URL: it must read "
+                    + "jdbc:postgresql://HOST[:PORT]/DATABASE\n", r.err(), url);
+        }
+        Files.writeString(config, "databaseUrl: \"jdbc:postgresql://127.0.0.1:1/fairq\"\nadminToken: " + "t".repeat(40)
+                + "\ntenantsFile: " + dir.resolve("none.yml") + "\n");
+        Run fine = check("check", config.toString());
+        assertTrue(fine.ok(), fine.err());
+    }
+
+    /**
      * The command line reads JSON as strictly as the API: a lone surrogate (stored as '?'), content after the value
      * (dropped), a field given twice (the last had won) and an empty payload (stored as null) are refused, nothing
      * is stored; a tenant id that is not one ('' is the list endpoint, '../jobs/5' another) never reaches the server.
