@@ -122,7 +122,7 @@ final class RoleCommands {
         @Override
         protected void run(Bootstrap<FairqConfiguration> bootstrap, Namespace namespace, FairqConfiguration config) {
             DatabaseTarget target = DatabaseTarget.required(config, "migrate");
-            Roles.migrate(target);
+            Roles.migrateNotAhead(target);
             System.out.println("fairq: migrations applied");
         }
     }

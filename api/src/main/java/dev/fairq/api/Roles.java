@@ -42,6 +42,32 @@ final class Roles {
         }
     }
 
+    /**
+     * The migrate command's: refuses a database that a later build migrated, before applying anything. Flyway
+     * tolerates it with a warning (so that a process of the earlier build still starts), and migrate had said
+     * "migrations applied", exit 0, to a deploy that was about to start an older build against a newer schema.
+     */
+    static void migrateNotAhead(DatabaseTarget db) {
+        try (HikariDataSource pool = pool(db, 2, "fairq-migrate")) {
+            org.flywaydb.core.api.MigrationInfoService info = org.flywaydb.core.Flyway.configure().dataSource(pool)
+                    .locations("classpath:db/migration").load().info();
+            String latest = null;
+            for (org.flywaydb.core.api.MigrationInfo m : info.all()) {
+                boolean future = m.getState() == org.flywaydb.core.api.MigrationState.FUTURE_SUCCESS
+                        || m.getState() == org.flywaydb.core.api.MigrationState.FUTURE_FAILED;
+                if (!future && m.getVersion() != null) latest = m.getVersion().getVersion();
+            }
+            org.flywaydb.core.api.MigrationInfo current = info.current();
+            if (current != null && (current.getState() == org.flywaydb.core.api.MigrationState.FUTURE_SUCCESS
+                    || current.getState() == org.flywaydb.core.api.MigrationState.FUTURE_FAILED)) {
+                throw new IllegalStateException("the database's schema is at version " + current.getVersion()
+                        + ", newer than this build's latest migration (" + latest + "): a later release migrated it. "
+                        + "Nothing was applied; run that release (this build's processes may not work against it)");
+            }
+            Database.migrate(pool);
+        }
+    }
+
     /** For the queue's own transitions (claim, finish, heartbeat): see {@link Database#queuePool}. */
     static HikariDataSource queuePool(DatabaseTarget db, int size, String name) {
         return Database.queuePool(db.url(), db.user(), db.password(), size, name);

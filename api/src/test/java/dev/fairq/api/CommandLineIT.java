@@ -66,6 +66,35 @@ class CommandLineIT extends AppTest {
         for (Exit e : List.of(missing, nowhere)) assertFalse(e.err().contains("\tat "), "no stack trace: " + e.err());
     }
 
+    /**
+     * {@code migrate} is idempotent (a second run applies nothing and says the same), and refuses a database that a later
+     * build migrated: one line naming both versions, exit 1, nothing applied. It had said "migrations applied", exit 0
+     * (Flyway only logs a warning), to a deploy about to start an older build against a newer schema.
+     */
+    @Test
+    void migrateIsIdempotentAndRefusesADatabaseAheadOfTheBuild() throws Exception {
+        Map<String, String> env = new java.util.HashMap<>(Map.of("FAIRQ_DATABASE_URL", app.db.jdbcUrl, "FAIRQ_DATABASE_USER", app.db.user));
+        if (app.db.password != null) env.put("FAIRQ_DATABASE_PASSWORD", app.db.password);
+        for (int i = 0; i < 2; i++) {
+            Exit again = fairq(env, "migrate");
+            assertEquals(0, again.status(), again.err());
+            assertTrue(again.out().contains("fairq: migrations applied"), again.out());
+        }
+        app.db.dsl().execute("INSERT INTO flyway_schema_history (installed_rank, version, description, type, script, checksum, "
+                + "installed_by, execution_time, success) SELECT max(installed_rank) + 1, '9999', 'later release', 'SQL', "
+                + "'V9999__later_release.sql', 1, current_user, 1, true FROM flyway_schema_history");
+        try {
+            Exit ahead = fairq(env, "migrate");
+            assertEquals(1, ahead.status(), ahead.out() + ahead.err());
+            assertFalse(ahead.err().contains("\tat "), "no stack trace: " + ahead.err());
+            assertTrue(ahead.err().strip().startsWith("fairq: the database's schema is at version 9999, newer than this build's "
+                    + "latest migration ("), ahead.err());
+            assertFalse(ahead.out().contains("migrations applied"), ahead.out());
+        } finally {
+            app.db.dsl().execute("DELETE FROM flyway_schema_history WHERE version = '9999'");
+        }
+    }
+
     /** No command is a mistake in the arguments, not a success: the usage, a line saying what is missing, status 1. */
     @Test
     void theJarWithoutACommandFails() throws Exception {
