@@ -53,7 +53,9 @@ public final class DashboardPages {
             @ApiResponse(responseCode = "200", content = {
                     @Content(mediaType = "text/javascript", schema = @Schema(type = "string")),
                     @Content(mediaType = "text/css", schema = @Schema(type = "string"))}),
-            @ApiResponse(responseCode = "404", description = "no such file", content = @Content)})
+            // the answer is the server's error body (JsonErrorHandlers), not an empty one of any type
+            @ApiResponse(responseCode = "404", description = "no such file", content = @Content(mediaType = "application/json",
+                    schema = @Schema(ref = "#/components/schemas/Error")))})
     public Response asset(@PathParam("name") String name) {
         return file(name);
     }

@@ -189,6 +189,29 @@ class OpenApiContractTest extends AppTest {
         }
     }
 
+    /**
+     * Every 4xx the document declares has the error body, outside /v1 too: the dashboard asset's 404 was declared as an
+     * empty answer of any type, while the server answers {"error": "HTTP 404 Not Found"} as application/json.
+     */
+    @Test
+    void every4xxDeclaresTheErrorBody() {
+        List<String> bare = new ArrayList<>();
+        doc.get("paths").fields().forEachRemaining(p -> p.getValue().fields().forEachRemaining(op ->
+                op.getValue().path("responses").fields().forEachRemaining(r -> {
+                    if (r.getKey().startsWith("4") && !"#/components/schemas/Error".equals(
+                            r.getValue().at("/content/application~1json/schema/$ref").asText())) {
+                        bare.add(op.getKey().toUpperCase() + " " + p.getKey() + " " + r.getKey());
+                    }
+                })));
+        assertEquals(List.of(), bare, "4xx answers declared without the error body");
+        TestApp.Res missing = app.call("GET", "/dashboard/static/nosuch.js", null, null);
+        assertEquals(404, missing.status(), missing.toString());
+        assertTrue(missing.header("Content-Type").startsWith("application/json"), missing.toString());
+        List<String> misfits = new ArrayList<>();
+        fits("Error", missing.body(), misfits);
+        assertEquals(List.of(), misfits, missing.toString());
+    }
+
     /** Every page size is declared a bounded integer (the tenant and schedule lists declared a string). */
     @Test
     void everyLimitIsABoundedInteger() {
