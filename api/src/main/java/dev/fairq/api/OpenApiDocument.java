@@ -233,7 +233,9 @@ public final class OpenApiDocument {
         // the one object field an answer leaves null: a schedule's last_fire before its first fire. Its schema is used
         // there only, and nullable beside a $ref (allOf) does not admit null in OpenAPI 3.0: the schema says it
         schemas.get("Fire").setNullable(true);
-        schemas.get("TenantLimitsChange").addProperty("id", new StringSchema().description("ignored: the path names the tenant"));
+        // it had said "ignored", and a generated client's user learnt otherwise from a 422 (TenantLimitsChange.check)
+        schemas.get("TenantLimitsChange").addProperty("id", new StringSchema()
+                .description("optional: the path names the tenant; an id other than the path's is a 422"));
         for (String s : List.of("TenantLimitsChange", "Tenant", "TenantLimits")) limits(schemas.get(s));
         schedules(schemas);
         schedulePut(api, schemas);

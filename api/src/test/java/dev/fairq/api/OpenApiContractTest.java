@@ -212,6 +212,18 @@ class OpenApiContractTest extends AppTest {
         assertEquals(List.of(), misfits, missing.toString());
     }
 
+    /** A limits body's id is not ignored, as the document had said: another tenant's id is a 422, the path's own is taken. */
+    @Test
+    void aLimitsBodysIdIsDescribedAsTheServerTreatsIt() {
+        String desc = doc.at("/components/schemas/TenantLimitsChange/properties/id/description").asText();
+        assertFalse(desc.contains("ignored"), desc);
+        assertTrue(desc.contains("422"), desc);
+        String tenant = TestApp.uniqueTenant("oasid");
+        app.admin("PUT", "/v1/admin/tenants/" + tenant, "{\"id\": \"someone-else\", \"weight\": 2}").assertRefused(422, "id");
+        TestApp.Res same = app.admin("PUT", "/v1/admin/tenants/" + tenant, "{\"id\": \"" + tenant + "\", \"weight\": 2}");
+        assertEquals(201, same.status(), same.toString());
+    }
+
     /** Every page size is declared a bounded integer (the tenant and schedule lists declared a string). */
     @Test
     void everyLimitIsABoundedInteger() {
