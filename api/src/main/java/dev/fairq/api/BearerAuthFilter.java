@@ -64,7 +64,12 @@ final class BearerAuthFilter implements ContainerRequestFilter, ContainerRespons
         String path = req.getUriInfo().getPath();
         if (path.startsWith("/")) path = path.substring(1);
         if (!path.startsWith("v1/") && !path.equals("v1")) return;
-        String token = bearer(req.getHeaderString(HttpHeaders.AUTHORIZATION));
+        String header = req.getHeaderString(HttpHeaders.AUTHORIZATION);
+        String token = bearer(header);
+        // a header of another scheme (Basic ...) or without a token had been told its header was missing
+        if (token == null && header != null && !header.isBlank()) {
+            throw unauthorized("the Authorization header must be 'Bearer <token>' (a tenant key or an admin token), not another scheme or an empty token");
+        }
         if (token == null) throw unauthorized("missing 'Authorization: Bearer <token>'");
         String hash = Tokens.sha256(token);
         if (bootstrapHash != null && Tokens.sameHash(hash, bootstrapHash)) {

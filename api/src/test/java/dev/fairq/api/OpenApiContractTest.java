@@ -224,6 +224,29 @@ class OpenApiContractTest extends AppTest {
         assertEquals(201, same.status(), same.toString());
     }
 
+    /**
+     * The bearer schemes as the server holds them: an Authorization header of another scheme, or one without a token,
+     * is a 401 with WWW-Authenticate that says what is wrong with it; it had said the header was missing.
+     */
+    @Test
+    void anAuthorizationOfAnotherSchemeIsToldSo() throws Exception {
+        java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        for (String header : List.of("Basic Zm9vOmJhcg==", "Bearer", TestApp.ADMIN_TOKEN)) {
+            java.net.http.HttpResponse<String> r = http.send(java.net.http.HttpRequest.newBuilder(
+                            java.net.URI.create("http://localhost:" + app.support.getLocalPort() + "/v1/admin/workers"))
+                    .header("Authorization", header).build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertEquals(401, r.statusCode(), header);
+            assertTrue(r.headers().firstValue("WWW-Authenticate").orElse("").startsWith("Bearer"), header);
+            JsonNode body = TestApp.JSON.readTree(r.body());
+            assertEquals("the Authorization header must be 'Bearer <token>' (a tenant key or an admin token), not another "
+                    + "scheme or an empty token", body.get("error").asText(), header);
+        }
+        TestApp.Res none = app.call("GET", "/v1/admin/workers", null, null);
+        assertEquals(401, none.status());
+        assertEquals("missing 'Authorization: Bearer <token>'", none.body().get("error").asText());
+        assertEquals(200, app.admin("GET", "/v1/admin/workers", null).status());
+    }
+
     /** Every page size is declared a bounded integer (the tenant and schedule lists declared a string). */
     @Test
     void everyLimitIsABoundedInteger() {
