@@ -36,7 +36,7 @@ public final class AdminOverviewResource {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = DashboardViews.Overview.class))),
             @ApiResponse(responseCode = "422", description = "a bad offset, limit or search")})
     public DashboardViews.Overview overview(
-            @Parameter(description = "first row of the page (default 0)", schema = @Schema(type = "integer", minimum = "0", defaultValue = "0")) @QueryParam("offset") String offset,
+            @Parameter(description = "first row of the page (default 0)", schema = @Schema(type = "integer", format = "int32", minimum = "0", maximum = "2147483647", defaultValue = "0")) @QueryParam("offset") String offset,
             @Parameter(description = "rows per page, 1-500 (default 50)", schema = @Schema(type = "integer", minimum = "1", maximum = "" + DashboardFigures.MAX_PAGE,
                     defaultValue = "" + DashboardFigures.DEFAULT_PAGE)) @QueryParam("limit") String limit,
             @Parameter(description = "only tenants whose id starts with this") @QueryParam("search") String search) {

@@ -263,6 +263,31 @@ class OpenApiContractTest extends AppTest {
         assertEquals(List.of(), loose, "limits not declared as integers from 1 to a maximum");
     }
 
+    /**
+     * Every integer query parameter declares the maximum the server holds to: the overview's offset was an int64 without
+     * one, and a generated client sent 2147483648, which the server answers 422.
+     */
+    @Test
+    void everyIntegerQueryParameterDeclaresItsMaximum() {
+        List<String> open = new ArrayList<>();
+        doc.get("paths").fields().forEachRemaining(p -> p.getValue().fields().forEachRemaining(op -> {
+            for (JsonNode param : op.getValue().path("parameters")) {
+                JsonNode schema = param.path("schema");
+                if (param.path("in").asText().equals("query") && schema.path("type").asText().equals("integer") && !schema.has("maximum")) {
+                    open.add(op.getKey().toUpperCase() + " " + p.getKey() + " " + param.path("name").asText());
+                }
+            }
+        }));
+        assertEquals(List.of(), open, "integer query parameters without a maximum");
+        JsonNode offset = null;
+        for (JsonNode param : doc.at("/paths/~1v1~1admin~1overview/get/parameters")) {
+            if (param.path("name").asText().equals("offset")) offset = param.path("schema");
+        }
+        long max = offset.path("maximum").asLong();
+        assertEquals(200, app.admin("GET", "/v1/admin/overview?offset=" + max, null).status());
+        app.admin("GET", "/v1/admin/overview?offset=" + (max + 1), null).assertRefused(422, "offset");
+    }
+
     /** The admin overview's paging declares its defaults (they were only in the descriptions' text). */
     @Test
     void theOverviewsPagingDeclaresItsDefaults() {
