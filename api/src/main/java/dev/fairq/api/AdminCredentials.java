@@ -19,10 +19,7 @@ final class AdminCredentials {
     /** FAIRQ_ADMIN_TOKEN's hash, or null when it is not set (the embedded database's generated token then). */
     static String resolveHash(FairqConfiguration config, boolean embedded, DSLContext db, PrintStream out) {
         if (config.adminToken != null && !config.adminToken.isBlank()) {
-            if (config.adminToken.length() < MIN_LENGTH) {
-                throw new IllegalStateException("FAIRQ_ADMIN_TOKEN must be at least " + MIN_LENGTH + " characters (it has "
-                        + config.adminToken.length() + "): use a random secret, e.g. $(openssl rand -hex 32)");
-            }
+            checkLength(config);
             return Tokens.sha256(config.adminToken);
         }
         if (!embedded) {
@@ -45,5 +42,13 @@ final class AdminCredentials {
         out.println();
         out.flush();
         return null;
+    }
+
+    /** A FAIRQ_ADMIN_TOKEN that is set must be long enough; also read by {@code check}, which had said OK to a short one. */
+    static void checkLength(FairqConfiguration config) {
+        if (config.adminToken != null && !config.adminToken.isBlank() && config.adminToken.length() < MIN_LENGTH) {
+            throw new IllegalStateException("FAIRQ_ADMIN_TOKEN must be at least " + MIN_LENGTH + " characters (it has "
+                    + config.adminToken.length() + "): use a random secret, e.g. $(openssl rand -hex 32)");
+        }
     }
 }

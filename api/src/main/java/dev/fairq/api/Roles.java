@@ -153,6 +153,7 @@ final class Roles {
      * scheduler's settings, and the tenants file, each of which a {@code server} would refuse at start-up.
      */
     static void checkSettings(FairqConfiguration config) throws IOException {
+        AdminCredentials.checkLength(config);
         if (config.runWorker) workerConfig(config);
         if (config.runScheduler) schedulerConfig(config);
         readTenants(config);

@@ -293,6 +293,20 @@ class CommandLineTest extends AppTest {
         assertTrue(fine.ok(), fine.err());
     }
 
+    /** A FAIRQ_ADMIN_TOKEN (adminToken) under 32 characters stops the server, so check refuses it too; it had said OK. */
+    @Test
+    void checkRefusesAShortAdminToken(@TempDir Path dir) throws Exception {
+        Path config = dir.resolve("fairq.yml");
+        Files.writeString(config, "adminToken: short\ntenantsFile: " + dir.resolve("none.yml") + "\n");
+        Run r = check("check", config.toString());
+        assertFalse(r.ok(), r.out());
+        assertEquals("fairq: FAIRQ_ADMIN_TOKEN must be at least 32 characters (it has 5): use a random secret, e.g. "
+                + "$(openssl rand -hex 32)\n", r.err());
+        Files.writeString(config, "adminToken: " + "t".repeat(32) + "\ntenantsFile: " + dir.resolve("none.yml") + "\n");
+        Run fine = check("check", config.toString());
+        assertTrue(fine.ok(), fine.err());
+    }
+
     /**
      * The command line reads JSON as strictly as the API: a lone surrogate (stored as '?'), content after the value
      * (dropped), a field given twice (the last had won) and an empty payload (stored as null) are refused, nothing
