@@ -73,7 +73,7 @@ public final class AdminJobsResource {
     /** Any tenant's job, as {@code POST /v1/jobs/{id}/cancel}: 200 when cancelled or ended, 202 while stopping. */
     @POST
     @Path("/jobs/{id}/cancel")
-    @Operation(summary = "Cancel any tenant's job: a waiting one at once, a running one is stopped", responses = {
+    @Operation(operationId = "adminCancelJob", summary = "Cancel any tenant's job: a waiting one at once, a running one is stopped", responses = {
             @ApiResponse(responseCode = "200", description = "cancelled, or already ended (unchanged)",
                     content = @Content(schema = @Schema(implementation = JobView.class))),
             @ApiResponse(responseCode = "202", description = "running: its worker is told to stop it",
@@ -87,7 +87,7 @@ public final class AdminJobsResource {
     /** dead or cancelled -> pending, attempts reset (unblocks its ordering key when it was the dead head). */
     @POST
     @Path("/jobs/{id}/retry")
-    @Operation(summary = "Run a dead or cancelled job again (attempts reset)", responses = {
+    @Operation(operationId = "adminRetryJob", summary = "Run a dead or cancelled job again (attempts reset)", responses = {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = JobView.class))),
             @ApiResponse(responseCode = "404", description = "no such job"),
             @ApiResponse(responseCode = "409", description = "the job is not dead or cancelled")})

@@ -64,7 +64,7 @@ public final class AdminTenantsResource {
      * million registered was a response of hundreds of megabytes. The admin overview is the view by load.
      */
     @GET
-    @Operation(summary = "The tenants and their limits by id, a page at a time (pass next back as after)", responses = {
+    @Operation(operationId = "listTenants", summary = "The tenants and their limits by id, a page at a time (pass next back as after)", responses = {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = TenantList.class))),
             @ApiResponse(responseCode = "422", description = "a bad limit")})
     public TenantList list(@Parameter(description = "tenants per page", schema = @Schema(type = "integer", minimum = "1", maximum = "" + MAX_TENANTS_PAGE, defaultValue = "" + DEFAULT_TENANTS_PAGE)) @jakarta.ws.rs.QueryParam("limit") String limit,
@@ -78,7 +78,7 @@ public final class AdminTenantsResource {
 
     @GET
     @Path("/{id}")
-    @Operation(summary = "A tenant and its limits", responses = {
+    @Operation(operationId = "getTenant", summary = "A tenant and its limits", responses = {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = TenantView.class))),
             @ApiResponse(responseCode = "404", description = "no such tenant")})
     public TenantView get(@PathParam("id") String id) {
@@ -89,7 +89,7 @@ public final class AdminTenantsResource {
     @PUT
     @Path("/{id}")
     @Consumes(MediaType.APPLICATION_JSON)
-    @Operation(summary = "Create or replace a tenant: limits left out take the defaults (audited)", responses = {
+    @Operation(operationId = "putTenant", summary = "Create or replace a tenant: limits left out take the defaults (audited)", responses = {
             @ApiResponse(responseCode = "201", description = "created",
                     headers = @Header(name = "Location", description = "the tenant's URL", schema = @Schema(type = "string", format = "uri")),
                     content = @Content(schema = @Schema(implementation = TenantView.class))),
@@ -110,7 +110,7 @@ public final class AdminTenantsResource {
     @PATCH
     @Path("/{id}")
     @Consumes({MediaType.APPLICATION_JSON, JsonBodyReader.MERGE_PATCH})
-    @Operation(summary = "Change some of a tenant's limits; the others stay (audited, live within a second)", responses = {
+    @Operation(operationId = "patchTenant", summary = "Change some of a tenant's limits; the others stay (audited, live within a second)", responses = {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = TenantView.class))),
             @ApiResponse(responseCode = "404", description = "no such tenant")})
     public TenantView patch(@PathParam("id") String id,

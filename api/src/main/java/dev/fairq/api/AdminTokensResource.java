@@ -80,7 +80,7 @@ public final class AdminTokensResource {
     }
 
     @GET
-    @Operation(summary = "Every admin token (names and dates, never the tokens)", responses =
+    @Operation(operationId = "listAdminTokens", summary = "Every admin token (names and dates, never the tokens)", responses =
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = TokenList.class))))
     public TokenList list() {
         return new TokenList(tokens.list().stream()

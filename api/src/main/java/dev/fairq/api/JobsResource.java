@@ -192,7 +192,7 @@ public final class JobsResource {
 
     @GET
     @Path("/{id}")
-    @Operation(summary = "Read a job", responses = {
+    @Operation(operationId = "getJob", summary = "Read a job", responses = {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = JobView.class))),
             @ApiResponse(responseCode = "404", description = "no job with this id for the caller's tenant")})
     public JobView get(@Context SecurityContext sc, @Parameter(description = "the job id", schema = @Schema(type = "integer", format = "int64")) @PathParam("id") String id) {
@@ -200,7 +200,7 @@ public final class JobsResource {
     }
 
     @GET
-    @Operation(summary = "List the tenant's jobs, newest first, a page at a time (pass next back as after)", responses = {
+    @Operation(operationId = "listJobs", summary = "List the tenant's jobs, newest first, a page at a time (pass next back as after)", responses = {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = JobPage.class))),
             @ApiResponse(responseCode = "422", description = "a bad status, limit or after")})
     public JobPage list(@Context SecurityContext sc, @Parameter(schema = @Schema(allowableValues = {"pending", "ready", "running", "succeeded", "dead", "cancelled"})) @QueryParam("status") String status,
@@ -213,7 +213,7 @@ public final class JobsResource {
     /** pending/ready: cancelled at once (200); running: stopping (202); ended: unchanged (200). */
     @POST
     @Path("/{id}/cancel")
-    @Operation(summary = "Cancel a job: a waiting one at once, a running one is stopped", responses = {
+    @Operation(operationId = "cancelJob", summary = "Cancel a job: a waiting one at once, a running one is stopped", responses = {
             @ApiResponse(responseCode = "200", description = "the job was pending or ready and is now cancelled, or it had "
                     + "already ended (unchanged)", content = @Content(schema = @Schema(implementation = JobView.class))),
             @ApiResponse(responseCode = "202", description = "the job is running: its worker is told to stop it; it ends "
@@ -227,7 +227,7 @@ public final class JobsResource {
 
     @POST
     @Path("/{id}/retry")
-    @Operation(summary = "Run a dead or cancelled job again (attempts reset)", responses = {
+    @Operation(operationId = "retryJob", summary = "Run a dead or cancelled job again (attempts reset)", responses = {
             @ApiResponse(responseCode = "200", description = "the job as the retry left it",
                     content = @Content(schema = @Schema(implementation = JobView.class))),
             @ApiResponse(responseCode = "404", description = "no job with this id for the caller's tenant"),

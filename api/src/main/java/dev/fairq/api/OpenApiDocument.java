@@ -64,7 +64,7 @@ public final class OpenApiDocument {
 
     @GET
     @Produces(jakarta.ws.rs.core.MediaType.APPLICATION_JSON)
-    @Operation(summary = "This document: OpenAPI 3 of every endpoint", security = {}, responses =
+    @Operation(operationId = "openapi", summary = "This document: OpenAPI 3 of every endpoint", security = {}, responses =
             @ApiResponse(responseCode = "200", content = @Content(schema = @io.swagger.v3.oas.annotations.media.Schema(type = "object"))))
     public Response get() {
         String d = document;

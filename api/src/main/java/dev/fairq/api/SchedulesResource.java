@@ -79,7 +79,7 @@ public final class SchedulesResource {
     @PUT
     @Path("/{name}")
     @Consumes(MediaType.APPLICATION_JSON)
-    @Operation(summary = "Create (201) or replace (200) a schedule", responses = {
+    @Operation(operationId = "putSchedule", summary = "Create (201) or replace (200) a schedule", responses = {
             @ApiResponse(responseCode = "201", description = "created", headers = @Header(name = "Location", description = "the schedule's URL", schema = @Schema(type = "string", format = "uri")),
                     content = @Content(schema = @Schema(implementation = ScheduleInfo.class))),
             @ApiResponse(responseCode = "200", description = "replaced", content = @Content(schema = @Schema(implementation = ScheduleInfo.class))),
@@ -95,7 +95,7 @@ public final class SchedulesResource {
 
     @GET
     @Path("/{name}")
-    @Operation(summary = "A schedule, with its next five fires and its last fire's job", responses = {
+    @Operation(operationId = "getSchedule", summary = "A schedule, with its next five fires and its last fire's job", responses = {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = ScheduleInfo.class))),
             @ApiResponse(responseCode = "404", description = "no schedule of that name")})
     public ScheduleInfo get(@Context SecurityContext sc, @PathParam("name") String name) {
@@ -103,7 +103,7 @@ public final class SchedulesResource {
     }
 
     @GET
-    @Operation(summary = "The tenant's schedules by name, a page at a time (pass next back as after)", responses = {
+    @Operation(operationId = "listSchedules", summary = "The tenant's schedules by name, a page at a time (pass next back as after)", responses = {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = Page.class))),
             @ApiResponse(responseCode = "422", description = "a bad limit")})
     public Page list(@Context SecurityContext sc, @Parameter(description = "schedules per page", schema = @Schema(type = "integer", minimum = "1", maximum = "" + MAX_LIMIT, defaultValue = "" + DEFAULT_LIMIT)) @QueryParam("limit") String limit,
@@ -117,7 +117,7 @@ public final class SchedulesResource {
     @PATCH
     @Path("/{name}")
     @Consumes({MediaType.APPLICATION_JSON, JsonBodyReader.MERGE_PATCH})
-    @Operation(summary = "Change only the fields given (a JSON merge patch, e.g. {\"paused\": true})", responses = {
+    @Operation(operationId = "patchSchedule", summary = "Change only the fields given (a JSON merge patch, e.g. {\"paused\": true})", responses = {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = ScheduleInfo.class))),
             @ApiResponse(responseCode = "404", description = "no schedule of that name")})
     public ScheduleInfo patch(@Context SecurityContext sc, @PathParam("name") String name,
@@ -203,7 +203,7 @@ public final class SchedulesResource {
         }
 
         @GET
-        @Operation(summary = "Any tenant's schedules, a page at a time (next is <tenant>:<name>)", responses = {
+        @Operation(operationId = "adminListSchedules", summary = "Any tenant's schedules, a page at a time (next is <tenant>:<name>)", responses = {
                 @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = Page.class))),
                 @ApiResponse(responseCode = "422", description = "a bad limit or after")})
         public Page list(@QueryParam("tenant") String tenant, @Parameter(description = "schedules per page", schema = @Schema(type = "integer", minimum = "1", maximum = "" + MAX_LIMIT, defaultValue = "" + DEFAULT_LIMIT)) @QueryParam("limit") String limit,
@@ -221,7 +221,7 @@ public final class SchedulesResource {
 
         @GET
         @Path("/{tenant}/{name}")
-        @Operation(summary = "A tenant's schedule", responses = {
+        @Operation(operationId = "adminGetSchedule", summary = "A tenant's schedule", responses = {
                 @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = ScheduleInfo.class))),
                 @ApiResponse(responseCode = "404", description = "no schedule of that name")})
         public ScheduleInfo get(@PathParam("tenant") String tenant, @PathParam("name") String name) {

@@ -247,6 +247,26 @@ class OpenApiContractTest extends AppTest {
         assertEquals(200, app.admin("GET", "/v1/admin/workers", null).status());
     }
 
+    /**
+     * Every operation has a name of its own: swagger had numbered the methods that share a Java name (get_1 read a job,
+     * list_2 listed jobs, get_2 was this document), so a generated client's methods read get_1(id), and the numbers
+     * follow the order the resource classes are read in, which a new resource can change.
+     */
+    @Test
+    void everyOperationIdIsANameNotANumber() {
+        java.util.Map<String, String> ids = new java.util.TreeMap<>();
+        List<String> numbered = new ArrayList<>();
+        doc.get("paths").fields().forEachRemaining(p -> p.getValue().fields().forEachRemaining(op -> {
+            String id = op.getValue().path("operationId").asText();
+            String where = op.getKey().toUpperCase() + " " + p.getKey();
+            if (id.isEmpty() || id.matches(".*_\\d+") || ids.put(id, where) != null) numbered.add(where + ": '" + id + "'");
+        }));
+        assertEquals(List.of(), numbered, "operations without a name of their own");
+        assertEquals("GET /v1/jobs/{id}", ids.get("getJob"));
+        assertEquals("GET /v1/jobs", ids.get("listJobs"));
+        assertEquals("POST /v1/admin/jobs/{id}/cancel", ids.get("adminCancelJob"));
+    }
+
     /** Every page size is declared a bounded integer (the tenant and schedule lists declared a string). */
     @Test
     void everyLimitIsABoundedInteger() {
