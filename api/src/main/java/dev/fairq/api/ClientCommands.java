@@ -64,6 +64,11 @@ final class ClientCommands {
             if (token == null || token.isBlank()) {
                 throw new UsageException("FAIRQ_TOKEN is not set: a tenant key (fqk_...) for jobs and stats, the admin token for tenants");
             }
+            // a line break pasted with the key (FAIRQ_TOKEN=$(cat key) keeps none, an editor's copy may) had ended as
+            // "IllegalArgumentException: invalid header value" from java.net.http, naming neither the variable nor the fix
+            if (token.strip().chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
+                throw new UsageException("FAIRQ_TOKEN holds a control character (a line break?): set it to the key or token alone");
+            }
             String url = env.getOrDefault("FAIRQ_URL", DEFAULT_URL);
             if (!url.isBlank() && !url.matches("(?i)https?://.+")) {
                 throw new UsageException("FAIRQ_URL must be an http:// or https:// URL, such as " + DEFAULT_URL + ", not '" + url + "'");

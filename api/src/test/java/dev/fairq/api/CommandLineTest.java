@@ -208,6 +208,11 @@ class CommandLineTest extends AppTest {
         assertFalse(noToken.ok());
         assertTrue(noToken.err().startsWith("fairq: FAIRQ_TOKEN is not set"), noToken.err());
 
+        // a line break inside the token: it had ended as "IllegalArgumentException: invalid header value"
+        Run brokenToken = run(key.substring(0, 8) + "\n" + key.substring(8), "stats");
+        assertFalse(brokenToken.ok());
+        assertEquals("fairq: FAIRQ_TOKEN holds a control character (a line break?): set it to the key or token alone\n", brokenToken.err());
+
         Run unreachable = run(Map.of("FAIRQ_URL", "http://127.0.0.1:1", "FAIRQ_TOKEN", key), "stats");
         assertFalse(unreachable.ok());
         assertTrue(unreachable.err().startsWith("fairq: cannot reach fairq at http://127.0.0.1:1"), unreachable.err());
