@@ -2,6 +2,8 @@ package dev.fairq.api;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 import io.dropwizard.core.Configuration;
+import jakarta.validation.constraints.Max;
+import jakarta.validation.constraints.Min;
 
 /**
  * fairq's settings. Every field has a built-in default, so {@code server} runs with no file at all; the
@@ -19,7 +21,9 @@ public class FairqConfiguration extends Configuration {
     @JsonProperty public String tenantsFile = "./tenants.yml";
     /** True when the tenants file was named explicitly (then it must exist; the default may be missing). */
     @JsonProperty public boolean tenantsFileRequired;
-    @JsonProperty public int workerThreads = 8;
+    // the @Min/@Max below are the FAIRQ_* variables' ranges (EnvironmentOverrides), held for a config file too: check
+    // had said OK to a file's apiPoolSize: 0, maxPayloadBytes: 0 or workerThreads: 5000
+    @JsonProperty @Min(1) @Max(1000) public int workerThreads = 8;
     /**
      * What a tenant's weight shares (FAIRQ_FAIR_SHARE): {@code time}, estimated worker time (the default: a
      * tenant of 1 s jobs and one of 10 ms jobs get equal worker time), or {@code jobs}, job starts. Issue 14 made
@@ -46,28 +50,28 @@ public class FairqConfiguration extends Configuration {
         throw new IllegalArgumentException("FAIRQ_SUBMIT_START (submitStart) must be commit or flush, not '" + submitStart + "'");
     }
     /** A claim's lease (FAIRQ_LEASE_MS); see {@link dev.fairq.worker.WorkerConfig#lease()}. */
-    @JsonProperty public long leaseMs = dev.fairq.worker.WorkerConfig.DEFAULT_LEASE.toMillis();
+    @JsonProperty @Min(1000) @Max(3600000) public long leaseMs = dev.fairq.worker.WorkerConfig.DEFAULT_LEASE.toMillis();
     /** How often leases are renewed (FAIRQ_HEARTBEAT_MS); null: a third of the lease. Under half the lease. */
     @JsonProperty public Long heartbeatMs;
     /** The whole stop's bound on SIGTERM (FAIRQ_SHUTDOWN_GRACE_MS); see WorkerConfig#shutdownGrace(). */
-    @JsonProperty public long shutdownGraceMs = dev.fairq.worker.WorkerConfig.DEFAULT_SHUTDOWN_GRACE.toMillis();
+    @JsonProperty @Min(0) @Max(3600000) public long shutdownGraceMs = dev.fairq.worker.WorkerConfig.DEFAULT_SHUTDOWN_GRACE.toMillis();
     /** The time limit of a job whose type declares none (FAIRQ_JOB_TIMEOUT_MS). */
-    @JsonProperty public long jobTimeoutMs = dev.fairq.worker.WorkerConfig.DEFAULT_TIMEOUT.toMillis();
+    @JsonProperty @Min(1) @Max(86400000) public long jobTimeoutMs = dev.fairq.worker.WorkerConfig.DEFAULT_TIMEOUT.toMillis();
     /** Finished (succeeded, cancelled) jobs are kept this long; it is also how long a job_key deduplicates. */
-    @JsonProperty public int retentionHours = 24;
+    @JsonProperty @Min(1) @Max(87600) public int retentionHours = 24;
     /** Dead jobs (the dead-letter queue) are kept this long. */
-    @JsonProperty public int deadRetentionHours = 24 * 7;
+    @JsonProperty @Min(1) @Max(87600) public int deadRetentionHours = 24 * 7;
     @JsonProperty public boolean demoHandlers;
     /** The queues this process's worker serves (FAIRQ_WORKER_QUEUES, comma-separated); null: every queue. */
     @JsonProperty public java.util.Set<String> workerQueues;
     /** Worker threads kept for a queue's jobs (FAIRQ_WORKER_RESERVED, "urgent=2,emails=1"). */
     @JsonProperty public java.util.Map<String, Integer> workerReserved = java.util.Map.of();
     /** The most snoozes of one job (FAIRQ_MAX_SNOOZES); past it a snooze fails the attempt. */
-    @JsonProperty public int maxSnoozes = dev.fairq.worker.WorkerConfig.DEFAULT_MAX_SNOOZES;
+    @JsonProperty @Min(0) @Max(1000000) public int maxSnoozes = dev.fairq.worker.WorkerConfig.DEFAULT_MAX_SNOOZES;
     /** Side-effect keys (JobContext.once) not written for this long are deleted (FAIRQ_EFFECT_RETENTION_HOURS). */
-    @JsonProperty public int effectRetentionHours = 24 * 7;
+    @JsonProperty @Min(1) @Max(87600) public int effectRetentionHours = 24 * 7;
     /** Largest accepted job payload, serialized, in bytes (413 beyond it). */
-    @JsonProperty public int maxPayloadBytes = 64 * 1024;
+    @JsonProperty @Min(1) @Max(16777216) public int maxPayloadBytes = 64 * 1024;
     /**
      * Connections of the API's pool (FAIRQ_API_POOL_SIZE; the worker and scheduler have their own). 20, not
      * HikariCP's usual "a few per core": with fewer connections than requests in flight, a request waits on
@@ -75,18 +79,18 @@ public class FairqConfiguration extends Configuration {
      * statements a request) on 2 cores: p99 15-27 ms with occasional 100-176 ms runs at 10 connections, 10-14 ms
      * at 20, same throughput (Stop 37, bench/RESULTS.md). Idle, the pool keeps 2 (Database.pool's minimum).
      */
-    @JsonProperty public int apiPoolSize = 20;
+    @JsonProperty @Min(1) @Max(1000) public int apiPoolSize = 20;
     /**
      * Tenants with series of their own in /metrics (the others are summed as tenant="_other"): 100 keeps a
      * scrape near 700 KB whatever the number of tenants (about 7 KB of series per tenant).
      */
-    @JsonProperty public int metricsTenants = 100;
+    @JsonProperty @Min(0) @Max(10000) public int metricsTenants = 100;
     /**
      * The port on which a {@code worker} or {@code scheduler} process serves {@code /metrics} (its own counters)
      * and {@code /ping}, on FAIRQ_ADMIN_BIND's address; null (the default): none. Opt-in because those roles run
      * several to a host, where one default port would make all but the first fail to start.
      */
-    @JsonProperty public Integer metricsPort;
+    @JsonProperty @Min(0) @Max(65535) public Integer metricsPort;
     /**
      * Dropwizard's admin tasks that change the running process ({@code POST /tasks/log-level}, {@code /tasks/gc})
      * and the CPU profiler ({@code /pprof}) on the admin port: off unless enabled (FAIRQ_ADMIN_TASKS=true).

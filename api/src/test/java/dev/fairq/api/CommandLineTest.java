@@ -298,6 +298,27 @@ class CommandLineTest extends AppTest {
         assertTrue(fine.ok(), fine.err());
     }
 
+    /**
+     * A config file's settings hold to the ranges of their FAIRQ_* variables: check had said "Configuration is OK" to
+     * apiPoolSize: 0 (no connection for any request), maxPayloadBytes: 0 (every job a 413) and workerThreads: 5000.
+     */
+    @Test
+    void checkHoldsAFilesSettingsToTheirVariablesRanges(@TempDir Path dir) throws Exception {
+        Path config = dir.resolve("fairq.yml");
+        for (String setting : List.of("apiPoolSize: 0", "maxPayloadBytes: 0", "workerThreads: 5000", "retentionHours: 0",
+                "metricsTenants: -1", "leaseMs: 500")) {
+            Files.writeString(config, setting + "\ntenantsFile: " + dir.resolve("none.yml") + "\n");
+            Run r = check("check", config.toString());
+            assertFalse(r.ok(), setting + ": " + r.out());
+            String field = setting.substring(0, setting.indexOf(':'));
+            assertTrue(r.err().startsWith("fairq: ") && r.err().contains(field + " must be"), r.err());
+            assertFalse(r.err().contains("\tat "), r.err());
+        }
+        Files.writeString(config, "apiPoolSize: 1000\nmaxPayloadBytes: 1\nworkerThreads: 1000\ntenantsFile: " + dir.resolve("none.yml") + "\n");
+        Run fine = check("check", config.toString());
+        assertTrue(fine.ok(), fine.err());
+    }
+
     /** A FAIRQ_ADMIN_TOKEN (adminToken) under 32 characters stops the server, so check refuses it too; it had said OK. */
     @Test
     void checkRefusesAShortAdminToken(@TempDir Path dir) throws Exception {
