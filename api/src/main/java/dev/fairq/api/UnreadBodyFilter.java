@@ -26,10 +26,13 @@ final class UnreadBodyFilter implements ContainerResponseFilter {
 
     @Override
     public void filter(ContainerRequestContext request, ContainerResponseContext response) {
+        // first, and alone for nearly every request: no body, or read to its end (Jersey's hasEntity throws once a
+        // reader closed the stream, an exception made per request)
+        if (finished()) return;
         try {
-            if (!request.hasEntity()) return; // no body, or the resource read it to its end
-        } catch (IllegalStateException closed) { // a reader read it and closed it: to its end, unless it stopped at its cap
-            if (!finished()) response.getHeaders().putSingle("Connection", "close");
+            if (!request.hasEntity()) return;
+        } catch (IllegalStateException closed) { // a reader closed it before its end: it stopped at its cap
+            response.getHeaders().putSingle("Connection", "close");
             return;
         } catch (RuntimeException broken) { // a body that cannot be read (bad gzip): a 500 here hid the real answer
             response.getHeaders().putSingle("Connection", "close");
