@@ -50,6 +50,13 @@ class DashboardBrowserTest {
                 + "return tr ? tr.getAttribute('data-status') : null;").asText("");
     }
 
+    /** Opens {@code path} signed in: the credential in the tab's sessionStorage, where the page's sign-in keeps it. */
+    private void openSignedIn(String path, String item, String credential) {
+        browser.open(url(path));
+        browser.script("sessionStorage.setItem('fairq." + item + "', '" + credential + "');");
+        browser.open(url(path));
+    }
+
     @Test
     void aTenantWatchesItsJobsAndReplaysADeadOne_andTheAdminSeesTheFlood() throws Exception {
         String tenant = TestApp.uniqueTenant("browser");
@@ -175,9 +182,7 @@ class DashboardBrowserTest {
         for (int i = 0; i < 51; i++) {
             assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + prefix + "-" + i, "{}").status());
         }
-        browser.open(url("/dashboard/admin"));
-        browser.script("sessionStorage.setItem('fairq.adminToken', '" + TestApp.ADMIN_TOKEN + "');");
-        browser.open(url("/dashboard/admin"));
+        openSignedIn("/dashboard/admin", "adminToken", TestApp.ADMIN_TOKEN);
         try {
             await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
             browser.script("document.getElementById('search').value = '" + prefix + "';");
@@ -265,9 +270,7 @@ class DashboardBrowserTest {
     void aSignOutTakesTheFiguresOffThePageAndALateAnswerForTheOldKeyIsNotDrawn() {
         String first = TestApp.uniqueTenant("left"), second = TestApp.uniqueTenant("next");
         String firstKey = app.newTenantKey(first), secondKey = app.newTenantKey(second);
-        browser.open(url("/dashboard"));
-        browser.script("sessionStorage.setItem('fairq.tenantKey', '" + firstKey + "');");
-        browser.open(url("/dashboard"));
+        openSignedIn("/dashboard", "tenantKey", firstKey);
         try {
             await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(first));
             browser.click("#signout");
@@ -306,9 +309,7 @@ class DashboardBrowserTest {
      */
     @Test
     void aServerThatDoesNotAnswerIsNamedOnThePageAndClicksDoNotPileUpRequests() {
-        browser.open(url("/dashboard/admin"));
-        browser.script("sessionStorage.setItem('fairq.adminToken', '" + TestApp.ADMIN_TOKEN + "');");
-        browser.open(url("/dashboard/admin"));
+        openSignedIn("/dashboard/admin", "adminToken", TestApp.ADMIN_TOKEN);
         try {
             await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#updated").startsWith("updated"));
             // from here the server holds every request of the page without answering
@@ -343,9 +344,7 @@ class DashboardBrowserTest {
         String key = app.newTenantKey(tenant);
         long job = app.submit(key, "{\"type\": \"record\", \"payload\": {}}");
         assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"api_burst\": 1, \"api_rate_per_second\": 1}").status());
-        browser.open(url("/dashboard"));
-        browser.script("sessionStorage.setItem('fairq.tenantKey', '" + key + "');");
-        browser.open(url("/dashboard"));
+        openSignedIn("/dashboard", "tenantKey", key);
         try {
             await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(tenant)
                     && !recentStatus(job).isEmpty() && browser.text("#updated").startsWith("updated"));
@@ -363,9 +362,7 @@ class DashboardBrowserTest {
     void theChartsTimeAxisShowsHoursAndMinutes() {
         String tenant = TestApp.uniqueTenant("axis");
         String key = app.newTenantKey(tenant);
-        browser.open(url("/dashboard"));
-        browser.script("sessionStorage.setItem('fairq.tenantKey', '" + key + "');");
-        browser.open(url("/dashboard"));
+        openSignedIn("/dashboard", "tenantKey", key);
         try {
             await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(tenant));
             // the three time labels under each chart (the others are the y axis), and whether this locale says AM/PM
@@ -392,9 +389,7 @@ class DashboardBrowserTest {
     void aSearchNoTenantIdCanStartWithShowsNoTenants() {
         String tenant = TestApp.uniqueTenant("typo");
         assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + tenant, "{}").status());
-        browser.open(url("/dashboard/admin"));
-        browser.script("sessionStorage.setItem('fairq.adminToken', '" + TestApp.ADMIN_TOKEN + "');");
-        browser.open(url("/dashboard/admin"));
+        openSignedIn("/dashboard/admin", "adminToken", TestApp.ADMIN_TOKEN);
         try {
             await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
             browser.script("document.getElementById('search').value = '" + tenant + "';");
@@ -457,9 +452,7 @@ class DashboardBrowserTest {
         assertEquals(201, app.call("POST", "/v1/jobs/batch", key, batch.append("]}").toString()).status());
         await().atMost(Duration.ofSeconds(60)).until(() -> app.db.dsl().fetchCount(app.db.dsl().selectOne().from("jobs")
                 .where("tenant_id = ? AND status = 'dead'", tenant)) == 51);
-        browser.open(url("/dashboard"));
-        browser.script("sessionStorage.setItem('fairq.tenantKey', '" + key + "');");
-        browser.open(url("/dashboard"));
+        openSignedIn("/dashboard", "tenantKey", key);
         try {
             await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(tenant)
                     && browser.text("#count-dead").startsWith("51"));
@@ -497,9 +490,7 @@ class DashboardBrowserTest {
     void theKeyboardFocusSurvivesTheRefreshAndGoesToTheEditFormAndBack() {
         String tenant = TestApp.uniqueTenant("keys");
         assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + tenant, "{}").status());
-        browser.open(url("/dashboard/admin"));
-        browser.script("sessionStorage.setItem('fairq.adminToken', '" + TestApp.ADMIN_TOKEN + "');");
-        browser.open(url("/dashboard/admin"));
+        openSignedIn("/dashboard/admin", "adminToken", TestApp.ADMIN_TOKEN);
         try {
             await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
             browser.script("document.getElementById('search').value = '" + tenant + "';");
