@@ -66,7 +66,7 @@ final class ClientCommands {
             }
             // a line break pasted with the key (FAIRQ_TOKEN=$(cat key) keeps none, an editor's copy may) had ended as
             // "IllegalArgumentException: invalid header value" from java.net.http, naming neither the variable nor the fix
-            if (token.strip().chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
+            if (!FairqClient.sendable(token)) {
                 throw new UsageException("FAIRQ_TOKEN holds a control character (a line break?): set it to the key or token alone");
             }
             String url = env.getOrDefault("FAIRQ_URL", DEFAULT_URL);

@@ -53,7 +53,7 @@ public final class FairqClient {
         // a key read from a file ends in a newline (the command line strips it too); one with a control character
         // inside would fail in java.net.http with a message that holds the whole key: refused here without it
         this.token = b.token == null ? null : b.token.strip();
-        if (token != null && token.chars().anyMatch(ch -> ch < 0x20 || ch == 0x7f)) {
+        if (token != null && !sendable(token)) {
             throw new IllegalArgumentException("the token holds a control character (a line break?): it cannot be sent");
         }
         this.retries = b.retries;
@@ -401,6 +401,14 @@ public final class FairqClient {
         } catch (JsonProcessingException e) {
             throw new FairqException(0, "unexpected answer from fairq: " + e.getOriginalMessage(), List.of(), e);
         }
+    }
+
+    /**
+     * Whether a token, stripped of the whitespace around it (as the client strips it), can go in a header: no control
+     * character inside. The command line asks first, to name its variable in the message.
+     */
+    public static boolean sendable(String token) {
+        return token.strip().chars().noneMatch(ch -> ch < 0x20 || ch == 0x7f);
     }
 
     private static String path(String segment) {
