@@ -168,7 +168,6 @@ public final class Worker implements AutoCloseable {
     /** What this process can run (its queues, its handlers' types, its reservations), registered at start. */
     private volatile WorkerRoute route;
 
-    /** An attempt's end for the completer: an outcome to record, or (outcome null) a hand-back. */
     /**
      * An attempt's outcome (null: hand it back) waiting to be recorded; {@code nanos} is its handler's run time,
      * reported to the observer once the outcome is recorded (-1: not reported, the attempt never ran to an end).
@@ -1193,12 +1192,12 @@ public final class Worker implements AutoCloseable {
                 for (Finished f : batch) {
                     Attempt a = f.attempt();
                     held.remove(a.job.id(), a);
+                    if (f.outcome() == null) continue;
                     // finished only once recorded: a success the fence dropped or the database refused had been
                     // counted in the metrics, and the attempt that ran the job again counted a second one
-                    if (f.outcome() != null && recorded.contains(a.job.id()) && f.nanos() >= 0) {
-                        observer.finished(a.job, f.outcome(), f.nanos());
-                    }
-                    if (f.outcome() != null && !recorded.contains(a.job.id())) {
+                    if (recorded.contains(a.job.id())) {
+                        if (f.nanos() >= 0) observer.finished(a.job, f.outcome(), f.nanos());
+                    } else {
                         log.warn("job {} attempt {}: lease lost before the outcome was recorded; another worker "
                                 + "owns the job now and this result ({}) was dropped",
                                 a.job.id(), a.job.attempt(), f.outcome().getClass().getSimpleName());
