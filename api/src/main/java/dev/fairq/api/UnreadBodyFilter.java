@@ -26,30 +26,27 @@ final class UnreadBodyFilter implements ContainerResponseFilter {
 
     @Override
     public void filter(ContainerRequestContext request, ContainerResponseContext response) {
-        // first, and alone for nearly every request: no body, or read to its end (Jersey's hasEntity throws once a
-        // reader closed the stream, an exception made per request)
-        if (finished()) return;
+        // finished() first, and alone for nearly every request (no body, or read to its end): Jersey's hasEntity
+        // throws once a reader closed the stream, an exception made per request
+        if (!finished() && !drained(request)) response.getHeaders().putSingle("Connection", "close");
+    }
+
+    /** Reads the rest of the body, up to {@link #DRAIN_LIMIT}; false when some is left or cannot be read. */
+    private static boolean drained(ContainerRequestContext request) {
         try {
-            if (!request.hasEntity()) return;
-        } catch (IllegalStateException closed) { // a reader closed it before its end: it stopped at its cap
-            response.getHeaders().putSingle("Connection", "close");
-            return;
-        } catch (RuntimeException broken) { // a body that cannot be read (bad gzip): a 500 here hid the real answer
-            response.getHeaders().putSingle("Connection", "close");
-            return;
-        }
-        byte[] scratch = new byte[8192];
-        long left = DRAIN_LIMIT;
-        try {
+            if (!request.hasEntity()) return true;
             InputStream in = request.getEntityStream();
+            byte[] scratch = new byte[8192];
+            long left = DRAIN_LIMIT;
             int n;
             while (left > 0 && (n = in.read(scratch, 0, (int) Math.min(scratch.length, left))) >= 0) left -= n;
-            if (left > 0 || in.read() < 0) return; // drained to its end
+            return left > 0 || in.read() < 0;
         } catch (IOException | RuntimeException e) {
-            // the client went away or sent a broken body (Jetty's gzip decoder throws a RuntimeException for bad
-            // bytes): nothing more to read on this connection
+            // a reader closed the stream before its end (it stopped at its cap: IllegalStateException), the client
+            // went away, or the body cannot be read (Jetty's gzip decoder throws a RuntimeException for bad bytes; a
+            // 500 from here had hidden the real answer, a 400)
+            return false;
         }
-        response.getHeaders().putSingle("Connection", "close");
     }
 
     private boolean finished() {
