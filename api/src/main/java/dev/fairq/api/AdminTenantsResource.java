@@ -66,11 +66,19 @@ public final class AdminTenantsResource {
     @GET
     @Operation(operationId = "listTenants", summary = "The tenants and their limits by id, a page at a time (pass next back as after)", responses = {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = TenantList.class))),
-            @ApiResponse(responseCode = "422", description = "a bad limit")})
+            @ApiResponse(responseCode = "422", description = "a bad limit or after")})
     public TenantList list(@Parameter(description = "tenants per page", schema = @Schema(type = "integer", minimum = "1", maximum = "" + MAX_TENANTS_PAGE, defaultValue = "" + DEFAULT_TENANTS_PAGE)) @jakarta.ws.rs.QueryParam("limit") String limit,
                            @Parameter(description = "the next page: the previous page's next") @jakarta.ws.rs.QueryParam("after") String after) {
-        int n = ParameterGuard.pageSize(limit, DEFAULT_TENANTS_PAGE, MAX_TENANTS_PAGE);
-        List<TenantView> page = tenants.page(after == null || after.isEmpty() ? null : after, n + 1);
+        List<dev.fairq.schema.FieldError> errors = new java.util.ArrayList<>();
+        int n = ParameterGuard.pageSize(limit, DEFAULT_TENANTS_PAGE, MAX_TENANTS_PAGE, errors);
+        String from = after == null || after.isBlank() ? null : after;
+        // a value no tenant can have: a typo, not a place in the list (after=BAD, sorting before 'a', had answered
+        // the first page as if it were a cursor)
+        if (from != null && !TENANT_ID.matcher(from).matches()) {
+            errors.add(new dev.fairq.schema.FieldError("after", "must be the 'next' of the previous page (a tenant id)"));
+        }
+        if (!errors.isEmpty()) throw ApiException.invalid(errors);
+        List<TenantView> page = tenants.page(from, n + 1);
         if (page.size() <= n) return new TenantList(page, null);
         List<TenantView> shown = page.subList(0, n);
         return new TenantList(shown, shown.get(n - 1).id());

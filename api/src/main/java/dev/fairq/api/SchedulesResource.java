@@ -105,11 +105,16 @@ public final class SchedulesResource {
     @GET
     @Operation(operationId = "listSchedules", summary = "The tenant's schedules by name, a page at a time (pass next back as after)", responses = {
             @ApiResponse(responseCode = "200", content = @Content(schema = @Schema(implementation = Page.class))),
-            @ApiResponse(responseCode = "422", description = "a bad limit")})
+            @ApiResponse(responseCode = "422", description = "a bad limit or after")})
     public Page list(@Context SecurityContext sc, @Parameter(description = "schedules per page", schema = @Schema(type = "integer", minimum = "1", maximum = "" + MAX_LIMIT, defaultValue = "" + DEFAULT_LIMIT)) @QueryParam("limit") String limit,
                      @Parameter(description = "the next page: the previous page's next") @QueryParam("after") String after) {
         String tenant = BearerAuthFilter.tenant(sc);
-        ScheduleService.Page p = schedules.list(db, tenant, after == null ? null : tenant, blank(after), limit(limit));
+        String afterName = blank(after);
+        // a value no schedule can be named: a typo, not "past the end" (after=bad%20x had answered an empty page)
+        if (afterName != null && !ScheduleDefinition.NAME.matcher(afterName).matches()) {
+            throw ApiException.invalid("after", "must be the 'next' of the previous page (a schedule name)");
+        }
+        ScheduleService.Page p = schedules.list(db, tenant, afterName == null ? null : tenant, afterName, limit(limit));
         return new Page(p.schedules(), p.nextName());
     }
 
@@ -211,9 +216,12 @@ public final class SchedulesResource {
             String afterTenant = null, afterName = null;
             if (blank(after) != null) {
                 int colon = after.indexOf(':');
-                if (colon < 1) throw ApiException.invalid("after", "must be the 'next' of the previous page (<tenant>:<name>)");
-                afterTenant = after.substring(0, colon);
+                afterTenant = colon < 1 ? "" : after.substring(0, colon);
                 afterName = after.substring(colon + 1);
+                if (!AdminTenantsResource.TENANT_ID.matcher(afterTenant).matches()
+                        || !ScheduleDefinition.NAME.matcher(afterName).matches()) {
+                    throw ApiException.invalid("after", "must be the 'next' of the previous page (<tenant>:<name>)");
+                }
             }
             ScheduleService.Page p = schedules.list(db, blank(tenant), afterTenant, afterName, limit(limit));
             return new Page(new ArrayList<>(p.schedules()), p.nextTenant() == null ? null : p.nextTenant() + ":" + p.nextName());

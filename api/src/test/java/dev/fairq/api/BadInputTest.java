@@ -305,6 +305,29 @@ class BadInputTest extends AppTest {
         for (String bad : List.of("0", "501", "x")) refused("GET", "/v1/admin/overview?limit=" + bad, TestApp.ADMIN_TOKEN, null, "limit");
     }
 
+    /**
+     * The lists paged by name take as after only what their next can be: a tenant id, a schedule name, or
+     * tenant:name. after=BAD had answered the admin's first page of tenants (it sorts before 'a') and
+     * after=bad%20x a tenant's empty schedule list, as if either were a place in the list.
+     */
+    @Test
+    void listsPagedByNameRefuseAnAfterTheirNextCannotBe() {
+        for (String bad : List.of("BAD", "a%20b", "-x", "x".repeat(64))) {
+            refused("GET", "/v1/admin/tenants?after=" + bad, TestApp.ADMIN_TOKEN, null, "after");
+        }
+        for (String bad : List.of("bad%20x", "%21%21", "_x")) refused("GET", "/v1/schedules?after=" + bad, key, null, "after");
+        for (String bad : List.of("nocolon", ":name", "BAD:name", tenant + ":bad%20x", tenant + ":")) {
+            refused("GET", "/v1/admin/schedules?after=" + bad, TestApp.ADMIN_TOKEN, null, "after");
+        }
+        TestApp.Res both = app.admin("GET", "/v1/admin/tenants?limit=0&after=BAD", null);
+        assertEquals(2, both.body().get("errors").size(), "both named at once: " + both);
+        // what a next can be still pages, past the end too
+        assertEquals(200, app.admin("GET", "/v1/admin/tenants?limit=1&after=" + tenant, null).status());
+        assertEquals(200, app.admin("GET", "/v1/admin/tenants?after=zzz", null).status());
+        assertEquals(200, app.call("GET", "/v1/schedules?after=zz.z-9", key, null).status());
+        assertEquals(200, app.admin("GET", "/v1/admin/schedules?after=" + tenant + ":nightly", null).status());
+    }
+
     /** A tenant body may repeat the path's id (a GET's answer sent back), never name another tenant. */
     /**
      * Jersey's own refusals (no such route, a method the route lacks, a media type it does not take or give) answer
