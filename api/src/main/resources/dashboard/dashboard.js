@@ -5,11 +5,15 @@
   'use strict';
   var page = document.body.getAttribute('data-page');
   var STORE = page === 'admin' ? 'fairq.adminToken' : 'fairq.tenantKey';
-  var REFRESH_MS = 3000, REQUEST_TIMEOUT_MS = 10000;
+  // a 429's Retry-After is honoured up to MAX_BACKOFF_MS: longer (a proxy's hour) would leave the figures frozen
+  var REFRESH_MS = 3000, REQUEST_TIMEOUT_MS = 10000, MAX_BACKOFF_MS = 60000;
   var timer = null;
   var SVG = 'http://www.w3.org/2000/svg';
 
   function $(id) { return document.getElementById(id); }
+  // a role="alert" line is announced again at each write, the same words too: one failing refresh every 3 s was
+  // read out every 3 s, so a line is written only when what it says changes
+  function say(id, text) { if ($(id).textContent !== text) $(id).textContent = text; }
   function el(tag, attrs, text) {
     var e = document.createElement(tag);
     if (attrs) Object.keys(attrs).forEach(function (k) { e.setAttribute(k, attrs[k]); });
@@ -30,16 +34,29 @@
                          cache: 'no-store', signal: signal })
       .then(function (r) {
         return r.text().then(function (t) {
-          var data = null;
-          try { data = t ? JSON.parse(t) : null; } catch (e) { data = { error: t }; }
-          if (!r.ok) {
-            var err = new Error((data && data.error) || ('HTTP ' + r.status));
+          var data = null, json = true;
+          try { data = t ? JSON.parse(t) : null; } catch (e) { json = false; }
+          if (!r.ok || !json) {
+            // fairq's errors are JSON with an "error"; anything else (a proxy's HTML page, which had been shown
+            // whole in the error line) is named by its status alone
+            var fairq = json && data && typeof data.error === 'string';
+            var err = new Error(fairq ? data.error : 'HTTP ' + r.status + (r.statusText ? ' ' + r.statusText : '')
+              + (json ? '' : ': the answer is not from fairq (a proxy in between?)'));
             err.status = r.status;
+            err.retryAfterMs = retryAfterMs(r);
             throw err;
           }
           return data;
         });
       });
+  }
+
+  // Retry-After in seconds or as an HTTP date (RFC 9110), in ms from now; null when absent or unreadable
+  function retryAfterMs(r) {
+    var v = r.headers.get('Retry-After');
+    if (!v || (r.status !== 429 && r.status !== 503)) return null;
+    var ms = /^\s*\d+\s*$/.test(v) ? parseInt(v, 10) * 1000 : Date.parse(v) - Date.now();
+    return isNaN(ms) ? null : Math.max(0, ms);
   }
 
   // ---- formatting ----
@@ -395,15 +412,22 @@
     // a server that never answers (stopped, or a proxy holding the connection) must not freeze the figures
     // without a word: the refresh gives up after REQUEST_TIMEOUT_MS, says so, and the next one is scheduled
     var timeout = setTimeout(function () { mine.timedOut = true; mine.abort(); }, REQUEST_TIMEOUT_MS);
+    var next = REFRESH_MS;
     load(mine.signal).then(function () {
       if (inflight !== mine) return;
-      $('error').textContent = '';
+      say('error', '');
       $('updated').textContent = 'updated ' + new Date().toLocaleTimeString() + ' · every ' + (REFRESH_MS / 1000) + ' s';
     }).catch(function (e) {
       if (mine.timedOut) e = new Error('no answer within ' + (REQUEST_TIMEOUT_MS / 1000) + ' s');
       else if (inflight !== mine) return; // superseded or signed out: not this session's answer
       if (e.status === 401 || e.status === 403) { signOut(e.message); return; }
-      $('error').textContent = 'could not refresh: ' + e.message;
+      // a 429 (the tenant's API limit spent) says when a request will be let in: asking every 3 s before then
+      // is refused again and adds to the load the limit is there to stop
+      if (e.retryAfterMs !== null && e.retryAfterMs !== undefined && e.retryAfterMs > REFRESH_MS) {
+        next = Math.min(e.retryAfterMs, MAX_BACKOFF_MS);
+      }
+      say('error', 'could not refresh: ' + e.message
+        + (next > REFRESH_MS ? ' (next try in ' + Math.round(next / 1000) + ' s)' : ''));
       if (page === 'admin' && e.status === 422) {
         // a search that no tenant id can start with ("acme corp"): the previous search's rows are not its answer
         fillTable($('tenants'), [], [], 'no tenant id can start with "' + overview.search + '"');
@@ -415,7 +439,7 @@
       clearTimeout(timeout);
       if (inflight !== mine) return;
       inflight = null;
-      if (token() && !timer) timer = setTimeout(refresh, REFRESH_MS);
+      if (token() && !timer) timer = setTimeout(refresh, next);
     });
   }
   function refreshNow() { if (timer) { clearTimeout(timer); timer = null; } refresh(); }

@@ -513,4 +513,65 @@ class DashboardBrowserTest {
             browser.script("sessionStorage.clear();");
         }
     }
+
+    /**
+     * From the moment this is run, every request of the page gets {@code response} (a JS expression making a
+     * Response), and window.__calls holds each request's time (ms since the page loaded).
+     */
+    private void answerEveryRequestWith(String response) {
+        browser.script("window.__calls = []; window.fetch = function () {"
+                + " window.__calls.push(performance.now()); return Promise.resolve(" + response + "); };");
+    }
+
+    /**
+     * A proxy's error page is named by its status: the page had put the whole HTML document (its markup as text)
+     * into the error line. When the server answers again the line clears by itself.
+     */
+    @Test
+    void aProxysErrorPageIsNamedByItsStatusNotShownWhole() {
+        openSignedIn("/dashboard/admin", "adminToken", TestApp.ADMIN_TOKEN);
+        try {
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#updated").startsWith("updated"));
+            browser.script("window.__real = window.fetch;");
+            answerEveryRequestWith("new Response('<html><head><title>502 Bad Gateway</title></head><body><center>"
+                    + "<h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>',"
+                    + " {status: 502, statusText: 'Bad Gateway', headers: {'Content-Type': 'text/html'}})");
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> !browser.text("#error").isEmpty());
+            assertEquals("could not refresh: HTTP 502 Bad Gateway: the answer is not from fairq (a proxy in between?)",
+                    browser.text("#error"));
+            browser.script("window.fetch = window.__real;");
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#error").isEmpty());
+        } finally {
+            browser.script("sessionStorage.clear();");
+        }
+    }
+
+    /**
+     * A refused refresh waits as long as the 429's Retry-After says (the page asked again every 3 s, each refused),
+     * says when it will try again, and a failure that goes on is written to the alert line once: the page rewrote
+     * it at every refresh, and a screen reader announces a role="alert" line at each write, the same words too.
+     */
+    @Test
+    void aRefusedRefreshWaitsForItsRetryAfterAndAnUnchangedErrorIsAnnouncedOnce() {
+        openSignedIn("/dashboard/admin", "adminToken", TestApp.ADMIN_TOKEN);
+        try {
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#updated").startsWith("updated"));
+            browser.script("window.__writes = 0; new MutationObserver(function (m) { window.__writes += m.length; })"
+                    + ".observe(document.getElementById('error'), {childList: true, characterData: true, subtree: true});");
+            answerEveryRequestWith("new Response(JSON.stringify({error: 'down for a moment'}), {status: 500,"
+                    + " headers: {'Content-Type': 'application/json'}})");
+            await().atMost(Duration.ofSeconds(30)).ignoreExceptions().until(() -> browser.script("return window.__calls.length").asInt() >= 3);
+            assertEquals("could not refresh: down for a moment", browser.text("#error"));
+            assertEquals(1, browser.script("return window.__writes").asInt(), "three failed refreshes, one write");
+
+            answerEveryRequestWith("new Response(JSON.stringify({error: 'over its API request limit'}), {status: 429,"
+                    + " headers: {'Content-Type': 'application/json', 'Retry-After': '7'}})");
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.script("return window.__calls.length").asInt() >= 2);
+            assertEquals("could not refresh: over its API request limit (next try in 7 s)", browser.text("#error"));
+            double gap = browser.script("return window.__calls[1] - window.__calls[0]").asDouble();
+            assertTrue(gap >= 6900, "the second request came " + gap + " ms after the refused one, before its Retry-After");
+        } finally {
+            browser.script("sessionStorage.clear();");
+        }
+    }
 }
