@@ -254,7 +254,7 @@ public final class FairqClient {
                 throw new IllegalArgumentException("the body cannot be written as JSON", e);
             }
         }
-        Duration backoff = retries.backoff();
+        Duration backoff = min(retries.backoff(), retries.maxWait());
         for (int attempt = 1; ; attempt++) {
             boolean last = attempt >= retries.maxAttempts();
             Duration wait;
@@ -266,12 +266,13 @@ public final class FairqClient {
                 if (e instanceof FairqException.QueueFullException q) wait = q.retryAfter();
                 else if (idempotent && (a.status() == 502 || a.status() == 503 || a.status() == 504)) wait = retryAfter(a, backoff);
                 else throw e;
+                if (wait.compareTo(retries.maxWait()) > 0) throw e; // the server's own wait: not slept through here
             } catch (IOException e) {
                 FairqException x = new FairqException.ConnectionException("cannot reach fairq at " + base + ": " + why(e), e);
                 if (last || !idempotent) throw x;
                 wait = backoff;
             }
-            backoff = backoff.multipliedBy(2);
+            backoff = min(backoff.multipliedBy(2), retries.maxWait());
             try {
                 retries.sleeper().sleep(wait);
             } catch (InterruptedException ie) {
@@ -279,6 +280,10 @@ public final class FairqClient {
                 throw new FairqException.ConnectionException("interrupted while waiting to retry", ie);
             }
         }
+    }
+
+    private static Duration min(Duration a, Duration b) {
+        return a.compareTo(b) <= 0 ? a : b;
     }
 
     private String why(IOException e) {

@@ -77,4 +77,51 @@ class RetryPolicyTest {
         assertThrows(IllegalArgumentException.class, () -> new RetryPolicy(3, null, RetryPolicy.Sleeper.THREAD));
         assertEquals(1, RetryPolicy.NONE.maxAttempts());
     }
+
+    /**
+     * No wait is longer than maxWait: the doubling backoff stops there (attempts(20) had waited three days before
+     * its last try), and a server's Retry-After longer than it is not slept through: the 429 is thrown at once,
+     * with its retryAfter, after one request.
+     */
+    @Test
+    void waitsStopAtMaxWaitAndALongerRetryAfterIsTheCallersToSchedule() throws Exception {
+        List<Duration> waits = new CopyOnWriteArrayList<>();
+        FairqClient dead = FairqClient.builder(deadUrl()).token("t").timeout(Duration.ofSeconds(5))
+                .retries(RetryPolicy.attempts(6).withMaxWait(Duration.ofSeconds(2)).withSleeper(waits::add)).build();
+        assertThrows(FairqException.ConnectionException.class, dead::stats);
+        assertEquals(List.of(Duration.ofMillis(500), Duration.ofSeconds(1), Duration.ofSeconds(2), Duration.ofSeconds(2),
+                Duration.ofSeconds(2)), waits);
+        waits.clear();
+        FairqClient slowStart = FairqClient.builder(deadUrl()).token("t").timeout(Duration.ofSeconds(5))
+                .retries(new RetryPolicy(3, Duration.ofMinutes(5), waits::add)).build();
+        assertThrows(FairqException.ConnectionException.class, slowStart::stats);
+        assertEquals(List.of(RetryPolicy.DEFAULT_MAX_WAIT, RetryPolicy.DEFAULT_MAX_WAIT), waits, "a backoff over maxWait starts at it");
+
+        java.util.concurrent.atomic.AtomicInteger requests = new java.util.concurrent.atomic.AtomicInteger();
+        com.sun.net.httpserver.HttpServer full = com.sun.net.httpserver.HttpServer.create(
+                new java.net.InetSocketAddress("127.0.0.1", 0), 0);
+        full.createContext("/", ex -> {
+            requests.incrementAndGet();
+            byte[] body = "{\"error\": \"tenant t has 100000 jobs queued\"}".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            ex.getResponseHeaders().add("Content-Type", "application/json");
+            ex.getResponseHeaders().add("Retry-After", "3600");
+            ex.sendResponseHeaders(429, body.length);
+            ex.getResponseBody().write(body);
+            ex.close();
+        });
+        full.start();
+        try {
+            waits.clear();
+            FairqClient c = FairqClient.builder("http://127.0.0.1:" + full.getAddress().getPort()).token("t")
+                    .retries(RetryPolicy.attempts(5).withSleeper(waits::add)).build();
+            FairqException.QueueFullException e = assertThrows(FairqException.QueueFullException.class,
+                    () -> c.submit(NewJob.of("t", JsonNodeFactory.instance.objectNode())));
+            assertEquals(Duration.ofHours(1), e.retryAfter());
+            assertEquals(List.of(), waits, "not slept through");
+            assertEquals(1, requests.get());
+        } finally {
+            full.stop(0);
+        }
+        assertThrows(IllegalArgumentException.class, () -> RetryPolicy.attempts(2).withMaxWait(Duration.ofSeconds(-1)));
+    }
 }
