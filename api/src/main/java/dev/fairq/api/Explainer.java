@@ -65,7 +65,10 @@ final class Explainer {
      * (api/README.md lists its fields), so it stays a JSON object rather than one class per reason.
      */
     @io.swagger.v3.oas.annotations.media.Schema(name = "Explanation")
-    public record Explanation(long jobId, String status,
+    public record Explanation(long jobId,
+                              @io.swagger.v3.oas.annotations.media.Schema(allowableValues = {"pending", "ready", "running",
+                                      "succeeded", "dead", "cancelled"})
+                              String status,
                               @io.swagger.v3.oas.annotations.media.Schema(allowableValues = {"not_waiting", "unknown_payload_version",
                                       "scheduled", "snoozed", "backoff", "paused", "no_worker", "ordering_blocked", "ready",
                                       "concurrency_full", "concurrency_key_full", "rate_limited", "fair_share_key", "fair_share"})

@@ -342,6 +342,9 @@ class OpenApiContractTest extends AppTest {
         assertEquals("1-1000000", t.at("/payload_version/minimum").asText() + "-" + t.at("/payload_version/maximum").asText());
         assertEquals(s.at("/JobSubmission/properties/type/pattern"), t.at("/type/pattern"));
         assertEquals("[\"enqueued\",\"skipped_overlap\",\"queue_full\",\"invalid\"]", s.at("/Fire/properties/outcome/enum").toString());
+        // an explanation's status is a job's status, and declared as one (it was a bare string)
+        assertEquals(s.at("/Job/properties/status/enum"), s.at("/Explanation/properties/status/enum"));
+        assertEquals(6, s.at("/Explanation/properties/status/enum").size());
 
         // and the server holds to them: a value outside the declared choices is refused naming the field
         String key = app.newTenantKey(TestApp.uniqueTenant("oassched"));
