@@ -53,6 +53,62 @@ class ClientTest extends AppTest {
                 java.util.Arrays.stream(Model.Limits.class.getRecordComponents()).map(c -> c.getName()).toList());
     }
 
+    /** The client reads every field of a schedule and of its fire. */
+    @Test
+    void theClientsScheduleHasEveryFieldOfTheServers() {
+        for (Class<?>[] pair : new Class<?>[][]{{dev.fairq.scheduler.ScheduleInfo.class, Model.Schedule.class},
+                {dev.fairq.scheduler.ScheduleInfo.Fire.class, Model.Fire.class}}) {
+            assertEquals(java.util.Arrays.stream(pair[0].getRecordComponents()).map(c -> c.getName()).toList(),
+                    java.util.Arrays.stream(pair[1].getRecordComponents()).map(c -> c.getName()).toList());
+        }
+    }
+
+    /**
+     * Schedules from Java, typed: create, read, list by page, pause, trigger, delete; an admin reads any tenant's. The client had no schedule calls: only send(...) and JSON trees.
+     */
+    @Test
+    void aTenantManagesItsSchedulesAndAnAdminReadsThem() {
+        String tenant = TestApp.uniqueTenant("cli-sched");
+        FairqClient c = app.client(app.newTenantKey(tenant));
+        Model.Schedule made = c.putSchedule("nightly", Map.of("cron", "30 2 * * *", "time_zone", "Europe/Berlin",
+                "job", Map.of("type", "record", "payload", Map.of("report", "nightly"), "priority", 5)));
+        assertEquals(tenant, made.tenant());
+        assertEquals("Europe/Berlin", made.timeZone());
+        assertEquals("record", made.job().get("type").asText());
+        assertEquals(5, made.nextFires().size());
+        // 02:30 in Berlin in December is 01:30 UTC
+        assertEquals(1, made.nextFires().get(0).atZone(java.time.ZoneOffset.UTC).getHour());
+        assertEquals(30, made.nextFires().get(0).atZone(java.time.ZoneOffset.UTC).getMinute());
+        c.putSchedule("weekly", Map.of("cron", "@weekly", "time_zone", "UTC", "job", Map.of("type", "record")));
+
+        Model.Schedules first = c.schedules(null, 1);
+        assertEquals(List.of("nightly"), first.schedules().stream().map(Model.Schedule::name).toList());
+        Model.Schedules second = c.schedules(first.next(), 1);
+        assertEquals(List.of("weekly"), second.schedules().stream().map(Model.Schedule::name).toList());
+        Model.Schedules past = c.schedules(second.next(), 1); // a full page may have a next that holds nothing
+        assertEquals(List.of(), past.schedules());
+        assertEquals(null, past.next());
+
+        Model.Schedule paused = c.patchSchedule("nightly", Map.of("paused", true));
+        assertTrue(paused.paused());
+        assertEquals(List.of(), paused.nextFires(), "paused: no fires");
+
+        Model.Submitted run = c.triggerSchedule("nightly"); // paused or not
+        assertFalse(run.idempotentReplay());
+        assertTrue(run.job().jobKey().startsWith("schedule:nightly:trigger-"), run.job().jobKey());
+        assertEquals("nightly", c.get(run.job().id()).payload().get("report").asText());
+
+        assertEquals("nightly", admin.adminSchedule(tenant, "nightly").name());
+        assertEquals(List.of("nightly", "weekly"), admin.adminSchedules(tenant, null, null).schedules().stream()
+                .map(Model.Schedule::name).toList());
+        c.deleteSchedule("weekly");
+        FairqException.NotFoundException gone = assertThrows(FairqException.NotFoundException.class, () -> c.schedule("weekly"));
+        assertTrue(gone.getMessage().contains("weekly"), gone.getMessage());
+        FairqException.ValidationException bad = assertThrows(FairqException.ValidationException.class,
+                () -> c.putSchedule("bad", Map.of("cron", "61 * * * *", "time_zone", "UTC", "job", Map.of("type", "record"))));
+        assertEquals("cron", bad.fieldErrors().get(0).field());
+    }
+
     @Test
     void submitReplayConflictGetListCancelRetryExplainStats() {
         String tenant = TestApp.uniqueTenant("cli-jobs");

@@ -145,7 +145,50 @@ public final class FairqClient {
         return read(get("/v1/stats").body(), Model.Stats.class);
     }
 
+    /** One page of the caller's schedules by name after {@code after} (null: the first), {@code limit} 1-500 or null. */
+    public Model.Schedules schedules(String after, Integer limit) {
+        return read(get("/v1/schedules" + pageQuery(after, limit)).body(), Model.Schedules.class);
+    }
+
+    public Model.Schedule schedule(String name) {
+        return read(get("/v1/schedules/" + path(name)).body(), Model.Schedule.class);
+    }
+
+    /**
+     * Creates or replaces a schedule (fields left out take their defaults). {@code definition}: API name -> value,
+     * e.g. {@code Map.of("cron", "30 2 * * *", "time_zone", "Europe/Berlin", "job", Map.of("type", "report"))}.
+     */
+    public Model.Schedule putSchedule(String name, Map<String, ?> definition) {
+        return read(send("PUT", "/v1/schedules/" + path(name), definition, true).body(), Model.Schedule.class);
+    }
+
+    /** Changes only the fields given (a JSON merge patch: {@code Map.of("paused", true)}). */
+    public Model.Schedule patchSchedule(String name, Map<String, ?> fields) {
+        return read(send("PATCH", "/v1/schedules/" + path(name), fields, false).body(), Model.Schedule.class);
+    }
+
+    public void deleteSchedule(String name) {
+        send("DELETE", "/v1/schedules/" + path(name), null, true);
+    }
+
+    /** Runs the schedule's job now, besides its fires: the job, or (triggered again within the second) the same one. */
+    public Model.Submitted triggerSchedule(String name) {
+        Answer a = send("POST", "/v1/schedules/" + path(name) + "/trigger", null, false);
+        return new Model.Submitted(read(a.body(), Model.Job.class), a.status() == 200);
+    }
+
     // ---- admin's endpoints --------------------------------------------------------------------------------
+
+    /** Any tenant's schedules ({@code tenant} null: all), a page after {@code after} (a previous page's next). */
+    public Model.Schedules adminSchedules(String tenant, String after, Integer limit) {
+        String q = pageQuery(after, limit);
+        if (tenant != null) q += (q.isEmpty() ? "?" : "&") + "tenant=" + java.net.URLEncoder.encode(tenant, java.nio.charset.StandardCharsets.UTF_8);
+        return read(get("/v1/admin/schedules" + q).body(), Model.Schedules.class);
+    }
+
+    public Model.Schedule adminSchedule(String tenant, String name) {
+        return read(get("/v1/admin/schedules/" + path(tenant) + "/" + path(name)).body(), Model.Schedule.class);
+    }
 
     /** Every tenant, by id, read a page (1,000) at a time: with many tenants, prefer {@link #tenants(String, int)}. */
     public List<Model.Tenant> tenants() {
@@ -227,6 +270,13 @@ public final class FairqClient {
     /** A dead job becomes cancelled (its ordering key moves on). */
     public Model.Job discard(long id) {
         return jobAction("/v1/admin/jobs/" + id + "/discard");
+    }
+
+    private static String pageQuery(String after, Integer limit) {
+        List<String> q = new java.util.ArrayList<>();
+        if (limit != null) q.add("limit=" + limit);
+        if (after != null) q.add("after=" + java.net.URLEncoder.encode(after, java.nio.charset.StandardCharsets.UTF_8));
+        return q.isEmpty() ? "" : "?" + String.join("&", q);
     }
 
     /** A POST of a job action (cancel, retry, discard), not sent again when its answer is lost: the job after it. */

@@ -84,4 +84,22 @@ public final class Model {
     public record Tenants(List<Tenant> tenants, String next) {}
 
     record Keys(List<ApiKey> keys) {}
+
+    /**
+     * A recurring schedule as stored, with its next five fires (UTC) and its last due fire. {@code job} is the
+     * template each fire enqueues; {@code missedRuns} skip, run_once or run_all; {@code overlap} allow, skip or queue.
+     */
+    public record Schedule(String tenant, String name, String cron, String timeZone, JsonNode job, String missedRuns,
+                           int backfillLimit, String overlap, boolean paused, Instant startAt, Instant endAt,
+                           List<Instant> nextFires, Long nextJobId, Fire lastFire, long fired, long skipped,
+                           Instant createdAt, Instant updatedAt) {}
+
+    /**
+     * A schedule's fire: {@code outcome} enqueued, skipped_overlap, queue_full or invalid; {@code jobStatus} null
+     * once retention deleted the job.
+     */
+    public record Fire(Instant fireAt, String outcome, Long jobId, String jobStatus) {}
+
+    /** A page of schedules by name ({@code next}: the next page's after, null on the last). */
+    public record Schedules(List<Schedule> schedules, String next) {}
 }
