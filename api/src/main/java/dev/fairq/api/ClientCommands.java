@@ -37,6 +37,7 @@ final class ClientCommands {
     static void addTo(Bootstrap<?> bootstrap, Map<String, String> env, PrintStream out) {
         bootstrap.addCommand(new Jobs(env, out));
         bootstrap.addCommand(new Stats(env, out));
+        bootstrap.addCommand(new Schedules(env, out));
         bootstrap.addCommand(new Tenants(env, out));
         bootstrap.addCommand(new AdminTokens(env, out));
     }
@@ -62,7 +63,7 @@ final class ClientCommands {
         public final void run(Bootstrap<?> bootstrap, Namespace ns) throws Exception {
             String token = env.get("FAIRQ_TOKEN");
             if (token == null || token.isBlank()) {
-                throw new UsageException("FAIRQ_TOKEN is not set: a tenant key (fqk_...) for jobs and stats, the admin token for tenants");
+                throw new UsageException("FAIRQ_TOKEN is not set: a tenant key (fqk_...) for jobs, stats and schedules, the admin token for tenants");
             }
             // a line break pasted with the key (FAIRQ_TOKEN=$(cat key) keeps none, an editor's copy may) had ended as
             // "IllegalArgumentException: invalid header value" from java.net.http, naming neither the variable nor the fix
@@ -340,6 +341,130 @@ final class ClientCommands {
             Model.Limits l = s.limits();
             out.printf("limits: weight %d, rate %s/s, burst %d, max_running %d, max_queued %d%s%n", l.weight(),
                     l.ratePerSecond(), l.burst(), l.maxRunning(), l.maxQueued(), l.paused() ? ", paused" : "");
+        }
+    }
+
+    /** {@code schedules list|get|set|pause|resume|trigger|delete}: a tenant's recurring schedules (FAIRQ_TOKEN is its key). */
+    static final class Schedules extends ClientCommand {
+        Schedules(Map<String, String> env, PrintStream out) {
+            super("schedules", "A tenant's recurring schedules (FAIRQ_URL, FAIRQ_TOKEN = the tenant's key)", env, out);
+        }
+
+        @Override
+        public void configure(Subparser subparser) {
+            Subparsers actions = subparser.addSubparsers().title("actions").dest("action").metavar("ACTION");
+            Subparser list = leaf(actions, "list", "the tenant's schedules by name (one page)");
+            list.addArgument("--limit").type(Integer.class).help("schedules per page, 1-" + SchedulesResource.MAX_LIMIT
+                    + " (default " + SchedulesResource.DEFAULT_LIMIT + ")");
+            list.addArgument("--after").help("the next page: the name the previous page printed");
+            for (String[] a : new String[][]{{"get", "a schedule, its next fires and its last fire"},
+                    {"pause", "no fires until resumed (none are caught up on resume)"}, {"resume", "fire again"},
+                    {"trigger", "enqueue the schedule's job now, besides its fires"}, {"delete", "delete the schedule"}}) {
+                leaf(actions, a[0], a[1]).addArgument("name").metavar("NAME");
+            }
+            Subparser set = actions.addParser("set").help("create a schedule, or change the fields given (the others stay)")
+                    .description("Creates the schedule if it does not exist (it needs cron, time_zone and job), else changes "
+                            + "only the fields given. Prints the schedule; with --replace, fields left out take their defaults.");
+            set.addArgument("name").metavar("NAME");
+            set.addArgument("--json").dest("definition").metavar("SCHEDULE").required(true)
+                    .help("the schedule as JSON, e.g. '{\"cron\": \"30 2 * * *\", \"time_zone\": \"Europe/Berlin\", "
+                            + "\"job\": {\"type\": \"report\"}}'");
+            set.addArgument("--replace").action(Arguments.storeTrue()).help("replace the schedule (PUT): fields left out take the defaults");
+        }
+
+        @Override
+        void execute(FairqClient client, Namespace ns, boolean json) {
+            String action = ns.getString("action");
+            switch (action) {
+                case "list" -> {
+                    StringBuilder query = new StringBuilder();
+                    if (ns.getInt("limit") != null) query.append("?limit=").append(ns.getInt("limit"));
+                    if (ns.getString("after") != null) query.append(query.length() == 0 ? '?' : '&').append("after=").append(enc(ns.getString("after")));
+                    JsonNode body = client.send("GET", "/v1/schedules" + query, null, true).body();
+                    if (printedAsJson(json, body)) return;
+                    out.printf("%-32s %-20s %-20s %-7s %-21s %s%n", "NAME", "CRON", "TIME_ZONE", "PAUSED", "NEXT_FIRE", "LAST_FIRE");
+                    for (JsonNode n : body.get("schedules")) {
+                        Model.Schedule x = read(n, Model.Schedule.class);
+                        out.printf("%-32s %-20s %-20s %-7s %-21s %s%n", x.name(), x.cron(), x.timeZone(), x.paused() ? "yes" : "no",
+                                x.nextFires().isEmpty() ? "-" : x.nextFires().get(0), lastFire(x));
+                    }
+                    JsonNode next = body.get("next");
+                    if (next != null && !next.isNull()) {
+                        out.println("more: schedules list" + (ns.getInt("limit") == null ? "" : " --limit " + ns.getInt("limit"))
+                                + " --after " + Jobs.shellQuoted(next.asText()));
+                    }
+                }
+                case "get" -> schedule(client.send("GET", path(ns), null, true).body(), json, null);
+                case "pause", "resume" -> schedule(client.send("PATCH", path(ns),
+                        JSON.createObjectNode().put("paused", action.equals("pause")), false).body(), json,
+                        action.equals("pause") ? "paused" : "resumed");
+                case "set" -> {
+                    String path = path(ns);
+                    JsonNode definition = parseJson("--json", ns.getString("definition"));
+                    if (!definition.isObject()) {
+                        throw new UsageException("--json must be a JSON object, e.g. '{\"cron\": \"@daily\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"report\"}}'");
+                    }
+                    FairqClient.Answer a;
+                    if (Boolean.TRUE.equals(ns.getBoolean("replace"))) {
+                        a = client.send("PUT", path, definition, true);
+                    } else {
+                        try {
+                            a = client.send("PATCH", path, definition, false);
+                        } catch (FairqException.NotFoundException e) {
+                            a = client.send("PUT", path, definition, true);
+                        }
+                    }
+                    schedule(a.body(), json, a.status() == 201 ? "created" : "updated");
+                }
+                case "trigger" -> {
+                    FairqClient.Answer a = client.send("POST", path(ns) + "/trigger", null, false);
+                    if (printedAsJson(json, a.body())) return;
+                    job(read(a.body(), Model.Job.class));
+                }
+                case "delete" -> {
+                    client.send("DELETE", path(ns), null, true);
+                    if (printedAsJson(json, JSON.createObjectNode().put("deleted", ns.getString("name")))) return;
+                    out.println("schedule " + ns.getString("name") + " deleted");
+                }
+                default -> throw new UsageException("unknown action " + action);
+            }
+        }
+
+        /** The schedule's path, its name checked here: '' or '../jobs' would otherwise name another endpoint. */
+        private static String path(Namespace ns) {
+            String name = ns.getString("name");
+            if (name == null || !dev.fairq.scheduler.ScheduleDefinition.NAME.matcher(name).matches()) {
+                throw new UsageException("NAME '" + name + "' is not a schedule name: 1-" + dev.fairq.schema.JobRequest.MAX_NAME_LENGTH
+                        + " letters, digits, '_', '.', ':' or '-', starting with a letter or digit");
+            }
+            return "/v1/schedules/" + enc(name);
+        }
+
+        private static String lastFire(Model.Schedule x) {
+            Model.Fire f = x.lastFire();
+            if (f == null) return "-";
+            return f.fireAt() + " " + f.outcome() + (f.jobId() == null ? "" : " job " + f.jobId()
+                    + (f.jobStatus() == null ? "" : " " + f.jobStatus()));
+        }
+
+        private void schedule(JsonNode body, boolean json, String verb) {
+            if (printedAsJson(json, body)) return;
+            Model.Schedule x = read(body, Model.Schedule.class);
+            out.println("schedule " + x.name() + (verb == null ? "" : " " + verb));
+            line("cron", x.cron());
+            line("time_zone", x.timeZone());
+            line("job", x.job());
+            line("paused", x.paused());
+            line("missed_runs", x.missedRuns());
+            line("overlap", x.overlap());
+            line("start_at", x.startAt());
+            line("end_at", x.endAt());
+            line("next_fires", x.nextFires().isEmpty() ? "-" : x.nextFires().stream().map(String::valueOf)
+                    .collect(java.util.stream.Collectors.joining(", ")));
+            line("last_fire", lastFire(x));
+            line("fired", x.fired());
+            line("skipped", x.skipped());
+            printLines();
         }
     }
 

@@ -121,6 +121,56 @@ class CommandLineTest extends AppTest {
      * {@code tenants get} prints "tenants and their limits": every one the API answers. It had left out
      * max_schedules and min_schedule_interval_s (the Java client's Tenant had no fields for them).
      */
+    /**
+     * A tenant's schedules from the command line: set creates then changes only what is given, list pages by name,
+     * pause and resume, trigger prints the job it made, delete; a name that is no schedule's never reaches the
+     * server, and a bad cron is the server's 422 naming the field. There was no schedules command.
+     */
+    @Test
+    void schedulesAreSetListedPausedTriggeredAndDeleted() throws Exception {
+        String tenant = TestApp.uniqueTenant("clisched");
+        String key = app.newTenantKey(tenant);
+        Run made = ok(key, "schedules", "set", "nightly", "--json",
+                "{\"cron\": \"30 2 * * *\", \"time_zone\": \"Europe/Berlin\", \"job\": {\"type\": \"record\", \"priority\": 5}}");
+        assertTrue(made.out().startsWith("schedule nightly created\n"), made.out());
+        assertTrue(made.out().contains("time_zone:   Europe/Berlin"), made.out());
+        Run changed = ok(key, "schedules", "set", "nightly", "--json", "{\"overlap\": \"skip\"}");
+        assertTrue(changed.out().startsWith("schedule nightly updated\n"), changed.out());
+        JsonNode stored = ok(key, "schedules", "get", "nightly", "--json").json();
+        assertEquals("skip", stored.get("overlap").asText());
+        assertEquals("30 2 * * *", stored.get("cron").asText(), "set changes only the fields given");
+        assertEquals(5, stored.at("/job/priority").asInt());
+        ok(key, "schedules", "set", "weekly", "--json", "{\"cron\": \"@weekly\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}}");
+
+        Run page = ok(key, "schedules", "list", "--limit", "1");
+        assertTrue(page.out().contains("\nnightly ") && !page.out().contains("\nweekly "), page.out());
+        assertTrue(page.out().contains("more: schedules list --limit 1 --after nightly"), page.out());
+        assertTrue(ok(key, "schedules", "list", "--after", "nightly").out().contains("\nweekly "));
+
+        assertTrue(ok(key, "schedules", "pause", "nightly").out().startsWith("schedule nightly paused\n"));
+        assertTrue(ok(key, "schedules", "get", "nightly", "--json").json().get("paused").asBoolean());
+        assertTrue(ok(key, "schedules", "get", "nightly", "--json").json().get("next_fires").isEmpty());
+        ok(key, "schedules", "resume", "nightly");
+        assertEquals(5, ok(key, "schedules", "get", "nightly", "--json").json().get("next_fires").size());
+
+        JsonNode job = ok(key, "schedules", "trigger", "nightly", "--json").json();
+        assertTrue(job.get("job_key").asText().startsWith("schedule:nightly:trigger-"), job.toString());
+        assertEquals(5, app.client(key).get(job.get("id").asLong()).priority(), "the template's job");
+
+        assertEquals("schedule weekly deleted\n", ok(key, "schedules", "delete", "weekly").out());
+        Run gone = run(key, "schedules", "get", "weekly");
+        assertFalse(gone.ok());
+        assertTrue(gone.err().contains("(HTTP 404)"), gone.err());
+
+        Run bad = run(key, "schedules", "set", "x", "--json", "{\"cron\": \"61 * * * *\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}}");
+        assertFalse(bad.ok());
+        assertTrue(bad.err().contains("(HTTP 422)") && bad.err().contains("  cron: "), bad.err());
+        Run notAName = run(key, "schedules", "get", "../jobs");
+        assertFalse(notAName.ok());
+        assertTrue(notAName.err().startsWith("fairq: NAME '../jobs' is not a schedule name"), notAName.err());
+        assertEquals(List.of("nightly"), ok(key, "schedules", "list", "--json").json().findValuesAsText("name"));
+    }
+
     @Test
     void tenantsGetPrintsEveryLimit() {
         String tenant = TestApp.uniqueTenant("clilimits");
