@@ -140,6 +140,35 @@ final class ClientCommands {
             }
         }
 
+        /** set: PUT with --replace; else PATCH (only the fields given), and PUT when there is nothing to patch yet. */
+        static FairqClient.Answer setOrCreate(FairqClient client, String path, JsonNode body, boolean replace) {
+            if (!replace) {
+                try {
+                    return client.send("PATCH", path, body, false);
+                } catch (FairqException.NotFoundException e) {
+                    // not there yet: created below
+                }
+            }
+            return client.send("PUT", path, body, true);
+        }
+
+        /** A list's ?limit=&after= from --limit and --after. */
+        static String pageQuery(Namespace ns) {
+            StringBuilder query = new StringBuilder();
+            if (ns.getInt("limit") != null) query.append("?limit=").append(ns.getInt("limit"));
+            if (ns.getString("after") != null) query.append(query.length() == 0 ? '?' : '&').append("after=").append(enc(ns.getString("after")));
+            return query.toString();
+        }
+
+        /** The command for the next page, when the answer has a next. */
+        void printMore(String command, Namespace ns, JsonNode answer) {
+            JsonNode next = answer.get("next");
+            if (next != null && !next.isNull()) {
+                out.println("more: " + command + (ns.getInt("limit") == null ? "" : " --limit " + ns.getInt("limit"))
+                        + " --after " + Jobs.shellQuoted(next.asText()));
+            }
+        }
+
         /** A tenant id argument, checked here: '' or '../jobs/5' would otherwise name another endpoint. */
         static String tenantId(String what, String id) {
             if (id == null || !AdminTenantsResource.TENANT_ID.matcher(id).matches()) {
@@ -377,10 +406,7 @@ final class ClientCommands {
             String action = ns.getString("action");
             switch (action) {
                 case "list" -> {
-                    StringBuilder query = new StringBuilder();
-                    if (ns.getInt("limit") != null) query.append("?limit=").append(ns.getInt("limit"));
-                    if (ns.getString("after") != null) query.append(query.length() == 0 ? '?' : '&').append("after=").append(enc(ns.getString("after")));
-                    JsonNode body = client.send("GET", "/v1/schedules" + query, null, true).body();
+                    JsonNode body = client.send("GET", "/v1/schedules" + pageQuery(ns), null, true).body();
                     if (printedAsJson(json, body)) return;
                     out.printf("%-32s %-20s %-20s %-7s %-21s %s%n", "NAME", "CRON", "TIME_ZONE", "PAUSED", "NEXT_FIRE", "LAST_FIRE");
                     for (JsonNode n : body.get("schedules")) {
@@ -388,11 +414,7 @@ final class ClientCommands {
                         out.printf("%-32s %-20s %-20s %-7s %-21s %s%n", x.name(), x.cron(), x.timeZone(), x.paused() ? "yes" : "no",
                                 x.nextFires().isEmpty() ? "-" : x.nextFires().get(0), lastFire(x));
                     }
-                    JsonNode next = body.get("next");
-                    if (next != null && !next.isNull()) {
-                        out.println("more: schedules list" + (ns.getInt("limit") == null ? "" : " --limit " + ns.getInt("limit"))
-                                + " --after " + Jobs.shellQuoted(next.asText()));
-                    }
+                    printMore("schedules list", ns, body);
                 }
                 case "get" -> schedule(client.send("GET", path(ns), null, true).body(), json, null);
                 case "pause", "resume" -> schedule(client.send("PATCH", path(ns),
@@ -404,17 +426,8 @@ final class ClientCommands {
                     if (!definition.isObject()) {
                         throw new UsageException("--json must be a JSON object, e.g. '{\"cron\": \"@daily\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"report\"}}'");
                     }
-                    FairqClient.Answer a;
-                    if (Boolean.TRUE.equals(ns.getBoolean("replace"))) {
-                        a = client.send("PUT", path, definition, true);
-                    } else {
-                        try {
-                            a = client.send("PATCH", path, definition, false);
-                        } catch (FairqException.NotFoundException e) {
-                            a = client.send("PUT", path, definition, true);
-                        }
-                    }
-                    schedule(a.body(), json, a.status() == 201 ? "created" : "updated");
+                    FairqClient.Answer a = setOrCreate(client, path, definition, Boolean.TRUE.equals(ns.getBoolean("replace")));
+                    schedule(a.body(), false, a.status() == 201 ? "created" : "updated"); // --json carried the schedule
                 }
                 case "trigger" -> {
                     FairqClient.Answer a = client.send("POST", path(ns) + "/trigger", null, false);
@@ -502,13 +515,7 @@ final class ClientCommands {
             String action = ns.getString("action");
             switch (action) {
                 case "list" -> {
-                    StringBuilder query = new StringBuilder();
-                    if (ns.getInt("limit") != null) query.append("?limit=").append(ns.getInt("limit"));
-                    if (ns.getString("after") != null) {
-                        query.append(query.length() == 0 ? '?' : '&').append("after=")
-                                .append(java.net.URLEncoder.encode(ns.getString("after"), java.nio.charset.StandardCharsets.UTF_8));
-                    }
-                    JsonNode body = client.send("GET", "/v1/admin/tenants" + query, null, true).body();
+                    JsonNode body = client.send("GET", "/v1/admin/tenants" + pageQuery(ns), null, true).body();
                     if (printedAsJson(json, body)) return;
                     out.printf("%-24s %6s %10s %8s %11s %11s %s%n", "ID", "WEIGHT", "RATE/S", "BURST", "MAX_RUNNING", "MAX_QUEUED", "PAUSED");
                     for (JsonNode t : body.get("tenants")) {
@@ -516,27 +523,14 @@ final class ClientCommands {
                         out.printf("%-24s %6d %10s %8d %11d %11d %s%n", x.id(), x.weight(), x.ratePerSecond(), x.burst(),
                                 x.maxRunning(), x.maxQueued(), x.paused() ? "yes" : "no");
                     }
-                    JsonNode next = body.get("next");
-                    if (next != null && !next.isNull()) {
-                        out.println("more: tenants list" + (ns.getInt("limit") == null ? "" : " --limit " + ns.getInt("limit"))
-                                + " --after " + Jobs.shellQuoted(next.asText()));
-                    }
+                    printMore("tenants list", ns, body);
                 }
                 case "get" -> tenant(client.send("GET", "/v1/admin/tenants/" + tenantId("ID", ns.getString("id")), null, true).body(), json, null);
                 case "set" -> {
                     String path = "/v1/admin/tenants/" + tenantId("ID", ns.getString("id"));
                     JsonNode limits = parseJson("--json", ns.getString("limits"));
                     if (!limits.isObject()) throw new UsageException("--json must be a JSON object of limits, e.g. '{\"max_running\": 20}'");
-                    FairqClient.Answer a;
-                    if (Boolean.TRUE.equals(ns.getBoolean("replace"))) {
-                        a = client.send("PUT", path, limits, true);
-                    } else {
-                        try {
-                            a = client.send("PATCH", path, limits, false);
-                        } catch (FairqException.NotFoundException e) {
-                            a = client.send("PUT", path, limits, true);
-                        }
-                    }
+                    FairqClient.Answer a = setOrCreate(client, path, limits, Boolean.TRUE.equals(ns.getBoolean("replace")));
                     tenant(a.body(), false, a.status() == 201 ? "created" : "updated");
                 }
                 case "keys" -> keys(client, ns, json);

@@ -2,6 +2,7 @@ package dev.fairq.api;
 
 import dev.fairq.schema.DashboardStore;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -34,6 +35,17 @@ class DashboardBrowserTest {
         app = TestApp.get();
         Files.createDirectories(Path.of("target"));
         browser = new WebDriverClient(found[0], found[1], Path.of("target/chromedriver.log"));
+    }
+
+    /** Each test signs in its own way: the tab forgets the credential after each, pass or fail. */
+    @AfterEach
+    void signOutTheTab() {
+        if (browser == null) return;
+        try {
+            browser.script("sessionStorage.clear();");
+        } catch (RuntimeException e) {
+            // a page of no origin (about:blank) has no sessionStorage: nothing to forget
+        }
     }
 
     @AfterAll
@@ -146,14 +158,8 @@ class DashboardBrowserTest {
     void anAdminPausesATenantWhoseRateIsBelowAThousandthFromThePage() throws Exception {
         String tenant = TestApp.uniqueTenant("slow");
         assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + tenant, "{\"rate_per_second\": 0.0005}").status());
-        browser.open(url("/dashboard/admin"));
-        browser.script("sessionStorage.setItem('fairq.adminToken', '" + TestApp.ADMIN_TOKEN + "');");
-        browser.open(url("/dashboard/admin")); // signed in from this tab's sessionStorage
-        try {
-            pauseFromTheAdminPage(tenant);
-        } finally {
-            browser.script("sessionStorage.clear();"); // the other test signs in from the form
-        }
+        openSignedIn("/dashboard/admin", "adminToken", TestApp.ADMIN_TOKEN);
+        pauseFromTheAdminPage(tenant);
         com.fasterxml.jackson.databind.JsonNode stored = app.admin("GET", "/v1/admin/tenants/" + tenant, null).body();
         assertTrue(stored.get("paused").asBoolean(), stored.toString());
         assertEquals(0.0005, stored.get("rate_per_second").asDouble(), stored.toString());
@@ -183,22 +189,18 @@ class DashboardBrowserTest {
             assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + prefix + "-" + i, "{}").status());
         }
         openSignedIn("/dashboard/admin", "adminToken", TestApp.ADMIN_TOKEN);
-        try {
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
-            browser.script("document.getElementById('search').value = '" + prefix + "';");
-            browser.click("#search-form button[type=submit]");
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#page-info").startsWith("1-50 of 51"));
-            browser.click("#page-next");
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#page-info").startsWith("51-51 of 51"));
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
+        browser.script("document.getElementById('search').value = '" + prefix + "';");
+        browser.click("#search-form button[type=submit]");
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#page-info").startsWith("1-50 of 51"));
+        browser.click("#page-next");
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#page-info").startsWith("51-51 of 51"));
 
-            String gone = prefix + "-7"; // any one of them: the second page is then past the end
-            app.db.dsl().execute("DELETE FROM tenant_audit WHERE tenant_id = ?", gone);
-            app.db.dsl().execute("DELETE FROM tenants WHERE id = ?", gone);
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#page-info").startsWith("1-50 of 50"));
-            assertEquals(50, browser.script("return document.querySelectorAll('#tenants tr[data-tenant]').length").asInt());
-        } finally {
-            browser.script("sessionStorage.clear();");
-        }
+        String gone = prefix + "-7"; // any one of them: the second page is then past the end
+        app.db.dsl().execute("DELETE FROM tenant_audit WHERE tenant_id = ?", gone);
+        app.db.dsl().execute("DELETE FROM tenants WHERE id = ?", gone);
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#page-info").startsWith("1-50 of 50"));
+        assertEquals(50, browser.script("return document.querySelectorAll('#tenants tr[data-tenant]').length").asInt());
     }
 
     /**
@@ -243,21 +245,17 @@ class DashboardBrowserTest {
         browser.open(url("/dashboard"));
         browser.script("sessionStorage.setItem('fairq.tenantKey', '" + key + "');"
                 + "sessionStorage.setItem('fairq.adminToken', '" + TestApp.ADMIN_TOKEN + "');");
-        try {
-            browser.open(url("/dashboard"));
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(tenant));
-            assertTrue(browser.text("#limits").contains("0 / 0.0005"), browser.text("#limits"));
+        browser.open(url("/dashboard"));
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(tenant));
+        assertTrue(browser.text("#limits").contains("0 / 0.0005"), browser.text("#limits"));
 
-            browser.open(url("/dashboard/admin"));
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
-            browser.script("document.getElementById('search').value = '" + tenant + "';");
-            browser.click("#search-form button[type=submit]");
-            String row = "#tenants tr[data-tenant=\"" + tenant + "\"]";
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(row));
-            assertTrue(browser.text(row).contains("0 / 0.0005"), browser.text(row));
-        } finally {
-            browser.script("sessionStorage.clear();");
-        }
+        browser.open(url("/dashboard/admin"));
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
+        browser.script("document.getElementById('search').value = '" + tenant + "';");
+        browser.click("#search-form button[type=submit]");
+        String row = "#tenants tr[data-tenant=\"" + tenant + "\"]";
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(row));
+        assertTrue(browser.text(row).contains("0 / 0.0005"), browser.text(row));
     }
 
     /**
@@ -271,34 +269,30 @@ class DashboardBrowserTest {
         String first = TestApp.uniqueTenant("left"), second = TestApp.uniqueTenant("next");
         String firstKey = app.newTenantKey(first), secondKey = app.newTenantKey(second);
         openSignedIn("/dashboard", "tenantKey", firstKey);
-        try {
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(first));
-            browser.click("#signout");
-            assertFalse(browser.script("return document.body.textContent").asText().contains(first));
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(first));
+        browser.click("#signout");
+        assertFalse(browser.script("return document.body.textContent").asText().contains(first));
 
-            // the server answers the first key 3 s late; meanwhile it signs out and the second key signs in
-            browser.script("window.__late = null; var f = window.fetch; window.fetch = function (u, o) {"
-                    + " if (o.headers.Authorization !== 'Bearer " + firstKey + "') return f(u, o);"
-                    + " return new Promise(function (res, rej) {"
-                    + "  var t = setTimeout(function () { f(u, o).then(function (r) { window.__late = 'answered'; res(r); }, rej); }, 3000);"
-                    + "  if (o.signal) o.signal.addEventListener('abort', function () {"
-                    + "   clearTimeout(t); window.__late = 'aborted'; rej(new DOMException('aborted', 'AbortError')); }); }); };"
-                    + "window.__who = []; var who = document.getElementById('who');"
-                    + "new MutationObserver(function () { window.__who.push(who.textContent); })"
-                    + " .observe(who, {childList: true, characterData: true, subtree: true});"
-                    + "var k = document.getElementById('key');"
-                    + "k.value = '" + firstKey + "'; document.getElementById('signin').click();"
-                    + "document.getElementById('signout').click();"
-                    + "k.value = '" + secondKey + "'; document.getElementById('signin').click();");
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(second));
-            await().atMost(Duration.ofSeconds(20)).until(() -> !browser.script("return window.__late").isNull());
-            // drawn, it would show at once and stay until the next refresh, 3 s later
-            await().alias("#who never names the signed-out tenant").during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(10))
-                    .until(() -> !browser.script("return window.__who").toString().contains(first));
-            assertEquals(second, browser.text("#who"));
-        } finally {
-            browser.script("sessionStorage.clear();");
-        }
+        // the server answers the first key 3 s late; meanwhile it signs out and the second key signs in
+        browser.script("window.__late = null; var f = window.fetch; window.fetch = function (u, o) {"
+                + " if (o.headers.Authorization !== 'Bearer " + firstKey + "') return f(u, o);"
+                + " return new Promise(function (res, rej) {"
+                + "  var t = setTimeout(function () { f(u, o).then(function (r) { window.__late = 'answered'; res(r); }, rej); }, 3000);"
+                + "  if (o.signal) o.signal.addEventListener('abort', function () {"
+                + "   clearTimeout(t); window.__late = 'aborted'; rej(new DOMException('aborted', 'AbortError')); }); }); };"
+                + "window.__who = []; var who = document.getElementById('who');"
+                + "new MutationObserver(function () { window.__who.push(who.textContent); })"
+                + " .observe(who, {childList: true, characterData: true, subtree: true});"
+                + "var k = document.getElementById('key');"
+                + "k.value = '" + firstKey + "'; document.getElementById('signin').click();"
+                + "document.getElementById('signout').click();"
+                + "k.value = '" + secondKey + "'; document.getElementById('signin').click();");
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(second));
+        await().atMost(Duration.ofSeconds(20)).until(() -> !browser.script("return window.__late").isNull());
+        // drawn, it would show at once and stay until the next refresh, 3 s later
+        await().alias("#who never names the signed-out tenant").during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(10))
+                .until(() -> !browser.script("return window.__who").toString().contains(first));
+        assertEquals(second, browser.text("#who"));
     }
 
     /**
@@ -310,26 +304,22 @@ class DashboardBrowserTest {
     @Test
     void aServerThatDoesNotAnswerIsNamedOnThePageAndClicksDoNotPileUpRequests() {
         openSignedIn("/dashboard/admin", "adminToken", TestApp.ADMIN_TOKEN);
-        try {
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#updated").startsWith("updated"));
-            // from here the server holds every request of the page without answering
-            browser.script("window.__out = 0; window.__most = 0; var f = window.fetch; window.fetch = function (u, o) {"
-                    + " if (!window.__hang) return f(u, o);"
-                    + " window.__out++; window.__most = Math.max(window.__most, window.__out);"
-                    + " return new Promise(function (res, rej) {"
-                    + "  if (o.signal) o.signal.addEventListener('abort', function () {"
-                    + "   window.__out--; rej(new DOMException('aborted', 'AbortError')); }); }); };"
-                    + "window.__hang = true;");
-            for (int i = 0; i < 5; i++) browser.click("#search-form button[type=submit]");
-            assertEquals(1, browser.script("return window.__out").asInt());
-            await().atMost(Duration.ofSeconds(30)).ignoreExceptions()
-                    .until(() -> browser.text("#error").contains("no answer within"));
-            assertEquals(1, browser.script("return window.__most").asInt());
-            browser.script("window.__hang = false;"); // it answers again: the page recovers by itself
-            await().atMost(Duration.ofSeconds(30)).ignoreExceptions().until(() -> browser.text("#error").isEmpty());
-        } finally {
-            browser.script("sessionStorage.clear();");
-        }
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#updated").startsWith("updated"));
+        // from here the server holds every request of the page without answering
+        browser.script("window.__out = 0; window.__most = 0; var f = window.fetch; window.fetch = function (u, o) {"
+                + " if (!window.__hang) return f(u, o);"
+                + " window.__out++; window.__most = Math.max(window.__most, window.__out);"
+                + " return new Promise(function (res, rej) {"
+                + "  if (o.signal) o.signal.addEventListener('abort', function () {"
+                + "   window.__out--; rej(new DOMException('aborted', 'AbortError')); }); }); };"
+                + "window.__hang = true;");
+        for (int i = 0; i < 5; i++) browser.click("#search-form button[type=submit]");
+        assertEquals(1, browser.script("return window.__out").asInt());
+        await().atMost(Duration.ofSeconds(30)).ignoreExceptions()
+                .until(() -> browser.text("#error").contains("no answer within"));
+        assertEquals(1, browser.script("return window.__most").asInt());
+        browser.script("window.__hang = false;"); // it answers again: the page recovers by itself
+        await().atMost(Duration.ofSeconds(30)).ignoreExceptions().until(() -> browser.text("#error").isEmpty());
     }
 
     /**
@@ -345,13 +335,9 @@ class DashboardBrowserTest {
         long job = app.submit(key, "{\"type\": \"record\", \"payload\": {}}");
         assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"api_burst\": 1, \"api_rate_per_second\": 1}").status());
         openSignedIn("/dashboard", "tenantKey", key);
-        try {
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(tenant)
-                    && !recentStatus(job).isEmpty() && browser.text("#updated").startsWith("updated"));
-            assertEquals("", browser.text("#error"));
-        } finally {
-            browser.script("sessionStorage.clear();");
-        }
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(tenant)
+                && !recentStatus(job).isEmpty() && browser.text("#updated").startsWith("updated"));
+        assertEquals("", browser.text("#error"));
     }
 
     /**
@@ -363,20 +349,16 @@ class DashboardBrowserTest {
         String tenant = TestApp.uniqueTenant("axis");
         String key = app.newTenantKey(tenant);
         openSignedIn("/dashboard", "tenantKey", key);
-        try {
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(tenant));
-            // the three time labels under each chart (the others are the y axis), and whether this locale says AM/PM
-            com.fasterxml.jackson.databind.JsonNode labels = browser.script("var out = [];"
-                    + "document.querySelectorAll('.chart svg').forEach(function (s) {"
-                    + " var t = s.querySelectorAll('text'); for (var i = t.length - 3; i < t.length; i++) out.push(t[i].textContent); });"
-                    + "return {labels: out, twelve: /[AP]M/.test(new Date().toLocaleTimeString())};");
-            assertEquals(6, labels.get("labels").size(), labels.toString());
-            String format = labels.get("twelve").asBoolean() ? "\\d{1,2}:\\d{2}\\h[AP]M" : "\\d{1,2}:\\d{2}";
-            for (com.fasterxml.jackson.databind.JsonNode l : labels.get("labels")) {
-                assertTrue(l.asText().matches(format), labels.toString());
-            }
-        } finally {
-            browser.script("sessionStorage.clear();");
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(tenant));
+        // the three time labels under each chart (the others are the y axis), and whether this locale says AM/PM
+        com.fasterxml.jackson.databind.JsonNode labels = browser.script("var out = [];"
+                + "document.querySelectorAll('.chart svg').forEach(function (s) {"
+                + " var t = s.querySelectorAll('text'); for (var i = t.length - 3; i < t.length; i++) out.push(t[i].textContent); });"
+                + "return {labels: out, twelve: /[AP]M/.test(new Date().toLocaleTimeString())};");
+        assertEquals(6, labels.get("labels").size(), labels.toString());
+        String format = labels.get("twelve").asBoolean() ? "\\d{1,2}:\\d{2}\\h[AP]M" : "\\d{1,2}:\\d{2}";
+        for (com.fasterxml.jackson.databind.JsonNode l : labels.get("labels")) {
+            assertTrue(l.asText().matches(format), labels.toString());
         }
     }
 
@@ -390,23 +372,19 @@ class DashboardBrowserTest {
         String tenant = TestApp.uniqueTenant("typo");
         assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + tenant, "{}").status());
         openSignedIn("/dashboard/admin", "adminToken", TestApp.ADMIN_TOKEN);
-        try {
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
-            browser.script("document.getElementById('search').value = '" + tenant + "';");
-            browser.click("#search-form button[type=submit]");
-            String row = "#tenants tr[data-tenant=\"" + tenant + "\"]";
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(row));
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
+        browser.script("document.getElementById('search').value = '" + tenant + "';");
+        browser.click("#search-form button[type=submit]");
+        String row = "#tenants tr[data-tenant=\"" + tenant + "\"]";
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(row));
 
-            browser.script("document.getElementById('search').value = '" + tenant + " corp';");
-            browser.click("#search-form button[type=submit]");
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions()
-                    .until(() -> browser.text("#error").contains("must be the start of a tenant id"));
-            await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> !browser.exists(row));
-            assertTrue(browser.text("#tenants").contains("no tenant id can start with"), browser.text("#tenants"));
-            assertEquals("", browser.text("#page-info"));
-        } finally {
-            browser.script("sessionStorage.clear();");
-        }
+        browser.script("document.getElementById('search').value = '" + tenant + " corp';");
+        browser.click("#search-form button[type=submit]");
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions()
+                .until(() -> browser.text("#error").contains("must be the start of a tenant id"));
+        await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> !browser.exists(row));
+        assertTrue(browser.text("#tenants").contains("no tenant id can start with"), browser.text("#tenants"));
+        assertEquals("", browser.text("#page-info"));
     }
 
     /**
@@ -420,23 +398,19 @@ class DashboardBrowserTest {
         browser.open(url("/dashboard"));
         browser.script("sessionStorage.setItem('fairq.tenantKey', '" + key + "');"
                 + "sessionStorage.setItem('fairq.adminToken', '" + TestApp.ADMIN_TOKEN + "');");
-        try {
-            browser.open(url("/dashboard"));
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(tenant));
-            assertTrue(browser.label("#chart-depth svg").startsWith("Queue depth, last hour: pending"), browser.label("#chart-depth svg"));
-            assertTrue(browser.label("#chart-throughput svg").startsWith("Throughput per minute, last hour: started 0"),
-                    browser.label("#chart-throughput svg"));
+        browser.open(url("/dashboard"));
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(tenant));
+        assertTrue(browser.label("#chart-depth svg").startsWith("Queue depth, last hour: pending"), browser.label("#chart-depth svg"));
+        assertTrue(browser.label("#chart-throughput svg").startsWith("Throughput per minute, last hour: started 0"),
+                browser.label("#chart-throughput svg"));
 
-            browser.open(url("/dashboard/admin"));
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
-            browser.script("document.getElementById('search').value = '" + tenant + "';");
-            browser.click("#search-form button[type=submit]");
-            String button = "#tenants tr[data-tenant=\"" + tenant + "\"] button.edit-limits";
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(button));
-            assertEquals("Edit limits of " + tenant, browser.label(button));
-        } finally {
-            browser.script("sessionStorage.clear();");
-        }
+        browser.open(url("/dashboard/admin"));
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
+        browser.script("document.getElementById('search').value = '" + tenant + "';");
+        browser.click("#search-form button[type=submit]");
+        String button = "#tenants tr[data-tenant=\"" + tenant + "\"] button.edit-limits";
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(button));
+        assertEquals("Edit limits of " + tenant, browser.label(button));
     }
 
     /**
@@ -453,14 +427,10 @@ class DashboardBrowserTest {
         await().atMost(Duration.ofSeconds(60)).until(() -> app.db.dsl().fetchCount(app.db.dsl().selectOne().from("jobs")
                 .where("tenant_id = ? AND status = 'dead'", tenant)) == 51);
         openSignedIn("/dashboard", "tenantKey", key);
-        try {
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(tenant)
-                    && browser.text("#count-dead").startsWith("51"));
-            assertEquals(50, browser.script("return document.querySelectorAll('#dead tr[data-job-id]').length").asInt());
-            assertEquals("the newest 50 of 51 dead jobs (all of them: GET /v1/jobs?status=dead)", browser.text("#dead-more"));
-        } finally {
-            browser.script("sessionStorage.clear();");
-        }
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#who").equals(tenant)
+                && browser.text("#count-dead").startsWith("51"));
+        assertEquals(50, browser.script("return document.querySelectorAll('#dead tr[data-job-id]').length").asInt());
+        assertEquals("the newest 50 of 51 dead jobs (all of them: GET /v1/jobs?status=dead)", browser.text("#dead-more"));
     }
 
     /**
@@ -491,27 +461,23 @@ class DashboardBrowserTest {
         String tenant = TestApp.uniqueTenant("keys");
         assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + tenant, "{}").status());
         openSignedIn("/dashboard/admin", "adminToken", TestApp.ADMIN_TOKEN);
-        try {
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
-            browser.script("document.getElementById('search').value = '" + tenant + "';");
-            browser.click("#search-form button[type=submit]");
-            String button = "#tenants tr[data-tenant=\"" + tenant + "\"] button.edit-limits";
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(button));
-            String focusedRow = "var a = document.activeElement;"
-                    + "return a.classList.contains('edit-limits') ? a.getAttribute('data-tenant') : a.tagName";
-            browser.script("document.querySelector('" + button + "').focus();");
-            assertEquals(tenant, browser.script(focusedRow).asText());
-            String updated = browser.text("#updated");
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> !browser.text("#updated").equals(updated));
-            assertEquals(tenant, browser.script(focusedRow).asText()); // redrawn, and still on its row's button
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
+        browser.script("document.getElementById('search').value = '" + tenant + "';");
+        browser.click("#search-form button[type=submit]");
+        String button = "#tenants tr[data-tenant=\"" + tenant + "\"] button.edit-limits";
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(button));
+        String focusedRow = "var a = document.activeElement;"
+                + "return a.classList.contains('edit-limits') ? a.getAttribute('data-tenant') : a.tagName";
+        browser.script("document.querySelector('" + button + "').focus();");
+        assertEquals(tenant, browser.script(focusedRow).asText());
+        String updated = browser.text("#updated");
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> !browser.text("#updated").equals(updated));
+        assertEquals(tenant, browser.script(focusedRow).asText()); // redrawn, and still on its row's button
 
-            browser.click(button);
-            assertEquals("weight", browser.script("return document.activeElement.name").asText());
-            browser.click("#edit-cancel");
-            assertEquals(tenant, browser.script(focusedRow).asText());
-        } finally {
-            browser.script("sessionStorage.clear();");
-        }
+        browser.click(button);
+        assertEquals("weight", browser.script("return document.activeElement.name").asText());
+        browser.click("#edit-cancel");
+        assertEquals(tenant, browser.script(focusedRow).asText());
     }
 
     /**
@@ -530,20 +496,16 @@ class DashboardBrowserTest {
     @Test
     void aProxysErrorPageIsNamedByItsStatusNotShownWhole() {
         openSignedIn("/dashboard/admin", "adminToken", TestApp.ADMIN_TOKEN);
-        try {
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#updated").startsWith("updated"));
-            browser.script("window.__real = window.fetch;");
-            answerEveryRequestWith("new Response('<html><head><title>502 Bad Gateway</title></head><body><center>"
-                    + "<h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>',"
-                    + " {status: 502, statusText: 'Bad Gateway', headers: {'Content-Type': 'text/html'}})");
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> !browser.text("#error").isEmpty());
-            assertEquals("could not refresh: HTTP 502 Bad Gateway: the answer is not from fairq (a proxy in between?)",
-                    browser.text("#error"));
-            browser.script("window.fetch = window.__real;");
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#error").isEmpty());
-        } finally {
-            browser.script("sessionStorage.clear();");
-        }
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#updated").startsWith("updated"));
+        browser.script("window.__real = window.fetch;");
+        answerEveryRequestWith("new Response('<html><head><title>502 Bad Gateway</title></head><body><center>"
+                + "<h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>',"
+                + " {status: 502, statusText: 'Bad Gateway', headers: {'Content-Type': 'text/html'}})");
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> !browser.text("#error").isEmpty());
+        assertEquals("could not refresh: HTTP 502 Bad Gateway: the answer is not from fairq (a proxy in between?)",
+                browser.text("#error"));
+        browser.script("window.fetch = window.__real;");
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#error").isEmpty());
     }
 
     /**
@@ -554,24 +516,20 @@ class DashboardBrowserTest {
     @Test
     void aRefusedRefreshWaitsForItsRetryAfterAndAnUnchangedErrorIsAnnouncedOnce() {
         openSignedIn("/dashboard/admin", "adminToken", TestApp.ADMIN_TOKEN);
-        try {
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#updated").startsWith("updated"));
-            browser.script("window.__writes = 0; new MutationObserver(function (m) { window.__writes += m.length; })"
-                    + ".observe(document.getElementById('error'), {childList: true, characterData: true, subtree: true});");
-            answerEveryRequestWith("new Response(JSON.stringify({error: 'down for a moment'}), {status: 500,"
-                    + " headers: {'Content-Type': 'application/json'}})");
-            await().atMost(Duration.ofSeconds(30)).ignoreExceptions().until(() -> browser.script("return window.__calls.length").asInt() >= 3);
-            assertEquals("could not refresh: down for a moment", browser.text("#error"));
-            assertEquals(1, browser.script("return window.__writes").asInt(), "three failed refreshes, one write");
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.text("#updated").startsWith("updated"));
+        browser.script("window.__writes = 0; new MutationObserver(function (m) { window.__writes += m.length; })"
+                + ".observe(document.getElementById('error'), {childList: true, characterData: true, subtree: true});");
+        answerEveryRequestWith("new Response(JSON.stringify({error: 'down for a moment'}), {status: 500,"
+                + " headers: {'Content-Type': 'application/json'}})");
+        await().atMost(Duration.ofSeconds(30)).ignoreExceptions().until(() -> browser.script("return window.__calls.length").asInt() >= 3);
+        assertEquals("could not refresh: down for a moment", browser.text("#error"));
+        assertEquals(1, browser.script("return window.__writes").asInt(), "three failed refreshes, one write");
 
-            answerEveryRequestWith("new Response(JSON.stringify({error: 'over its API request limit'}), {status: 429,"
-                    + " headers: {'Content-Type': 'application/json', 'Retry-After': '7'}})");
-            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.script("return window.__calls.length").asInt() >= 2);
-            assertEquals("could not refresh: over its API request limit (next try in 7 s)", browser.text("#error"));
-            double gap = browser.script("return window.__calls[1] - window.__calls[0]").asDouble();
-            assertTrue(gap >= 6900, "the second request came " + gap + " ms after the refused one, before its Retry-After");
-        } finally {
-            browser.script("sessionStorage.clear();");
-        }
+        answerEveryRequestWith("new Response(JSON.stringify({error: 'over its API request limit'}), {status: 429,"
+                + " headers: {'Content-Type': 'application/json', 'Retry-After': '7'}})");
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.script("return window.__calls.length").asInt() >= 2);
+        assertEquals("could not refresh: over its API request limit (next try in 7 s)", browser.text("#error"));
+        double gap = browser.script("return window.__calls[1] - window.__calls[0]").asDouble();
+        assertTrue(gap >= 6900, "the second request came " + gap + " ms after the refused one, before its Retry-After");
     }
 }
