@@ -167,7 +167,7 @@ final class ClientLatency {
                 AtomicBoolean loading = new AtomicBoolean(true);
                 AtomicLong bgSent = new AtomicLong();
                 long bgBase = backgroundDone.get();
-                Thread load = new Thread(() -> background(app, bgRate, loading, bgSent), "client-bench-background");
+                LoadThread load = new LoadThread("client-bench-background", () -> background(app, bgRate, loading, bgSent));
                 long l0 = System.nanoTime();
                 load.start();
                 List<Sent> loaded;

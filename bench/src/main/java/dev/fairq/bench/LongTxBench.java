@@ -60,7 +60,7 @@ final class LongTxBench implements Bench.Benchmark {
             platform.startScheduler(SchedulerConfig.defaults());
             platform.startWorkerProcess("longtx-w0", 8);
             while (count(db, "SELECT count(*) FROM workers") == 0) Thread.sleep(20);
-            Thread producer = new Thread(() -> {
+            LoadThread producer = new LoadThread("bench-producer", () -> {
                 long next = System.nanoTime();
                 while (running.get()) {
                     List<JobRequest> jobs = new ArrayList<>(PER_TICK);
@@ -74,9 +74,9 @@ final class LongTxBench implements Bench.Benchmark {
                         return;
                     }
                 }
-            }, "bench-producer");
+            });
             DSLContext probe = Database.dsl(probeConnection);
-            Thread prober = new Thread(() -> {
+            LoadThread prober = new LoadThread("bench-probe", () -> {
                 while (running.get()) {
                     try {
                         probeConnection.setAutoCommit(false);
@@ -93,8 +93,8 @@ final class LongTxBench implements Bench.Benchmark {
                         return;
                     }
                 }
-            }, "bench-probe");
-            Thread sampler = new Thread(() -> {
+            });
+            LoadThread sampler = new LoadThread("bench-dead-tuples", () -> {
                 while (running.get()) {
                     Object n = db.dsl().fetchValue("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'jobs'");
                     deadSamples.add(n == null ? 0 : ((Number) n).longValue());
@@ -104,7 +104,7 @@ final class LongTxBench implements Bench.Benchmark {
                         return;
                     }
                 }
-            }, "bench-dead-tuples");
+            });
             producer.start();
             prober.start();
             sampler.start();

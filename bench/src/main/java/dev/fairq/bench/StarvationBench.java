@@ -56,7 +56,7 @@ final class StarvationBench implements Bench.Benchmark {
             platform.startScheduler(SchedulerConfig.defaults());
             platform.startWorkerProcess("starve-w0", 8);
             while (count(db, "SELECT count(*) FROM workers") == 0) Thread.sleep(20);
-            Thread producer = new Thread(() -> {
+            LoadThread producer = new LoadThread("bench-producer", () -> {
                 boolean first = true;
                 while (producing.get()) {
                     long pending = count(db, "SELECT count(*) FROM jobs WHERE status = 'pending' AND priority = " + GAP);
@@ -77,7 +77,7 @@ final class StarvationBench implements Bench.Benchmark {
                         return;
                     }
                 }
-            }, "bench-producer");
+            });
             producer.start();
             long start = System.nanoTime();
             for (int i = 1; i <= LOW_JOBS; i++) {
