@@ -13,7 +13,18 @@ import java.nio.file.Path;
  * server the benchmark uses, in the same run.
  */
 final class Ceiling {
+    /** The rows pg-ceiling.sh fills its table with: in {@code seconds} it can count at most this many. */
+    static final long TABLE_ROWS = 1_500_000;
+
     private Ceiling() {}
+
+    /**
+     * Whether the script's table ran dry before its time was up: then its rate is the table over the time, a floor
+     * of the ceiling (150,000 jobs/s in 10 s), and a ratio to it overstates the platform.
+     */
+    static boolean exhausted(long jobsPerSecond, int seconds) {
+        return jobsPerSecond * seconds >= TABLE_ROWS;
+    }
 
     /**
      * @param sessionOptions PGOPTIONS for pgbench's sessions ("" for the server defaults)
