@@ -44,7 +44,7 @@ final class ThroughputBench implements Bench.Benchmark {
         boolean exhausted = Ceiling.exhausted(ceilingAsync, CEILING_S);
         if (exhausted) out.put("ceiling_exhausted", true);
 
-        double best = 0;
+        double best = 0, oneProcess = 0;
         for (int processes : new int[]{1, 2}) {
             db.truncate();
             for (int t = 0; t < TENANTS; t++) db.createUnlimitedTenant("t" + t);
@@ -95,13 +95,17 @@ final class ThroughputBench implements Bench.Benchmark {
                 out.put("cpu_us_per_job_postgres" + suffix, Math.round((cpuAfter[2] - cpuBefore[2]) / JOBS * 1e6));
                 out.put("drain_jobs_per_s" + suffix, Math.round(rate));
                 best = Math.max(best, rate);
+                if (processes == 1) oneProcess = rate;
             }
             long done = ((Number) db.dsl().fetchValue("SELECT count(*) FROM jobs WHERE status = 'succeeded'")).longValue();
             if (done != JOBS) throw new IllegalStateException("only " + done + " of " + JOBS + " succeeded");
         }
         out.put("drain_jobs_per_s", Math.round(best));
         boolean ratio = ceilingAsync > 0 && !exhausted;
+        // the better of the two drains (the figure RESULTS.md has always reported), and the one-process drain alone,
+        // which issue 16's target (ratio_to_ceiling >= 0.5 "with one worker process") names
         out.put("ratio_to_ceiling", ratio ? Math.round(best / ceilingAsync * 1000) / 1000.0 : null);
+        out.put("ratio_to_ceiling_1_process", ratio ? Math.round(oneProcess / ceilingAsync * 1000) / 1000.0 : null);
         out.put("note", "worker processes warmed up first on " + WARMUP_ROUNDS_PER_PROCESS + " rounds of "
                 + WARMUP_ROUND + " jobs per process (warmup_*: each round's rate and worker CPU); 8 threads each; drain timed on "
                 + "the database clock from the scheduler's start to the last finished_at; cpu_us_per_job_*: CPU "
