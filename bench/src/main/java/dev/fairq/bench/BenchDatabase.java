@@ -91,6 +91,25 @@ public final class BenchDatabase implements AutoCloseable {
         return Database.dsl(pool);
     }
 
+    /**
+     * The processes of this benchmark's PostgreSQL server on this machine, alive now: the postmaster (the parent of a
+     * session's backend) and every process under it. Empty when the server is not on this machine (the backend's pid
+     * names no local postgres process). Not every postgres process of the machine, which counted another server's
+     * load too (the machine's PostgreSQL 15 beside an embedded run). Other databases of the same server still count.
+     */
+    public java.util.List<ProcessHandle> serverProcesses() {
+        return serverProcesses(((Number) dsl().fetchValue("SELECT pg_backend_pid()")).longValue());
+    }
+
+    /** {@link #serverProcesses()} from one session's backend pid (a pid that names no local postgres: empty). */
+    static java.util.List<ProcessHandle> serverProcesses(long backend) {
+        return ProcessHandle.of(backend)
+                .filter(h -> h.info().command().map(c -> c.endsWith("postgres")).orElse(true))
+                .flatMap(ProcessHandle::parent)
+                .map(postmaster -> java.util.stream.Stream.concat(java.util.stream.Stream.of(postmaster), postmaster.descendants()).toList())
+                .orElse(java.util.List.of());
+    }
+
     public void createTenant(String id, int weight, double rate, int burst, int maxRunning) {
         dsl().execute("INSERT INTO tenants (id, weight, rate_per_second, burst, max_running, max_queued) "
                 + "VALUES (?, ?, ?, ?, ?, 100000000)", id, weight, rate, burst, maxRunning);

@@ -40,20 +40,19 @@ final class BenchPlatform implements AutoCloseable {
     }
 
     /**
-     * CPU seconds used so far by: this JVM (the scheduler runs here), the worker processes, and every
-     * PostgreSQL process of the machine. Read before and after a run, the differences say where a job's cost goes.
+     * CPU seconds used so far by: this JVM (the scheduler runs here), the worker processes, and the processes of the
+     * benchmark's PostgreSQL server ({@link BenchDatabase#serverProcesses}; 0 for a server on another machine). Read
+     * before and after a run, the differences say where a job's cost goes.
      */
     double[] cpuSeconds() {
         double self = cpu(ProcessHandle.current());
         double workerCpu = 0;
         for (Process p : workers) workerCpu += cpu(p.toHandle());
-        double pg = ProcessHandle.allProcesses()
-                .filter(h -> h.info().command().map(c -> c.endsWith("/postgres")).orElse(false))
-                .mapToDouble(BenchPlatform::cpu).sum();
+        double pg = db.serverProcesses().stream().mapToDouble(BenchPlatform::cpu).sum();
         return new double[]{self, workerCpu, pg};
     }
 
-    private static double cpu(ProcessHandle h) {
+    static double cpu(ProcessHandle h) {
         return h.info().totalCpuDuration().map(d -> d.toNanos() / 1e9).orElse(0.0);
     }
 

@@ -268,14 +268,9 @@ final class SchedulesBench implements Bench.Benchmark {
         return p.toHandle().info().totalCpuDuration().map(d -> d.toNanos() / 1e9).orElse(0.0);
     }
 
-    /**
-     * CPU of this benchmark's PostgreSQL server: its postmaster (the parent of a session's backend) and the
-     * processes under it, alive now (others' servers on a shared machine are not counted); 0 on a remote server.
-     */
+    /** CPU of this benchmark's PostgreSQL server ({@link BenchDatabase#serverProcesses}); 0 on a remote server. */
     private static double pgCpu(BenchDatabase db) {
-        long backend = count(db, "SELECT pg_backend_pid()");
-        return ProcessHandle.of(backend).flatMap(ProcessHandle::parent).map(postmaster ->
-                cpuOf(postmaster) + postmaster.descendants().mapToDouble(SchedulesBench::cpuOf).sum()).orElse(0.0);
+        return db.serverProcesses().stream().mapToDouble(SchedulesBench::cpuOf).sum();
     }
 
     private static double cpuOf(ProcessHandle h) {
