@@ -31,6 +31,7 @@ public final class Bench {
 
     public static void main(String[] args) throws Exception {
         if (args.length != 1 || !BENCHMARKS.containsKey(args[0])) {
+            if (args.length == 1) System.err.println("./bench/run: no benchmark named '" + args[0] + "'");
             System.err.println("usage: ./bench/run NAME   (NAME: " + String.join(", ", BENCHMARKS.keySet()) + ")");
             System.exit(2);
         }
