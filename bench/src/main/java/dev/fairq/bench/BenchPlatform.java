@@ -39,6 +39,15 @@ final class BenchPlatform implements AutoCloseable {
         return p;
     }
 
+    /** Waits until {@code n} workers have registered (a worker registers when its JVM is up and it starts). */
+    void awaitWorkers(int n, long timeoutMillis) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+        while (((Number) db.dsl().fetchValue("SELECT count(*) FROM workers")).intValue() < n) {
+            if (System.nanoTime() > deadline) throw new IllegalStateException(n + " workers not registered within " + timeoutMillis + " ms");
+            Thread.sleep(20);
+        }
+    }
+
     /**
      * CPU seconds used so far by: this JVM (the scheduler runs here), the worker processes, and the processes of the
      * benchmark's PostgreSQL server ({@link BenchDatabase#serverProcesses}; 0 for a server on another machine). Read
