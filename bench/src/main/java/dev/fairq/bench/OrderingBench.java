@@ -106,6 +106,11 @@ final class OrderingBench implements Bench.Benchmark {
             out.put("overlaps", r.get(1, Long.class));
             long nullKeys = count(db, "SELECT count(*) FROM bench_runs WHERE ordering_key IS NULL");
             if (nullKeys != 0) throw new IllegalStateException(nullKeys + " runs without their ordering key");
+            // the guarantee this benchmark checks: a run that broke it must not end with exit code 0 and a JSON line
+            if (r.get(0, Long.class) != 0 || r.get(1, Long.class) != 0) {
+                throw new IllegalStateException("ordering broken: " + r.get(0, Long.class) + " inversions, " + r.get(1, Long.class)
+                        + " overlaps; " + out);
+            }
         }
         return jobCount / ((end - start) / 1e9);
     }
