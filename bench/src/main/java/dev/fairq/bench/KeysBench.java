@@ -407,6 +407,13 @@ final class KeysBench {
                         SELECT (SELECT count(*) FROM r o WHERE o.k = x.k AND o.started <= x.started
                                   AND coalesce(o.finished, 'infinity') > x.started) AS c
                         FROM r x WHERE %s) y""";
+            // the check reads the handlers' own notes: every job of the 20 keys must have one, else a lost flush would
+            // leave a gap in which two runs of a key could overlap unseen
+            long noted = count(db, "SELECT count(DISTINCT b.job_id) FROM bench_runs b JOIN jobs j ON j.id = b.job_id "
+                    + "WHERE j.concurrency_key <> 'slow'");
+            if (noted != (long) KEYS * PER_KEY) {
+                throw new IllegalStateException("only " + noted + " of the " + KEYS * PER_KEY + " keyed jobs' runs were noted: nothing checked");
+            }
             long maxPerKey = count(db, overlap.formatted("x.k <> 'slow'"));
             long maxSlow = count(db, overlap.formatted("x.k = 'slow'"));
             long maxPerKeyDbClock = count(db, """
