@@ -38,7 +38,7 @@ final class LatencyBench implements Bench.Benchmark {
     @Override
     public Map<String, Object> run(BenchDatabase db) throws Exception {
         // FAIRQ_BENCH_PHASES=client runs only the client-clock phase (issue 16), =http only the server's
-        String phases = System.getenv().getOrDefault("FAIRQ_BENCH_PHASES", "http,client");
+        List<String> phases = phases(System.getenv().getOrDefault("FAIRQ_BENCH_PHASES", "http,client"));
         Map<String, Object> out = new LinkedHashMap<>();
         if (phases.contains("http")) out.putAll(http(db));
         if (phases.contains("client")) {
@@ -47,6 +47,23 @@ final class LatencyBench implements Bench.Benchmark {
             out.put("client_targets", "client_p50_ms <= 1.0, client_p99_ms <= 3.0, client_p99_ms_loaded <= 10");
         }
         return out;
+    }
+
+    /**
+     * The phases named in {@code FAIRQ_BENCH_PHASES} ("http", "client", comma-separated). Any other name throws: the
+     * names were matched as substrings, so a misspelt list ran nothing and printed a JSON line without a figure.
+     */
+    static List<String> phases(String names) {
+        List<String> phases = new ArrayList<>();
+        for (String p : names.split(",")) {
+            if (p.isBlank()) continue;
+            if (!List.of("http", "client").contains(p.trim())) {
+                throw new IllegalArgumentException("unknown latency phase '" + p.trim() + "' (phases: http, client)");
+            }
+            phases.add(p.trim());
+        }
+        if (phases.isEmpty()) throw new IllegalArgumentException("FAIRQ_BENCH_PHASES names no latency phase (http, client)");
+        return phases;
     }
 
     private Map<String, Object> http(BenchDatabase db) throws Exception {
