@@ -77,14 +77,9 @@ final class FairqServer implements AutoCloseable {
         int port = freePort(), adminPort = freePort();
         String adminToken = newAdminToken();
         ProcessBuilder pb = new ProcessBuilder(javaBinary(), "-jar", jar.toString(), "server", config.toString());
-        pb.directory(dir.toFile());
-        pb.environment().keySet().removeIf(k -> k.startsWith("FAIRQ_"));
+        isolate(pb, dir);
         serverEnvironment(pb.environment(), db.jdbcUrl, db.user, db.password, adminToken, port, adminPort);
         pb.environment().put("FAIRQ_WORKER_THREADS", Integer.toString(workerThreads));
-        // the one server setting a run may choose: FAIRQ_FAIR_SHARE=jobs ./bench/run tenants measures shares by
-        // job count (the line above used to drop it, so such a run measured the default)
-        String fairShare = System.getenv("FAIRQ_FAIR_SHARE");
-        if (fairShare != null) pb.environment().put("FAIRQ_FAIR_SHARE", fairShare);
         File log = new File(System.getProperty("java.io.tmpdir"), "fairq-bench-tenants-" + name + ".log");
         pb.redirectErrorStream(true);
         pb.redirectOutput(log);
@@ -96,6 +91,19 @@ final class FairqServer implements AutoCloseable {
             throw e;
         }
         return server;
+    }
+
+    /**
+     * Runs the server as the bench configures it and nothing else: in {@code emptyDir} (so no {@code ./tenants.yml}
+     * adds tenants) with no {@code FAIRQ_*} variable of the caller's shell (a FAIRQ_WORKER_THREADS or FAIRQ_SUBMIT_START
+     * left exported would change what is measured), but for {@code FAIRQ_FAIR_SHARE}, the one server setting a run
+     * may choose (FAIRQ_FAIR_SHARE=jobs measures shares by job count).
+     */
+    static void isolate(ProcessBuilder pb, Path emptyDir) {
+        pb.directory(emptyDir.toFile());
+        pb.environment().keySet().removeIf(k -> k.startsWith("FAIRQ_"));
+        String fairShare = System.getenv("FAIRQ_FAIR_SHARE");
+        if (fairShare != null) pb.environment().put("FAIRQ_FAIR_SHARE", fairShare);
     }
 
     /** An admin token for one run: the prefix and 32 hex characters (the server wants at least 32 characters). */

@@ -73,7 +73,9 @@ final class LatencyBench implements Bench.Benchmark {
         db.truncate();
         int port = FairqServer.freePort(), adminPort = FairqServer.freePort();
         String adminToken = FairqServer.newAdminToken();
-        ProcessBuilder pb = new ProcessBuilder(FairqServer.javaBinary(), "-Xmx512m", "-jar", jar.toString(), "server");
+        ProcessBuilder pb = new ProcessBuilder(FairqServer.javaBinary(), "-Xmx512m", "-jar", jar.toAbsolutePath().toString(), "server");
+        // as the tenants bench runs it: the repository's own tenants.yml and the caller's FAIRQ_* stay out
+        FairqServer.isolate(pb, Files.createTempDirectory("fairq-bench-latency"));
         FairqServer.serverEnvironment(pb.environment(), db.jdbcUrl, db.user, db.password, adminToken, port, adminPort);
         File log = new File(System.getProperty("java.io.tmpdir"), "fairq-bench-latency-server.log");
         pb.redirectErrorStream(true);
