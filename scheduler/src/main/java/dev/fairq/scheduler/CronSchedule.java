@@ -2,8 +2,10 @@ package dev.fairq.scheduler;
 
 import com.cronutils.model.Cron;
 import com.cronutils.model.CronType;
+import com.cronutils.model.definition.CronDefinition;
 import com.cronutils.model.definition.CronDefinitionBuilder;
 import com.cronutils.model.field.CronFieldName;
+import com.cronutils.model.field.definition.FieldDefinition;
 import com.cronutils.model.time.ExecutionTime;
 import com.cronutils.parser.CronParser;
 
@@ -16,6 +18,7 @@ import java.time.ZonedDateTime;
 import java.time.zone.ZoneOffsetTransition;
 import java.time.zone.ZoneRules;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -27,10 +30,14 @@ import java.util.Set;
  * A cron expression read in an IANA time zone: the instants it fires at.
  *
  * <p>cron-utils (Unix definition: five fields, Vixie's rule that a restricted day-of-month and a restricted
- * day-of-week fire on either) parses the expression and walks its wall-clock times. cron-utils does not
- * define what happens at a daylight-saving change (it drops a daily 02:30 on the spring-forward day, and
- * fires it once or twice on the fall-back day depending on where the walk starts), so this class maps wall
- * times to instants itself, by one rule for each kind of schedule:
+ * day-of-week fire on either) parses the expression and walks its wall-clock times. "Restricted" is Vixie's
+ * reading too: a day field that starts with {@code *} ({@code *}{@code /2}) is not, so {@code 0 0 }{@code *}{@code /2 * MON}
+ * fires on the Mondays that are odd days, as in Vixie cron and cronie, where cron-utils fired on every odd day and
+ * every Monday.
+ *
+ * <p>cron-utils does not define what happens at a daylight-saving change (it drops a daily 02:30 on the
+ * spring-forward day, and fires it once or twice on the fall-back day depending on where the walk starts), so this
+ * class maps wall times to instants itself, by one rule for each kind of schedule:
  * <ul>
  *   <li>A schedule whose hour field covers every hour ({@code *}, {@code *}{@code /1}, {@code 0-23}) keeps its
  *       rhythm in real time: it fires at every instant whose local time matches. In a spring-forward gap
@@ -57,6 +64,12 @@ public final class CronSchedule {
             "@hourly", "0 * * * *", "@daily", "0 0 * * *", "@midnight", "0 0 * * *", "@weekly", "0 0 * * 0",
             "@monthly", "0 0 1 * *", "@yearly", "0 0 1 1 *", "@annually", "0 0 1 1 *");
     private static final CronParser PARSER = new CronParser(CronDefinitionBuilder.instanceDefinitionFor(CronType.UNIX));
+    /**
+     * The Unix definition, but a day must match both day fields: Vixie's rule when either starts with {@code *}
+     * (its DOM_STAR / DOW_STAR flags). For a plain {@code *} this is what cron-utils does anyway; for {@code *}{@code /2}
+     * cron-utils counts the field as restricted and fired on either.
+     */
+    private static final CronParser BOTH_DAYS = new CronParser(bothDays(CronDefinitionBuilder.instanceDefinitionFor(CronType.UNIX)));
     /** The longest expression stored (the schedules table's CHECK). */
     public static final int MAX_LENGTH = 200;
     /** Offset changes further than this from an instant do not affect what fires next to it. */
@@ -141,7 +154,8 @@ public final class CronSchedule {
             text = five;
         }
         try {
-            return PARSER.parse(sundayFirst(text)).validate();
+            String five = sundayFirst(text);
+            return (starredDayField(five) ? BOTH_DAYS : PARSER).parse(five).validate();
         } catch (IllegalArgumentException e) {
             throw new InvalidCronException("cron", "must be five fields (minute hour day-of-month month "
                     + "day-of-week, e.g. '30 2 * * *') or a macro such as @daily: " + e.getMessage());
@@ -157,6 +171,18 @@ public final class CronSchedule {
         if (fields.length != 5) return five; // cron-utils says what is wrong
         fields[4] = fields[4].replaceAll("(?i)(?<=^|,)SUN-", "0-");
         return String.join(" ", fields);
+    }
+
+    /** Whether the day-of-month or the day-of-week field starts with {@code *}: Vixie's DOM_STAR or DOW_STAR. */
+    private static boolean starredDayField(String five) {
+        String[] fields = five.strip().split("\\s+");
+        return fields.length == 5 && (fields[2].startsWith("*") || fields[4].startsWith("*"));
+    }
+
+    private static CronDefinition bothDays(CronDefinition unix) {
+        List<FieldDefinition> fields = new ArrayList<>(unix.getFieldDefinitions());
+        fields.sort(Comparator.comparing(FieldDefinition::getFieldName)); // minute, hour, day of month, month, day of week
+        return new CronDefinition(fields, unix.getCronConstraints(), unix.getCronNicknames(), true);
     }
 
     private static ZoneId zone(String timeZone) {

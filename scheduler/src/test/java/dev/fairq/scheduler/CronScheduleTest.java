@@ -127,6 +127,30 @@ class CronScheduleTest {
                 "2026-01-16T00:00:00Z", "2026-01-23T00:00:00Z", "2026-01-30T00:00:00Z"), f);
     }
 
+    /**
+     * Vixie cron and cronie read a day field that starts with '*' as unrestricted (DOM_STAR, DOW_STAR): then a day
+     * must match both fields. cron-utils counted '*' + '/2' as restricted and fired on either.
+     */
+    @Test
+    void aDayFieldStartingWithAStarIsUnrestrictedAsInVixieCron() {
+        // January 2026: Mondays are the 5th, 12th, 19th, 26th; the odd Mondays the 5th and 19th
+        assertEquals(utc("2026-01-05T00:00:00Z", "2026-01-19T00:00:00Z"),
+                fires("0 0 */2 * MON", "UTC", "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z"));
+        // the 1st when it is a Sunday, Tuesday, Thursday or Saturday: February (Sunday) and March (Sunday), not January
+        // (its 1st is a Thursday but before the window) nor April (Wednesday)
+        assertEquals(utc("2026-02-01T00:00:00Z", "2026-03-01T00:00:00Z"),
+                fires("0 0 1 * */2", "UTC", "2026-01-02T00:00:00Z", "2026-05-01T00:00:00Z"));
+        // a field that does not start with '*' is restricted, even when it covers every day: either
+        assertEquals(15 + 2, fires("0 0 1-31/2 * MON", "UTC", "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z").size(),
+                "odd days (the 3rd to the 31st) or Mondays (the 12th and 26th are even)");
+        assertEquals(31, fires("0 0 1-31 * MON", "UTC", "2025-12-31T23:00:00Z", "2026-01-31T23:00:00Z").size());
+        // a plain '*' is as before: the other field alone
+        assertEquals(4, fires("0 0 * * MON", "UTC", "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z").size());
+        // and the walk back agrees
+        assertEquals(Instant.parse("2026-01-05T00:00:00Z"),
+                CronSchedule.of("0 0 */2 * MON", "UTC").previous(Instant.parse("2026-01-19T00:00:00Z")).orElseThrow());
+    }
+
     @Test
     void firesStopBeforeTheEnd() {
         CronSchedule s = CronSchedule.of("0 * * * *", "UTC");
