@@ -89,7 +89,7 @@ public final class ScheduleService {
             if (old == null || !old.getCron().equals(r.cron()) || !old.getTimeZone().equals(r.timeZone())) {
                 checkInterval(r.schedule(), room.minScheduleIntervalS(), now);
             }
-            if (old != null && sameDefinition(definitionOf(old).resolve(Integer.MAX_VALUE), r)) {
+            if (old != null && sameDefinition(storedResolved(old), r)) {
                 // a write that changes nothing changes nothing: a tool that applies its configuration again (every
                 // deploy, every minute) had its job created ahead withdrawn and made again, under a new id
                 return new Written(info(tx, tenantId, name, now).orElseThrow(), false);
@@ -236,8 +236,21 @@ public final class ScheduleService {
         return instant(s.getPrevFireAt());
     }
 
+    /**
+     * The stored definition resolved, or null when it no longer resolves (its time zone left this JVM's tz database
+     * since it was written): then any write is a change, and one that names a known zone repairs the schedule.
+     */
+    private static ScheduleDefinition.Resolved storedResolved(SchedulesRecord old) {
+        try {
+            return definitionOf(old).resolve(Integer.MAX_VALUE);
+        } catch (InvalidScheduleException e) {
+            return null;
+        }
+    }
+
     /** Whether two resolved definitions say the same (the payloads as JSON, whatever their key order or spacing). */
     static boolean sameDefinition(ScheduleDefinition.Resolved a, ScheduleDefinition.Resolved b) {
+        if (a == null) return false;
         try {
             return a.cron().equals(b.cron()) && a.timeZone().equals(b.timeZone()) && a.jobType().equals(b.jobType())
                     && Json.EXACT.readTree(a.jobPayloadJson()).equals(Json.EXACT.readTree(b.jobPayloadJson()))
@@ -300,9 +313,11 @@ public final class ScheduleService {
                 next.add(last);
                 nextJob = s.getLastJobId();
             }
-            if (nextFire != null) {
+            CronSchedule cron = nextFire == null ? null : storedSchedule(s);
+            // a schedule whose zone this JVM no longer knows fires no more (the firer records its next fire as
+            // 'invalid'): no next fires, rather than a 500 for it and for every list it is in
+            if (cron != null) {
                 next.add(nextFire);
-                CronSchedule cron = CronSchedule.of(s.getCron(), s.getTimeZone());
                 next.addAll(cron.fires(nextFire, instant(s.getEndAt()), NEXT_FIRES - next.size()));
             }
         }
@@ -312,6 +327,14 @@ public final class ScheduleService {
         return new ScheduleInfo(s.getTenantId(), s.getName(), d.cron(), d.timeZone(), d.job(), s.getMissedRuns(),
                 s.getBackfillLimit(), s.getOverlap(), s.getPaused(), instant(s.getStartAt()), instant(s.getEndAt()),
                 next, nextJob, lastFire, s.getFired(), s.getSkipped(), instant(s.getCreatedAt()), instant(s.getUpdatedAt()));
+    }
+
+    private static CronSchedule storedSchedule(SchedulesRecord s) {
+        try {
+            return CronSchedule.of(s.getCron(), s.getTimeZone());
+        } catch (CronSchedule.InvalidCronException e) {
+            return null;
+        }
     }
 
     private static ScheduleInfo.Fire fire(OffsetDateTime at, String outcome, Long jobId, String status) {

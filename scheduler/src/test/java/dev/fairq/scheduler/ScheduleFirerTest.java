@@ -357,6 +357,35 @@ class ScheduleFirerTest extends ScheduleTenantsTest {
         }
     }
 
+    /**
+     * A zone stored valid that this JVM's tz database no longer has (a JDK upgrade, or another process on another
+     * JDK): the schedule stops firing, but it can still be read, listed and repaired; reading it was a 500, for it
+     * and for every list it was in, and a PUT naming a known zone was refused for the stored zone.
+     */
+    @Test
+    void aScheduleWhoseZoneIsNoLongerKnownCanBeReadListedAndRepaired() {
+        put("acme", "gone", every("* * * * *").build());
+        put("acme", "fine", every("0 * * * *").build());
+        dsl.execute("UPDATE schedules SET time_zone = 'Gone/Zone' WHERE name = 'gone'");
+        ScheduleInfo gone = service.get(dsl, "acme", "gone").orElseThrow();
+        assertEquals(List.of(), gone.nextFires(), "it cannot fire");
+        assertEquals("Gone/Zone", gone.timeZone());
+        assertEquals(2, service.list(dsl, "acme", null, null, 10).schedules().size());
+        assertEquals(2, service.byNextFire(dsl, "acme", 10).size());
+        at("2026-06-01T12:01:00Z");
+        firer.fire(dsl);
+        assertEquals("invalid", service.get(dsl, "acme", "gone").orElseThrow().lastFire().outcome());
+
+        ScheduleInfo repaired = service.put(dsl, "acme", "gone", every("* * * * *").build()).schedule();
+        assertEquals("UTC", repaired.timeZone());
+        assertEquals(Instant.parse("2026-06-01T12:02:00Z"), repaired.nextFires().get(0), "12:01 was handled (invalid)");
+        // a write that keeps the unknown zone still names it
+        dsl.execute("UPDATE schedules SET time_zone = 'Gone/Zone' WHERE name = 'gone'");
+        InvalidScheduleException e = assertThrows(InvalidScheduleException.class, () -> service.setPaused(dsl, "acme", "gone", true));
+        assertEquals("time_zone", e.errors().get(0).field());
+        assertTrue(service.delete(dsl, "acme", "gone"));
+    }
+
     @Test
     void aTenantAtMaxQueuedHasItsFireSkippedAndTheOthersStillFire() {
         dsl.execute("UPDATE tenants SET max_queued = 1 WHERE id = 'acme'");
