@@ -19,11 +19,9 @@ import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 
 /**
  * Fires due schedules: each fire enqueues one job with job_key {@code schedule:<name>:<fire instant>}.
@@ -221,20 +219,29 @@ public final class ScheduleFirer {
         return outcome;
     }
 
-    /** Enqueues the fires' jobs in one call; a tenant at max_queued has its fires marked queue_full instead. */
+    /**
+     * Enqueues the fires' jobs in one call. A tenant whose fires do not all fit under max_queued gets as many as it
+     * has room for, its earliest, and the rest are marked queue_full: the fires are independent, so one fire too many
+     * must not cost the tenant all of them (a batch is refused whole).
+     */
     private void enqueue(DSLContext tx, List<JobRequest> requests, List<Fire> fires) {
-        Set<String> full = new HashSet<>();
-        while (!requests.isEmpty()) {
+        Map<String, Long> room = new HashMap<>(); // tenants refused once: how many of their fires still fit
+        while (true) {
             List<JobRequest> batchRequests = new ArrayList<>(requests.size());
             List<Fire> batchFires = new ArrayList<>(requests.size());
+            Map<String, Long> taken = new HashMap<>();
             for (int i = 0; i < requests.size(); i++) {
-                if (full.contains(requests.get(i).tenantId())) {
+                String tenant = requests.get(i).tenantId();
+                Long fit = room.get(tenant);
+                if (fit != null && taken.getOrDefault(tenant, 0L) >= fit) {
                     fires.get(i).outcome = QUEUE_FULL;
                 } else {
+                    taken.merge(tenant, 1L, Long::sum);
                     batchRequests.add(requests.get(i));
                     batchFires.add(fires.get(i));
                 }
             }
+            if (batchRequests.isEmpty()) return;
             try {
                 List<EnqueueResult> results = store.enqueueAll(tx, batchRequests);
                 for (int i = 0; i < results.size(); i++) {
@@ -243,8 +250,11 @@ public final class ScheduleFirer {
                 }
                 return;
             } catch (QueueFullException e) {
-                // nothing was written (a batch is counted before its insert, a single job in it); leave the tenant out, go again
-                if (!full.add(e.tenantId())) throw e;
+                // nothing was written (a batch is counted before its insert); go again with as many of the tenant's
+                // fires as it has room for, and always fewer than were refused, so this ends
+                Long refused = taken.get(e.tenantId());
+                if (refused == null) throw e; // not one of this batch's tenants: nothing to leave out
+                room.put(e.tenantId(), Math.max(0, Math.min(e.maxQueued() - e.queued(), refused - 1)));
             }
         }
     }

@@ -399,6 +399,39 @@ class ScheduleFirerTest extends ScheduleTenantsTest {
         assertEquals("queue_full", dsl.fetchValue("SELECT last_outcome FROM schedules WHERE name = 'full'"));
     }
 
+    /**
+     * A tenant with room for some of its fires gets that many: the fires of one batch were enqueued all or none, so
+     * one fire more than the room skipped every one of them (a run_all backfill of 6 with room for 5 enqueued none).
+     */
+    @Test
+    void aTenantWithRoomForSomeOfItsFiresGetsThatManyAndOnlyTheRestAreQueueFull() {
+        dsl.execute("UPDATE tenants SET max_queued = 3 WHERE id = 'acme'");
+        store.enqueue(dsl, dev.fairq.schema.JobRequest.builder("acme", "other").build());
+        for (String name : List.of("a", "b", "c", "d")) put("acme", name, every("* * * * *").build());
+        put("globex", "fine", every("* * * * *").build());
+        at("2026-06-01T12:00:40Z");
+        assertEquals(3, firer.fire(dsl), "two of acme's four fires fit, and globex's");
+        assertEquals(2, db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'acme' AND job_key LIKE 'schedule:%'"));
+        assertEquals(2, skipped("queue_full"));
+        assertEquals(2, db.count("SELECT count(*) FROM schedules WHERE tenant_id = 'acme' AND last_outcome = 'queue_full'"));
+
+        // a backfill after an outage: room for 5 of its 6 missed fires
+        db.reset();
+        db.createTenant("acme");
+        start(Instant.parse("2026-06-01T12:30:00Z"));
+        dsl.execute("UPDATE tenants SET max_queued = 5 WHERE id = 'acme'");
+        put("acme", "all", every("0 * * * *").missedRuns("run_all").build());
+        at("2026-06-01T18:30:00Z"); // 13:00 ... 18:00 missed
+        assertEquals(5, firer.fire(dsl));
+        assertEquals(List.of("schedule:all:2026-06-01T13:00:00Z", "schedule:all:2026-06-01T14:00:00Z",
+                "schedule:all:2026-06-01T15:00:00Z", "schedule:all:2026-06-01T16:00:00Z",
+                "schedule:all:2026-06-01T17:00:00Z"), keys("acme"));
+        ScheduleInfo info = service.get(dsl, "acme", "all").orElseThrow();
+        assertEquals(5, info.fired());
+        assertEquals(1, info.skipped());
+        assertEquals("queue_full", info.lastFire().outcome());
+    }
+
     @Test
     void maxSchedulesAndTheMinimumIntervalAreCheckedWhenASheduleIsWritten() {
         dsl.execute("UPDATE tenants SET max_schedules = 2, min_schedule_interval_s = 3600 WHERE id = 'acme'");
