@@ -199,6 +199,11 @@ public final class DashboardStore {
      */
     static Window window(OffsetDateTime now, OffsetDateTime current, OffsetDateTime finalThrough) {
         OffsetDateTime previous = current.minusMinutes(1);
+        // a cursor past the previous minute was left by runs on a clock that was ahead (the database's clock was set
+        // back since): the minutes from here on were not counted on this clock, so count as if the previous minute
+        // had not settled yet; trusting it made every run count the current minute alone, and a minute's last
+        // seconds (after its last run) went uncounted until the clock caught up with the cursor
+        if (finalThrough != null && finalThrough.isAfter(previous)) finalThrough = previous.minusMinutes(1);
         OffsetDateTime since;
         boolean catchUp = false;
         if (finalThrough == null || !finalThrough.isBefore(previous.minusMinutes(1))) {

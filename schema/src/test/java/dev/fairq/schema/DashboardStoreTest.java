@@ -74,6 +74,9 @@ class DashboardStoreTest extends StoreTestSupport {
         // a minute without a run (the previous minute's runs never settled the one before): catch up from the cursor
         assertEquals(new DashboardStore.Window(M.minusMinutes(3), true, M.minusMinutes(1)),
                 DashboardStore.window(M.plusSeconds(30), M, M.minusMinutes(3)));
+        // a cursor ahead of the clock (the clock was set back): the previous minute is recounted, the cursor moves back
+        assertEquals(new DashboardStore.Window(M.minusMinutes(1), false, M.minusMinutes(2)),
+                DashboardStore.window(M.plusSeconds(5), M, M.plusMinutes(60)));
         // never more than MAX_CATCH_UP back
         assertEquals(new DashboardStore.Window(M.minus(DashboardStore.MAX_CATCH_UP), true, M.minusMinutes(2)),
                 DashboardStore.window(M.plusSeconds(1), M, M.minusDays(3)));
@@ -144,6 +147,30 @@ class DashboardStoreTest extends StoreTestSupport {
                     scalar(Long.class, "SELECT sum(succeeded) FROM tenant_minute_stats WHERE tenant_id = ?", tenant),
                     tenant + ": the rollup against the jobs table");
         }
+    }
+
+    /**
+     * The database clock stepped back an hour (the cursor stands an hour ahead of it): each minute is still
+     * counted whole, its last seconds by the next minute's first runs, as before the step. Trusting the cursor
+     * made every run count the current minute only, and a job that finished in a minute's last seconds (after the
+     * minute's last run counted through) was in no minute until the clock caught up with the cursor.
+     */
+    @Test
+    void aClockSetBackStillCountsTheLastSecondsOfEachMinute() {
+        DashboardStore rollup = new DashboardStore(clock);
+        dsl.execute("DELETE FROM rollup_cursor");
+        Instant m0 = clock.instant().truncatedTo(ChronoUnit.MINUTES).plus(Duration.ofMinutes(1));
+        // before the step (its own clock: a SettableClock only moves forward), the cursor an hour ahead of what follows
+        new DashboardStore(new SettableClock(m0.plus(Duration.ofHours(1)).plusSeconds(20))).rollup(dsl, List.of(T1));
+        clock.set(m0.plusSeconds(50));
+        rollup.rollup(dsl, List.of(T1));
+        clock.set(m0.plusSeconds(59));
+        finishOne(T1); // after the minute's last run counted through (58 s)
+        for (int s = 60; s <= 100; s += 10) {
+            clock.set(m0.plusSeconds(s));
+            rollup.rollup(dsl, List.of(T1));
+        }
+        assertEquals(1, succeeded(T1, m0), "the completion at 59 s is in its minute");
     }
 
     /**
