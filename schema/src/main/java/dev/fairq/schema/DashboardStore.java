@@ -297,12 +297,16 @@ public final class DashboardStore {
                               int dead, long busyMs, Integer pending, Integer ready, Integer running,
                               Long oldestPendingAgeMs) {}
 
-    /** A tenant's minutes since {@code since} ago, oldest first: a range of the primary key (tenant_id, minute). */
+    /**
+     * A tenant's minutes since {@code since} ago, oldest first: a range of the primary key (tenant_id, minute). The
+     * minutes of the chart: for an hour, the current one and the 59 before it (the window's totals sum the same
+     * minutes, {@link #TOTALS}, {@link #TENANT_HEAD}; they had summed one more, off the chart's left edge).
+     */
     static final NamedSql MINUTES = NamedSql.of("""
             SELECT tenant_id, minute, started, succeeded, failed, dead, busy_ms, pending, ready, running,
                    oldest_pending_age_ms
             FROM tenant_minute_stats
-            WHERE tenant_id = :tenant AND minute >= date_trunc('minute', :now - :since_ms * interval '1 millisecond')
+            WHERE tenant_id = :tenant AND minute > date_trunc('minute', :now - :since_ms * interval '1 millisecond')
             ORDER BY minute
             """);
 
@@ -324,8 +328,10 @@ public final class DashboardStore {
     }
 
     /**
-     * Per tenant, sums over the window: at most one row per minute of the window per tenant named, on the
-     * primary key (tenant_id, minute). The start rate divides the starts of the previous and the current
+     * Per tenant, sums over the window (the current minute and the ones before it, as many as the window has:
+     * the chart's minutes, {@link #MINUTES}): at most one row per minute of the window per tenant named, on the
+     * primary key (tenant_id, minute). The recent sums count whole minutes from the start of the minute
+     * {@code recent} ago, as GET /v1/stats does. The start rate divides the starts of the previous and the current
      * minute by the time they cover.
      */
     static final NamedSql TOTALS = NamedSql.of("""
@@ -336,7 +342,7 @@ public final class DashboardStore {
                        / greatest(1, fairq_epoch(:now) - fairq_epoch(date_trunc('minute', :now) - interval '1 minute'))
             FROM tenant_minute_stats
             WHERE tenant_id = ANY(:tenant_ids::text[])
-              AND minute >= date_trunc('minute', :now - :window_ms * interval '1 millisecond')
+              AND minute > date_trunc('minute', :now - :window_ms * interval '1 millisecond')
             GROUP BY tenant_id
             """);
 
@@ -360,7 +366,7 @@ public final class DashboardStore {
                        coalesce(sum(started) FILTER (WHERE minute >= date_trunc('minute', :now) - interval '1 minute'), 0)
                            / greatest(1, fairq_epoch(:now) - fairq_epoch(date_trunc('minute', :now) - interval '1 minute')) AS start_rate
                 FROM tenant_minute_stats
-                WHERE tenant_id = :tenant AND minute >= date_trunc('minute', :now - :window_ms * interval '1 millisecond')
+                WHERE tenant_id = :tenant AND minute > date_trunc('minute', :now - :window_ms * interval '1 millisecond')
             ) h
             WHERE t.id = :tenant
             """);

@@ -174,6 +174,37 @@ class DashboardStoreTest extends StoreTestSupport {
     }
 
     /**
+     * The tenant dashboard's hour: its chart has a point for the current minute and each of the 59 before it, and
+     * its totals (succeeded_last_hour, the success rate) sum the same minutes, as the admin overview's do. They had
+     * summed one more, the minute an hour ago, off the chart's left edge: a user adding up the bars found fewer
+     * jobs than the totals said. The recent (five-minute) sums keep counting from the start of the minute five
+     * minutes ago, as GET /v1/stats does.
+     */
+    @Test
+    void theHoursTotalsSumTheMinutesOfTheChart() {
+        DashboardStore rollup = new DashboardStore(clock);
+        Instant m = clock.instant().truncatedTo(ChronoUnit.MINUTES).plus(Duration.ofMinutes(1));
+        clock.set(m.plusSeconds(20));
+        for (int[] row : new int[][] {{60, 5}, {59, 1}, {5, 2}, {0, 3}}) {
+            dsl.execute("INSERT INTO tenant_minute_stats (tenant_id, minute, started, succeeded, failed, dead, busy_ms, "
+                    + "updated_at) VALUES (?, ?::timestamptz, ?, ?, 0, 0, 0, ?::timestamptz)",
+                    T1, m.minus(Duration.ofMinutes(row[0])).toString(), row[1], row[1], m.toString());
+        }
+        List<DashboardStore.MinuteStats> chart = rollup.minuteStats(dsl, T1, Duration.ofHours(1));
+        assertEquals(3, chart.size(), "the chart's minutes: the current one and the 59 before it");
+        long onTheChart = chart.stream().mapToLong(DashboardStore.MinuteStats::succeeded).sum();
+        DashboardStore.RollupTotals head = rollup.tenantHead(dsl, T1, Duration.ofHours(1), Duration.ofMinutes(5))
+                .orElseThrow().totals();
+        assertEquals(onTheChart, head.succeeded(), "the dashboard's hour is its chart's");
+        assertEquals(6, head.succeeded());
+        assertEquals(5, head.startedRecent(), "five minutes: from the start of the minute five minutes ago");
+        DashboardStore.RollupTotals overview = rollup.rollupTotals(dsl, List.of(T1), Duration.ofHours(1),
+                Duration.ofMinutes(5)).get(T1);
+        assertEquals(6, overview.succeeded(), "the overview's hour too");
+        assertEquals(5, overview.startedRecent());
+    }
+
+    /**
      * GET /v1/stats adds to the rollup the jobs that finished after the time the rollup's rows carry. A run's
      * statement takes its snapshot milliseconds after its own now() (the planning of the big statement), so a
      * completion can begin after a run's time and commit before its snapshot, and another can begin before it
