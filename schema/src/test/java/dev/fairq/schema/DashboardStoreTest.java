@@ -205,6 +205,41 @@ class DashboardStoreTest extends StoreTestSupport {
     }
 
     /**
+     * A catch-up that cannot finish within the statement timeout (here a gap minute's row is locked; in production,
+     * more completions in the gap than one statement counts in time: 8 s for 1,000,000) gives the gap up and counts
+     * from the previous minute on, as a steady run. It had failed at every run after, each over a longer gap: the
+     * cursor never moved, and the dashboards, the admin overview's active tenants and the stats' recent counts
+     * stopped for good.
+     */
+    @Test
+    void aCatchUpThatTimesOutStillCountsTheCurrentMinute() throws Exception {
+        DashboardStore rollup = new DashboardStore(clock);
+        Instant m0 = clock.instant().truncatedTo(ChronoUnit.MINUTES).plus(Duration.ofMinutes(1));
+        clock.set(m0.plusSeconds(30));
+        dsl.execute("DELETE FROM rollup_cursor");
+        dsl.execute("INSERT INTO rollup_cursor (id, rolled_through) VALUES (1, ?::timestamptz)",
+                m0.minus(Duration.ofMinutes(10)).toString());
+        Instant gap = m0.minus(Duration.ofMinutes(5));
+        dsl.execute("INSERT INTO tenant_minute_stats (tenant_id, minute, started, succeeded, failed, dead, busy_ms, "
+                + "updated_at) VALUES (?, ?::timestamptz, 7, 7, 0, 0, 0, ?::timestamptz)", T1, gap.toString(), gap.toString());
+        finishOne(T1);
+        clock.set(m0.plusSeconds(40));
+        try (java.sql.Connection locker = Database.dedicated(db.jdbcUrl, db.user, db.password, "rollup-test-locker");
+             java.sql.Connection timed = Database.dedicated(db.jdbcUrl, db.user, db.password, "rollup-test-run")) {
+            locker.setAutoCommit(false);
+            Database.dsl(locker).execute("SELECT 1 FROM tenant_minute_stats WHERE tenant_id = ? AND minute = ?::timestamptz "
+                    + "FOR UPDATE", T1, gap.toString());
+            Database.dsl(timed).execute("SET statement_timeout = 1000");
+            rollup.rollup(Database.dsl(timed), List.of(T1));
+            locker.rollback();
+        }
+        assertEquals(1, succeeded(T1, m0), "the current minute is counted");
+        assertEquals(7, succeeded(T1, gap), "the gap keeps what it had");
+        assertEquals(OffsetDateTime.ofInstant(m0.minus(Duration.ofMinutes(1)), ZoneOffset.UTC),
+                scalar(OffsetDateTime.class, "SELECT rolled_through FROM rollup_cursor"), "the cursor moved on");
+    }
+
+    /**
      * GET /v1/stats adds to the rollup the jobs that finished after the time the rollup's rows carry. A run's
      * statement takes its snapshot milliseconds after its own now() (the planning of the big statement), so a
      * completion can begin after a run's time and commit before its snapshot, and another can begin before it
