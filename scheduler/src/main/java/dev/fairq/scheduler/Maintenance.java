@@ -94,6 +94,12 @@ final class Maintenance implements AutoCloseable {
         c = connections.open();
         try (Statement s = c.createStatement()) {
             s.execute("SET statement_timeout = " + statementTimeout.toMillis());
+            // a process frozen inside a duty's transaction (SIGSTOP, a long pause, a VM migration: the rollup's
+            // statement finishes on the server, then the session waits for the next one) held its row locks for as
+            // long as it stayed frozen, and the new leader's rollup, retention or firing waited on them, failing at
+            // every turn: the server ends such a session (its locks go with it) once it has idled this long in a
+            // transaction. A healthy duty sends its statements back to back.
+            s.execute("SET idle_in_transaction_session_timeout = " + statementTimeout.toMillis());
             // background writes lost to a database crash are recomputed at the next run
             s.execute("SET synchronous_commit = off");
         }

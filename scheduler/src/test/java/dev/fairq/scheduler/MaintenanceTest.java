@@ -172,6 +172,38 @@ class MaintenanceTest {
         assertTrue(service.isLeader());
     }
 
+    /**
+     * A process frozen inside a duty's transaction (here the duty's thread stops between the rollup's two statements,
+     * as a SIGSTOP would stop it) loses the transaction and its locks after the statement timeout: the rollup cursor
+     * it locked is free for the next leader. It had kept them for as long as it stayed frozen, and the new leader's
+     * rollup waited on them at every run.
+     */
+    @Test
+    void aDutyFrozenInsideItsTransactionReleasesItsLocks() throws Exception {
+        java.util.concurrent.CountDownLatch frozen = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch thaw = new java.util.concurrent.CountDownLatch(1);
+        Maintenance m = new Maintenance("frozen-duty", () -> Database.dedicated(db.jdbcUrl, db.user, db.password, NAME),
+                Duration.ofSeconds(1), List.of(new Maintenance.Duty("frozen", Duration.ofHours(1), ctx -> ctx.transaction(c -> {
+                    c.dsl().execute("INSERT INTO rollup_cursor (id, rolled_through) VALUES (1, now()) "
+                            + "ON CONFLICT (id) DO UPDATE SET rolled_through = excluded.rolled_through");
+                    frozen.countDown();
+                    thaw.await();
+                }))));
+        try {
+            m.start();
+            assertTrue(frozen.await(60, java.util.concurrent.TimeUnit.SECONDS));
+            await().atMost(Duration.ofSeconds(30)).until(() ->
+                    db.count("SELECT count(*) FROM pg_stat_activity WHERE application_name = ?", NAME) == 0);
+            try (Connection c = Database.dedicated(db.jdbcUrl, db.user, db.password, "maintenance-test-next")) {
+                c.createStatement().execute("SET lock_timeout = 5000");
+                c.createStatement().execute("UPDATE rollup_cursor SET rolled_through = now() WHERE id = 1"); // not held up
+            }
+        } finally {
+            thaw.countDown();
+            m.close();
+        }
+    }
+
     private long manualVacuums(String table) {
         return db.count("SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = ?", table);
     }
