@@ -37,7 +37,8 @@ public final class DashboardStore {
      * jobs_tenant_status_idx, ready and running, the oldest pending job) is written only into the current
      * minute; a past minute keeps the last depth seen during it (coalesce), null if no rollup ran then. A
      * tenant gets a row only when something happened or waits, or when it already has one for that minute
-     * (so a count that drops to zero is rewritten, not left stale).
+     * (so a count that drops to zero is rewritten, not left stale), or when nothing waits but its latest
+     * snapshot, in an earlier minute, said something did (a zero snapshot: the overview shows the latest one).
      */
     static final NamedSql ROLLUP = NamedSql.of("""
             WITH win AS (
@@ -111,6 +112,15 @@ public final class DashboardStore {
                 SELECT tenant_id, m FROM counts
                 UNION
                 SELECT d.tenant_id, win.cur FROM depth d, win WHERE d.pending + d.ready + d.running > 0
+                UNION
+                -- nothing waits or runs now, but the tenant's latest snapshot says something did (it drained after
+                -- its minute's last run): a zero snapshot, else the overview showed that backlog for five minutes.
+                -- One backward probe of the primary key per tenant named with nothing waiting.
+                SELECT d.tenant_id, win.cur FROM depth d, win
+                WHERE d.pending + d.ready + d.running = 0
+                  AND (SELECT r.pending + r.ready + r.running > 0 FROM tenant_minute_stats r
+                       WHERE r.tenant_id = d.tenant_id AND r.minute < win.cur AND r.pending IS NOT NULL
+                       ORDER BY r.minute DESC LIMIT 1)
                 UNION
                 SELECT r.tenant_id, r.minute FROM tenant_minute_stats r, win
                 WHERE r.minute >= win.since AND r.tenant_id IN (SELECT id FROM t)

@@ -240,6 +240,34 @@ class DashboardStoreTest extends StoreTestSupport {
     }
 
     /**
+     * A tenant whose backlog drained after its minute's last run: the next minute's first run snapshots its depth at 0
+     * (a row of its own), so the admin overview, which shows each tenant's latest snapshot, says 0. A tenant got a row
+     * only when something happened or waited, so the overview showed the drained backlog (and sorted the tenant by it,
+     * counted it in the totals, gave it a weight share) for the five minutes its last row stayed in the window.
+     */
+    @Test
+    void aBacklogThatDrainedAfterTheMinutesLastRunShowsAsZeroAtTheNextRun() {
+        DashboardStore rollup = new DashboardStore(clock);
+        dsl.execute("DELETE FROM rollup_cursor");
+        Instant m0 = clock.instant().truncatedTo(ChronoUnit.MINUTES).plus(Duration.ofMinutes(1));
+        clock.set(m0.plusSeconds(50));
+        long waiting = enqueue(job(T1));
+        rollup.rollup(dsl, List.of(T1));
+        assertEquals(1L, rollup.activity(dsl, Duration.ofMinutes(5), List.of(T1)).get(0).pending());
+        clock.set(m0.plusSeconds(58));
+        store.cancel(dsl, T1, waiting); // drained after the minute's last run
+        for (int s = 62; s <= 92; s += 10) {
+            clock.set(m0.plusSeconds(s));
+            rollup.rollup(dsl, List.of(T1));
+        }
+        DashboardStore.Activity a = rollup.activity(dsl, Duration.ofMinutes(5), List.of(T1)).get(0);
+        assertEquals(List.of(0L, 0L, 0L), List.of(a.pending(), a.ready(), a.running()), "the latest snapshot: nothing waits");
+        assertEquals(Integer.valueOf(1), scalar(Integer.class,
+                "SELECT pending FROM tenant_minute_stats WHERE tenant_id = ? AND minute = ?::timestamptz", T1, m0.toString()),
+                "the minute before keeps the last depth seen during it");
+    }
+
+    /**
      * GET /v1/stats adds to the rollup the jobs that finished after the time the rollup's rows carry. A run's
      * statement takes its snapshot milliseconds after its own now() (the planning of the big statement), so a
      * completion can begin after a run's time and commit before its snapshot, and another can begin before it
