@@ -44,14 +44,20 @@ public final class Retention {
 
     /**
      * Side-effect keys ({@link SideEffects}), one bounded batch: rows not written for {@code keep_ms} (done keys,
-     * and pending keys whose holder never came back). The keys are collected first through
-     * side_effects_updated_idx (oldest first, LIMIT), then deleted by primary key.
+     * and pending keys whose holder never came back), unless the job that wrote one last is still in the jobs
+     * table: a dead job kept for replay (or still retrying) must find its effects however long ago it wrote them.
+     * Counted from the key's write alone, a job that wrote its effect on its first attempt and died on its last,
+     * up to about 14 hours later with the default backoff, or one kept longer than the keys
+     * (FAIRQ_DEAD_RETENTION_HOURS above FAIRQ_EFFECT_RETENTION_HOURS), ran the effect again when replayed. The
+     * keys are collected first through side_effects_updated_idx (oldest first, LIMIT, one primary-key probe of
+     * jobs each), then deleted by primary key.
      */
     static final NamedSql DELETE_SIDE_EFFECTS = NamedSql.of("""
             DELETE FROM side_effects s
-            USING (SELECT tenant_id, key FROM side_effects
-                   WHERE updated_at < :now - :keep_ms * interval '1 millisecond'
-                   ORDER BY updated_at LIMIT :batch) old
+            USING (SELECT e.tenant_id, e.key FROM side_effects e
+                   WHERE e.updated_at < :now - :keep_ms * interval '1 millisecond'
+                     AND (e.job_id IS NULL OR NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.job_id))
+                   ORDER BY e.updated_at LIMIT :batch) old
             WHERE s.tenant_id = old.tenant_id AND s.key = old.key
             """);
 

@@ -101,6 +101,30 @@ class SideEffectsStoreTest extends StoreTestSupport {
         assertEquals("done", effects().find(dsl, T1, "new").orElseThrow().status());
     }
 
+    /**
+     * A dead job kept for replay finds the effects it wrote, however long ago: its key outlives the key retention
+     * while the job is in the table (here its effect was written eight days before, the job kept 30 days), and goes
+     * after the job does. Counted from the key's write alone, the replay ran the charge again.
+     */
+    @Test
+    void aKeyStaysWhileTheJobThatWroteItIsKept() {
+        long id = enqueue(job(T1).maxAttempts(1));
+        int attempt = admitAndClaim("w1", id).attempt();
+        UUID t = ((SideEffects.Claim.Acquired) effects().begin(dsl, T1, "charge:7", LOCK, id)).token();
+        effects().complete(dsl, T1, "charge:7", t, "receipt-7");
+        store.finish(dsl, "w1", List.of(new JobOutcome.Failed(id, attempt, true, 0, "the mail server was down")));
+        UUID other = ((SideEffects.Claim.Acquired) effects().begin(dsl, T1, "gone", LOCK, id + 1000)).token();
+        effects().complete(dsl, T1, "gone", other, "r"); // its job is no longer in the table
+        clock.advance(Duration.ofDays(8));
+
+        assertEquals(1, store.retention().deleteSideEffects(dsl, Duration.ofDays(7), 100), "only the key of a job that is gone");
+        assertEquals(new SideEffects.Claim.Done("receipt-7"), effects().begin(dsl, T1, "charge:7", LOCK, id),
+                "the dead job, replayed now, finds its charge");
+        assertEquals(1, store.retention().deleteFinished(dsl, Duration.ofDays(1), Duration.ofDays(7), 100));
+        assertEquals(1, store.retention().deleteSideEffects(dsl, Duration.ofDays(7), 100), "the job gone, its key goes");
+        assertEquals(0, db.count("SELECT count(*) FROM side_effects"));
+    }
+
     @Test
     void keysAreOneTo255Characters() {
         assertThrows(IllegalArgumentException.class, () -> effects().begin(dsl, T1, "", LOCK, 1L));
