@@ -50,7 +50,8 @@ public final class Retention {
      * up to about 14 hours later with the default backoff, or one kept longer than the keys
      * (FAIRQ_DEAD_RETENTION_HOURS above FAIRQ_EFFECT_RETENTION_HOURS), ran the effect again when replayed. The
      * keys are collected first through side_effects_updated_idx (oldest first, LIMIT, one primary-key probe of
-     * jobs each), then deleted by primary key.
+     * jobs each), then deleted by primary key. Keys kept for their job are walked past by every batch, a probe
+     * each: as many as the kept jobs wrote past the key retention (the dead ones' retry spans, by default).
      */
     static final NamedSql DELETE_SIDE_EFFECTS = NamedSql.of("""
             DELETE FROM side_effects s
