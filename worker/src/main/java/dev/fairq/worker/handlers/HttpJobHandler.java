@@ -12,6 +12,7 @@ import dev.fairq.worker.RetryableJobException;
 import dev.fairq.worker.SnoozeJobException;
 import org.eclipse.jetty.client.Destination;
 import org.eclipse.jetty.client.HttpClient;
+import org.eclipse.jetty.client.HttpResponseException;
 import org.eclipse.jetty.client.ProxyAuthenticationProtocolHandler;
 import org.eclipse.jetty.client.RedirectProtocolHandler;
 import org.eclipse.jetty.client.Request;
@@ -20,6 +21,7 @@ import org.eclipse.jetty.client.Result;
 import org.eclipse.jetty.client.StringRequestContent;
 import org.eclipse.jetty.client.WWWAuthenticationProtocolHandler;
 import org.eclipse.jetty.http.HttpCookieStore;
+import org.eclipse.jetty.http.HttpException;
 import org.eclipse.jetty.http.HttpField;
 import org.eclipse.jetty.http.HttpHeader;
 import org.eclipse.jetty.util.Promise;
@@ -114,7 +116,8 @@ import java.util.regex.Pattern;
  * by its header only, and any value that shows up in a message anyway (a receiver echoing it) is replaced.
  * URLs in messages lose their user info, fragment and the values of query parameters named like secrets
  * ({@link #redactUrl}). Responses are read only up to {@value #EXCERPT_BYTES} bytes (for the error message);
- * the rest is dropped unread.
+ * the rest is dropped unread. Response headers over {@value #MAX_RESPONSE_HEADERS_BYTES} bytes are a transient
+ * failure ("invalid response"), so a receiver cannot fill the worker's memory with them.
  *
  * <p>Stopping: when the worker stops an attempt (someone cancelled the job, it ran past its time limit, or the
  * worker lost its lease) it interrupts the handler, which aborts the pending exchange and closes its
@@ -135,6 +138,11 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
      */
     public static final Duration TIME_LIMIT = Duration.ofMillis(MAX_TIMEOUT_MS).plusSeconds(10);
     static final int EXCERPT_BYTES = 2048;
+    /**
+     * The most response header bytes read (status line and fields). Jetty's client has no limit of its own, so a
+     * receiver streaming header lines without end would fill the worker's heap until the job's timeout.
+     */
+    static final int MAX_RESPONSE_HEADERS_BYTES = 64 * 1024;
     static final int EXCERPT_CHARS = 300;
     static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(10);
     static final String REDACTED = "REDACTED";
@@ -204,6 +212,7 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
         c.setSslContextFactory(new SslContextFactory.Client()); // verifies the certificate against the host name
         c.setSocketAddressResolver(new VettedAddresses());
         c.setConnectTimeout(CONNECT_TIMEOUT.toMillis());
+        c.setMaxResponseHeadersSize(MAX_RESPONSE_HEADERS_BYTES);
         c.setFollowRedirects(false);
         c.setHttpCookieStore(new HttpCookieStore.Empty());
         c.setUserAgentField(new HttpField(HttpHeader.USER_AGENT, "fairq"));
@@ -583,6 +592,10 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
         }
         if (cause instanceof SSLException) {
             return new RetryableJobException(what + ": TLS failed" + clean(cause.getMessage()), null);
+        }
+        if (cause instanceof HttpResponseException && cause.getCause() instanceof HttpException bad) {
+            // the parser's reason ("Response Header Bytes Too Large", ...); the outer message dumps the connection
+            return new RetryableJobException(what + ": invalid response" + clean(bad.getReason()), null);
         }
         return new RetryableJobException(what + ": " + cause.getClass().getSimpleName() + clean(cause.getMessage()), null);
     }

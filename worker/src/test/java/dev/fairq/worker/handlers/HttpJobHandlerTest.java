@@ -12,6 +12,7 @@ import org.junit.jupiter.api.Test;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.net.UnknownHostException;
 import java.time.Duration;
 import java.time.Instant;
@@ -532,5 +533,29 @@ class HttpJobHandlerTest extends ReceiverTest {
         receiver.answer(r -> Receiver.Reply.of(200, "y".repeat(1_000_000)));
         local.handle(job(1, 1, payload(receiver.url("/"))));
         assertEquals(1, receiver.requests.size());
+    }
+
+    @Test
+    void aReceiverStreamingHeaderLinesWithoutEndIsCutOffAtTheHeaderLimitNotAtTheTimeout() throws Exception {
+        try (ServerSocket raw = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
+            Thread server = new Thread(() -> {
+                try (java.net.Socket s = raw.accept()) {
+                    s.getInputStream().read(new byte[8192]);
+                    java.io.OutputStream out = s.getOutputStream();
+                    out.write("HTTP/1.1 200 OK\r\n".getBytes(StandardCharsets.US_ASCII));
+                    byte[] line = ("X-Junk: " + "a".repeat(1000) + "\r\n").getBytes(StandardCharsets.US_ASCII);
+                    for (int i = 0; i < 16_000; i++) out.write(line); // 16 MB of headers, then it holds the line
+                    release.await();
+                } catch (Exception e) {
+                    // the client hung up, as it should
+                }
+            }, "endless-headers");
+            server.setDaemon(true);
+            server.start();
+            RetryableJobException e = assertThrows(RetryableJobException.class, () -> local.handle(job(1, 1,
+                    "{\"url\": \"http://127.0.0.1:" + raw.getLocalPort() + "/\", \"timeout_ms\": 20000}")));
+            assertFalse(e.getMessage().contains("timed out"), e.getMessage());
+            assertTrue(e.getMessage().endsWith(": invalid response (Response Header Bytes Too Large)"), e.getMessage());
+        }
     }
 }
