@@ -398,17 +398,38 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
         }
 
         /**
-         * {@code message} with every payload header value replaced (a receiver may echo one back) and URLs in it
-         * redacted. Values shorter than 4 characters are left: they cannot be secrets, and would mangle the text.
+         * {@code message} with every payload header value and every secret-looking query value of the URL replaced
+         * (a receiver may echo one back, the query often in a relative form like Express's "Cannot POST
+         * /hook?token=..." that {@link #redactUrlsIn} does not see) and URLs in it redacted. Values shorter than 4
+         * characters are left: they cannot be secrets, and would mangle the text.
          */
         String scrub(String message) {
             if (message == null) return "";
             String out = redactUrlsIn(message);
-            for (String value : headers.values()) {
-                String v = value.trim();
+            Set<String> secrets = new java.util.TreeSet<>((a, b) -> a.length() != b.length()
+                    ? b.length() - a.length() : a.compareTo(b)); // longest first: a secret inside another goes with it
+            for (String value : headers.values()) secrets.add(value.trim());
+            if (url.getRawQuery() != null) {
+                for (String pair : url.getRawQuery().split("&")) {
+                    int eq = pair.indexOf('=');
+                    if (eq < 0 || !SECRET_PARAM.matcher(decoded(pair.substring(0, eq))).find()) continue;
+                    secrets.add(pair.substring(eq + 1));
+                    secrets.add(decoded(pair.substring(eq + 1)));
+                }
+            }
+            for (String v : secrets) {
                 if (v.length() >= 4) out = out.replace(v, REDACTED);
             }
             return out;
+        }
+    }
+
+    /** A query component URL-decoded, or as is when it does not decode. */
+    private static String decoded(String raw) {
+        try {
+            return java.net.URLDecoder.decode(raw, StandardCharsets.UTF_8);
+        } catch (IllegalArgumentException e) {
+            return raw;
         }
     }
 
@@ -670,13 +691,7 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
             if (!sb.isEmpty()) sb.append('&');
             int eq = pair.indexOf('=');
             String name = eq < 0 ? pair : pair.substring(0, eq);
-            String decoded;
-            try {
-                decoded = java.net.URLDecoder.decode(name, StandardCharsets.UTF_8);
-            } catch (IllegalArgumentException e) {
-                decoded = name;
-            }
-            if (eq >= 0 && SECRET_PARAM.matcher(decoded).find()) sb.append(name).append('=').append(REDACTED);
+            if (eq >= 0 && SECRET_PARAM.matcher(decoded(name)).find()) sb.append(name).append('=').append(REDACTED);
             else sb.append(pair);
         }
         return sb.toString();

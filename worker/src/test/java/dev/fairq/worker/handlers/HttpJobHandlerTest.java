@@ -409,6 +409,19 @@ class HttpJobHandlerTest extends ReceiverTest {
     }
 
     @Test
+    void aSecretQueryValueEchoedInARelativeFormIsRedactedFromTheError() {
+        // Express's default 404 page: the path and query as received, no scheme or host
+        receiver.answer(r -> Receiver.Reply.of(404, "<pre>Cannot POST " + r.path() + "</pre> (api_key "
+                + java.net.URLDecoder.decode(r.path().replaceAll(".*api_key=([^&]*).*", "$1"), StandardCharsets.UTF_8) + ")"));
+        PermanentJobException e = assertThrows(PermanentJobException.class, () -> local.handle(job(1, 1, payload(
+                receiver.url("/hook?token=t0kenvalue&api_key=k3y%2Bplus&page=2")))));
+        assertFalse(e.getMessage().contains("t0kenvalue"), e.getMessage());
+        assertFalse(e.getMessage().contains("k3y"), e.getMessage());
+        assertTrue(e.getMessage().endsWith(": <pre>Cannot POST /hook?token=REDACTED&api_key=REDACTED&page=2</pre> "
+                + "(api_key REDACTED)"), e.getMessage());
+    }
+
+    @Test
     void aRedirectIsNotFollowedAndIsPermanent() {
         receiver.answer(r -> r.path().equals("/elsewhere") ? Receiver.Reply.of(200)
                 : new Receiver.Reply(302, Map.of("Location", receiver.url("/elsewhere")), ""));
