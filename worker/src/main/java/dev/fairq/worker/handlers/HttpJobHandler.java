@@ -158,6 +158,8 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
     /** Query parameters whose values are left out of messages. */
     private static final Pattern SECRET_PARAM = Pattern.compile(
             "token|key|secret|sig|password|passwd|pwd|pass|auth|credential|session|jwt|code|hmac", Pattern.CASE_INSENSITIVE);
+    /** A header value of the form {@code <auth-scheme> <credentials>} (RFC 9110 section 11.4); group 1 the credentials. */
+    private static final Pattern SCHEME_AND_CREDENTIALS = Pattern.compile("[!#$%&'*+\\-.^_`|~0-9A-Za-z]+[ \t]+(\\S.*)");
     /** An absolute URL in free text, without trailing punctuation. */
     private static final Pattern URL_IN_TEXT = Pattern.compile("(?i)\\b[a-z][a-z0-9+.-]*://[^\\s'\"<>]*[^\\s'\"<>.,;:!?)\\]]");
 
@@ -398,7 +400,8 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
         }
 
         /**
-         * {@code message} with every payload header value and every secret-looking query value of the URL replaced
+         * {@code message} with every payload header value (and the credentials part of one that reads
+         * {@code <scheme> <credentials>}, like {@code Bearer ...}) and every secret-looking query value of the URL replaced
          * (a receiver may echo one back, the query often in a relative form like Express's "Cannot POST
          * /hook?token=..." that {@link #redactUrlsIn} does not see) and URLs in it redacted. Values shorter than 4
          * characters are left: they cannot be secrets, and would mangle the text.
@@ -408,7 +411,12 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
             String out = redactUrlsIn(message);
             Set<String> secrets = new java.util.TreeSet<>((a, b) -> a.length() != b.length()
                     ? b.length() - a.length() : a.compareTo(b)); // longest first: a secret inside another goes with it
-            for (String value : headers.values()) secrets.add(value.trim());
+            for (String value : headers.values()) {
+                secrets.add(value.trim());
+                // "Bearer sk_live_..." : a receiver saying "invalid token sk_live_..." echoes the credentials alone
+                Matcher credentials = SCHEME_AND_CREDENTIALS.matcher(value.trim());
+                if (credentials.matches()) secrets.add(credentials.group(1));
+            }
             if (url.getRawQuery() != null) {
                 for (String pair : url.getRawQuery().split("&")) {
                     int eq = pair.indexOf('=');

@@ -303,6 +303,15 @@ class HttpJobHandlerTest extends ReceiverTest {
         assertEquals("sk_live_s3cr3t", receiver.requests.get(0).header("X-Sig"), "the value itself was sent");
     }
 
+    @Test
+    void theCredentialsOfAnAuthorizationHeaderEchoedWithoutTheirSchemeAreRedactedFromTheError() {
+        receiver.answer(r -> Receiver.Reply.of(401, "invalid token " + r.header("Authorization").substring(7)));
+        PermanentJobException e = assertThrows(PermanentJobException.class, () -> handler(List.of("127.0.0.1")).handle(job(1, 1,
+                "{\"url\": \"" + receiver.url("/") + "\", \"headers\": {\"Authorization\": \"Bearer sk_live_s3cr3t\"}}")));
+        assertFalse(e.getMessage().contains("sk_live_s3cr3t"), e.getMessage());
+        assertTrue(e.getMessage().endsWith(": invalid token REDACTED"), e.getMessage());
+    }
+
     // ------------------------------------------------------------------------------------------ allow-list cache
 
     @Test
