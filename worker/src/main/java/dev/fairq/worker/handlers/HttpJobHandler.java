@@ -77,12 +77,12 @@ import java.util.regex.Pattern;
  * PATCH, DELETE. {@code body} may be any JSON value, sent as JSON text (Content-Type application/json unless
  * the headers say otherwise), or a string, sent as-is (text/plain; charset=utf-8 unless the headers say
  * otherwise). {@code timeout_ms} (1..300000, default 10000) bounds the whole exchange: DNS lookup, connect,
- * response headers and the part of the body that is read. Every request carries {@code Idempotency-Key} (the
+ * response headers and the part of the body that is read (none for a 2xx: it succeeds at its headers). Every request carries {@code Idempotency-Key} (the
  * same on every attempt of the job), {@code Fairq-Job-Id} and {@code Fairq-Attempt}; payload headers of those
  * names are dropped, so a payload cannot forge them. Headers the client owns (Host, Content-Length,
  * Connection, Expect, Upgrade, Transfer-Encoding, ...) may not be given.
  *
- * <p>Outcome: 2xx succeeds. 429 or 503 with a {@code Retry-After} (seconds or an HTTP date, capped at
+ * <p>Outcome: 2xx succeeds (as soon as its headers arrive). 429 or 503 with a {@code Retry-After} (seconds or an HTTP date, capped at
  * {@value #MAX_RETRY_AFTER_SECONDS} s) snoozes the job for that long: the receiver asked to be called later,
  * nothing failed, so no attempt is used (bounded by the worker's max snoozes, past which it fails the attempt).
  * A {@code Retry-After} of 0 or a date already past names no delay: that is an ordinary retry, as without one
@@ -591,7 +591,7 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
                     call.body(), StandardCharsets.UTF_8));
         }
         Excerpt excerpt = new Excerpt(EXCERPT_BYTES);
-        request.onResponseContent(excerpt::onContent).send(excerpt::onComplete);
+        request.onResponseHeaders(excerpt::onHeaders).onResponseContent(excerpt::onContent).send(excerpt::onComplete);
         try {
             // the request's own timeout fires first; this only guards against a listener that never completes
             return excerpt.result.get(leftMs + 1_000, TimeUnit.MILLISECONDS);
@@ -756,14 +756,23 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
             this.limit = limit;
         }
 
+        /**
+         * A 2xx is the receiver's verdict and needs no body: the outcome is known at the headers, so a receiver that
+         * accepts and then sends its body slowly (or streams one without end) does not turn a delivery into a
+         * timeout that is delivered again. The body is still read (up to the limit) in the background.
+         */
+        synchronized void onHeaders(Response response) {
+            if (response.getStatus() >= 200 && response.getStatus() < 300) complete(response);
+        }
+
         synchronized void onContent(Response response, ByteBuffer content) {
-            if (result.isDone()) return;
+            if (bytes.size() >= limit) return;
             int n = Math.min(content.remaining(), limit - bytes.size());
             byte[] chunk = new byte[n];
             content.get(chunk);
             bytes.write(chunk, 0, n);
             if (bytes.size() >= limit) {
-                complete(response);
+                complete(response); // a no-op for a 2xx, complete since its headers
                 response.abort(new IOException("excerpt read; the rest of the body is not needed"));
             }
         }

@@ -580,4 +580,24 @@ class HttpJobHandlerTest extends ReceiverTest {
             assertTrue(e.getMessage().endsWith(": invalid response (Response Header Bytes Too Large)"), e.getMessage());
         }
     }
+
+    @Test
+    void aSuccessIsKnownAtItsHeadersSoABodyThatNeverEndsIsNoTimeout() throws Exception {
+        try (ServerSocket raw = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
+            Thread server = new Thread(() -> {
+                try (java.net.Socket s = raw.accept()) {
+                    s.getInputStream().read(new byte[8192]);
+                    // accepted: the status and a promise of 100 bytes, then one byte, then nothing
+                    s.getOutputStream().write("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{".getBytes(StandardCharsets.US_ASCII));
+                    s.getOutputStream().flush();
+                    release.await();
+                } catch (Exception e) {
+                    // the client hung up
+                }
+            }, "endless-success");
+            server.setDaemon(true);
+            server.start();
+            local.handle(job(1, 1, "{\"url\": \"http://127.0.0.1:" + raw.getLocalPort() + "/\", \"timeout_ms\": 20000}"));
+        }
+    }
 }
