@@ -28,7 +28,9 @@ import java.util.regex.Pattern;
  * allows any port (an admin writes those on purpose).
  *
  * <p>The rule ({@link #allows}): a connection to {@code address} for a URL naming {@code host:port} is allowed
- * when an IP or CIDR entry contains the address (and its port, if any, is the URL's), whatever the host name;
+ * when an IP or CIDR entry opens the address ({@link Range#opens}: contains it, and for a non-public address lies
+ * wholly within its non-public block, so {@code 0.0.0.0/0} opens public addresses only) and its port, if any, is
+ * the URL's, whatever the host name;
  * or when the address is public ({@link AddressRanges}) and a host-name or wildcard entry matches the host and
  * port. A host name never opens a non-public address: the tenant controls the DNS of its own names and could
  * point them at 127.0.0.1 or 169.254.169.254; only an admin-written address or range reaches those.
@@ -86,6 +88,48 @@ public final class WebhookAllowList {
             if (rest == 0) return true;
             int mask = (0xff << (8 - rest)) & 0xff;
             return (a[full] & mask) == (n[full] & mask);
+        }
+
+        /**
+         * Whether this entry lets a connection reach {@code address}: a public address it contains, but a
+         * non-public one only when the whole range lies in that address's non-public block. {@code 10.0.0.0/8},
+         * {@code 127.0.0.1} or {@code 169.254.169.254} name a block (or part of one) and open it; {@code 0.0.0.0/0},
+         * {@code ::/0} or {@code 172.0.0.0/8} name none, so they open only their public addresses: an admin writing
+         * "any address" means the internet, not the worker's loopback, its cloud metadata service or the database.
+         */
+        public boolean opens(InetAddress address) {
+            if (!contains(address)) return false;
+            String block = block(unmapped(address));
+            return block == null || block.equals(block(edge(false))) && block.equals(block(edge(true)));
+        }
+
+        /** The range's first address, or its last. */
+        private InetAddress edge(boolean last) {
+            byte[] b = network.getAddress();
+            if (last) {
+                for (int i = 0; i < b.length; i++) {
+                    int keep = Math.max(0, Math.min(8, prefixLength - i * 8));
+                    b[i] |= (byte) (0xff >>> keep);
+                }
+            }
+            try {
+                return InetAddress.getByAddress(b);
+            } catch (UnknownHostException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+
+        /**
+         * The non-public block an address is in, as {@link AddressRanges#nonPublicReason} names it (null for a
+         * public one), the two single addresses inside a larger block counted as that block. The blocks are CIDR
+         * ranges, so a range whose first and last addresses are in one block lies wholly within it.
+         */
+        private static String block(InetAddress a) {
+            String reason = AddressRanges.nonPublicReason(a);
+            if (reason == null) return null;
+            if (reason.equals("unspecified 0.0.0.0")) return "this-network 0.0.0.0/8";
+            if (reason.equals("unspecified ::") || reason.equals("loopback ::1")) return "deprecated IPv4-compatible ::/96";
+            return reason;
         }
     }
 
@@ -291,15 +335,23 @@ public final class WebhookAllowList {
     public String refusal(String host, int port, InetAddress address) {
         String h = normalizeHost(host);
         for (Entry e : entries) {
-            if (e instanceof Range r && r.contains(address) && r.allowsPort(port)) return null;
+            if (e instanceof Range r && r.opens(address) && r.allowsPort(port)) return null;
         }
         String reason = AddressRanges.nonPublicReason(address);
         String ip = unmapped(address).getHostAddress();
         if (reason != null) {
-            boolean otherPort = entries.stream().anyMatch(e -> e instanceof Range r && r.contains(address));
-            return otherPort
-                    ? "address " + ip + " (" + reason + ") is on the webhook_allow list only for another port than " + port
-                    : "address " + ip + " (" + reason + ") is not a public address, and only an IP or CIDR entry naming "
+            boolean otherPort = entries.stream().anyMatch(e -> e instanceof Range r && r.opens(address));
+            if (otherPort) {
+                return "address " + ip + " (" + reason + ") is on the webhook_allow list only for another port than " + port;
+            }
+            String wide = entries.stream().filter(e -> e instanceof Range r && r.contains(address)).map(Entry::text)
+                    .findFirst().orElse(null);
+            if (wide != null) {
+                return "address " + ip + " (" + reason + ") is in '" + wide + "', but a range opens a non-public "
+                        + "address only when it lies wholly within that address's block: add " + ip + " (or a range "
+                        + "inside its block) to reach it";
+            }
+            return "address " + ip + " (" + reason + ") is not a public address, and only an IP or CIDR entry naming "
                     + "it allows it (a host name never does)";
         }
         if (AddressRanges.literal(h) == null) {

@@ -216,6 +216,31 @@ class WebhookAllowListTest {
     }
 
     @Test
+    void aRangeOpensANonPublicAddressOnlyWhenItLiesWithinThatAddresssBlock() {
+        WebhookAllowList everything = WebhookAllowList.of(List.of("0.0.0.0/0", "::/0"));
+        assertTrue(everything.allows("93.184.216.34", 443, PUBLIC), "any address means the internet");
+        assertTrue(everything.allows("h.example", 8080, ip("2606:2800:220:1:248:1893:25c8:1946")));
+        for (String target : List.of("127.0.0.1", "169.254.169.254", "10.0.0.7", "172.16.0.1", "192.168.1.1",
+                "100.64.0.1", "0.0.0.0", "::1", "::", "fe80::1", "fd00::1", "::ffff:127.0.0.1", "64:ff9b::a9fe:a9fe",
+                "2002:7f00:1::")) {
+            assertFalse(everything.allows(target, 5432, ip(target)), target);
+        }
+        assertTrue(everything.refusal("127.0.0.1", 5432, ip("127.0.0.1")).contains("is in '0.0.0.0/0', but a range "
+                + "opens a non-public address only when it lies wholly within that address's block: add 127.0.0.1"),
+                everything.refusal("127.0.0.1", 5432, ip("127.0.0.1")));
+        assertFalse(WebhookAllowList.of(List.of("172.0.0.0/8")).allows("svc", 80, ip("172.16.0.1")), "wider than 172.16/12");
+        assertTrue(WebhookAllowList.of(List.of("172.0.0.0/8")).allows("svc", 80, ip("172.1.0.1")), "its public part");
+        assertFalse(WebhookAllowList.of(List.of("64:ff9b::/96")).allows("svc", 80, ip("64:ff9b::7f00:1")));
+
+        for (String[] within : new String[][]{{"127.0.0.1", "127.0.0.1"}, {"127.0.0.0/8", "127.0.0.53"},
+                {"169.254.169.254", "169.254.169.254"}, {"10.0.0.0/8", "10.1.2.3"}, {"10.1.0.0/16", "10.1.2.3"},
+                {"0.0.0.0", "0.0.0.0"}, {"::1", "::1"}, {"fe80::/10", "fe80::1"}, {"fc00::/7", "fd00::1"},
+                {"64:ff9b::7f00:0/104", "64:ff9b::7f00:1"}, {"127.0.0.1", "::ffff:127.0.0.1"}}) {
+            assertTrue(WebhookAllowList.of(List.of(within[0])).allows("svc", 80, ip(within[1])), within[0] + " " + within[1]);
+        }
+    }
+
+    @Test
     void aPublicAddressNotNamedByAnyEntryIsRefused() {
         WebhookAllowList list = WebhookAllowList.of(List.of("hooks.acme.example"));
         assertFalse(list.allows("93.184.216.34", 443, PUBLIC), "an IP URL needs an IP entry");

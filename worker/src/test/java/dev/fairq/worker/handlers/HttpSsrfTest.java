@@ -94,6 +94,18 @@ class HttpSsrfTest extends ReceiverTest {
     }
 
     @Test
+    void anEntryForEveryAddressDoesNotReachALoopbackReceiver() {
+        for (String entry : List.of("0.0.0.0/0", "0.0.0.0/1", "::/0")) {
+            HttpJobHandler h = handler(List.of(entry, "::/0"), HttpSsrfTest::tenantDnsToLoopback);
+            for (String host : List.of("127.0.0.1", "[::ffff:127.0.0.1]", "0.0.0.0", TENANT_HOST)) {
+                PermanentJobException e = assertThrows(PermanentJobException.class, () -> h.handle(job(host)), entry + " " + host);
+                assertTrue(e.getMessage().startsWith("refused: "), e.getMessage());
+            }
+        }
+        assertEquals(0, receiver.requests.size(), "the receiver got nothing");
+    }
+
+    @Test
     void anIpEntryForAnotherPortIsRefused() {
         int port = receiver.port();
         int other = port == 65535 ? port - 1 : port + 1;
