@@ -108,6 +108,11 @@ public record JobSubmission(
             out.add(new FieldError("job_key", "job keys starting with '" + dev.fairq.scheduler.ScheduleKeys.PREFIX
                     + "' are reserved for the jobs schedules fire"));
         }
+        if (dev.fairq.worker.handlers.HttpJobHandler.TYPE.equals(type) && payload != null) {
+            // the built-in webhook type: a payload it would refuse (no url, a file: URL, a header with a line break)
+            // is a 422 naming the field now, not a job that dies at its first attempt
+            dev.fairq.worker.handlers.HttpJobHandler.payloadError(payload.toString()).ifPresent(out::add);
+        }
         return out;
     }
 

@@ -120,6 +120,29 @@ class JobsApiTest extends AppTest {
     }
 
     @Test
+    void anHttpJobsPayloadIsCheckedWhenSubmittedNotWhenItRuns() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("hook"));
+        List<Object> before = app.snapshot();
+        for (String url : List.of("file:///etc/passwd", "gopher://127.0.0.1:70/", "jar:http://h.example/x.jar!/", "ftp://h.example/")) {
+            TestApp.Res r = app.call("POST", "/v1/jobs", key, "{\"type\": \"http\", \"payload\": {\"url\": \"" + url + "\"}}")
+                    .assertRefused(422, "payload.url", url);
+            assertTrue(r.body().get("errors").get(0).get("message").asText().startsWith("scheme must be http or https"), r.toString());
+        }
+        app.call("POST", "/v1/jobs", key, "{\"type\": \"http\", \"payload\": {}}").assertRefused(422, "payload.url");
+        app.call("POST", "/v1/jobs", key, "{\"type\": \"http\", \"payload\": [1]}").assertRefused(422, "payload");
+        TestApp.Res header = app.call("POST", "/v1/jobs", key, "{\"type\": \"http\", \"payload\": {\"url\": "
+                + "\"https://h.example/\", \"headers\": {\"X-Sig\": \"s3cr3t\\r\\nX-Evil: 1\"}}}").assertRefused(422, "payload.headers.X-Sig");
+        assertFalse(header.toString().contains("s3cr3t"), header.toString());
+        app.call("POST", "/v1/jobs", key, "{\"type\": \"http\", \"payload\": {\"url\": \"https://h.example/\", "
+                + "\"timeout_ms\": 0}}").assertRefused(422, "payload.timeout_ms");
+        app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [{\"type\": \"http\", \"payload\": {\"url\": \"https://h.example/\"}}, "
+                + "{\"type\": \"http\", \"payload\": {\"url\": \"file:///x\"}}]}").assertRefused(422, "jobs[1].payload.url");
+        assertEquals(before, app.snapshot());
+        assertEquals(201, app.call("POST", "/v1/jobs", key, "{\"type\": \"http\", \"payload\": {\"url\": "
+                + "\"https://h.example/hook\", \"method\": \"put\", \"body\": {\"n\": 1}}, \"delay_ms\": 3600000}").status());
+    }
+
+    @Test
     void beyondMaxQueuedIs429WithRetryAfter() {
         String tenant = TestApp.uniqueTenant("full");
         String key = app.newTenantKey(tenant);

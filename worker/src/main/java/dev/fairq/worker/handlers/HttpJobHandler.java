@@ -275,6 +275,29 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
         }
     }
 
+    /**
+     * What is wrong with an {@code http} job's payload, for a 422 when the job is submitted rather than a dead job
+     * later: the field under {@code payload} ({@code payload.url}, {@code payload.headers.X-Sig}) and the message the
+     * job would have died with; empty when the payload would be accepted. The destination itself is checked when the
+     * job runs (the allow list may change meanwhile).
+     */
+    public static java.util.Optional<dev.fairq.schema.FieldError> payloadError(String payloadJson) {
+        try {
+            Call.parse(payloadJson);
+            return java.util.Optional.empty();
+        } catch (PermanentJobException e) {
+            String m = e.getMessage();
+            int colon = m.indexOf(": ");
+            String field = colon < 0 ? "" : m.substring(0, colon);
+            if (field.equals("payload") || colon < 0 || field.contains(" ")) {
+                return java.util.Optional.of(new dev.fairq.schema.FieldError("payload", colon < 0 ? m : m.substring(colon + 2)));
+            }
+            return java.util.Optional.of(new dev.fairq.schema.FieldError("payload." + field, m.substring(colon + 2)));
+        } catch (RuntimeException e) {
+            return java.util.Optional.empty(); // not the submitter's fault: the worker's attempt reports it
+        }
+    }
+
     /** The parsed payload. */
     record Call(URI url, String method, Map<String, String> headers, String body, boolean jsonBody,
                 Duration timeout) {
