@@ -763,9 +763,14 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
         return a.compareTo(b) <= 0 ? a : b;
     }
 
+    /**
+     * One line of at most {@value #EXCERPT_CHARS} characters. Control characters go too: a receiver's NUL cannot be
+     * stored in {@code last_error} (the worker then records the attempt without any text, the status lost), and
+     * its terminal escapes would reach whoever reads the error in a terminal.
+     */
     static String excerpt(String s) {
         if (s == null) return "";
-        String oneLine = s.replaceAll("\\s+", " ").trim();
+        String oneLine = s.replaceAll("[\\s\\p{Cc}]+", " ").trim();
         return oneLine.length() <= EXCERPT_CHARS ? oneLine : oneLine.substring(0, EXCERPT_CHARS) + "...";
     }
 

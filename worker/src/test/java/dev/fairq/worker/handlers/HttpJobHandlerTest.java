@@ -405,6 +405,14 @@ class HttpJobHandlerTest extends ReceiverTest {
     }
 
     @Test
+    void controlCharactersOfAResponseBodyStayOutOfTheError() {
+        receiver.answer(r -> Receiver.Reply.of(500, "boom\u0000\u0000\u001b[31m red\u007f\u0085 end"));
+        RetryableJobException e = assertThrows(RetryableJobException.class,
+                () -> local.handle(job(1, 1, payload(receiver.url("/")))));
+        assertEquals("HTTP 500 from POST " + receiver.url("/") + ": boom [31m red end", e.getMessage());
+    }
+
+    @Test
     void userInfoAndTokensInTheUrlAreRedactedAndUserInfoIsNotSent() {
         receiver.answer(r -> Receiver.Reply.of(404, "no such hook"));
         PermanentJobException e = assertThrows(PermanentJobException.class, () -> local.handle(job(1, 1, payload(
