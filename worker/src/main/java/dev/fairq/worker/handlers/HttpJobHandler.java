@@ -329,6 +329,11 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
             if (url.getHost() == null || url.getHost().isEmpty()) {
                 throw new PermanentJobException("url: no host (a server-based http(s) URL is required)");
             }
+            if (url.getHost().contains("%")) {
+                // an IPv6 zone id names an interface of whichever worker runs the job; it never resolves either, so
+                // it was retried as a DNS failure on every attempt
+                throw new PermanentJobException("url: an IPv6 zone id ('%' in the host) is not allowed");
+            }
             if (url.getPort() == 0 || url.getPort() > 65535) {
                 // java.net.URI takes any number; Jetty's failure on it would be retried as transient, on every attempt
                 throw new PermanentJobException("url: the port must be from 1 to 65535, got " + url.getPort());

@@ -162,6 +162,14 @@ class HttpJobHandlerTest extends ReceiverTest {
     }
 
     @Test
+    void anIpv6ZoneIdIsAPermanentPayloadError() {
+        PermanentJobException e = assertThrows(PermanentJobException.class,
+                () -> handler(List.of("fe80::/10")).handle(job(1, 1, payload("http://[fe80::1%25lo]:8080/"))));
+        assertEquals("url: an IPv6 zone id ('%' in the host) is not allowed", e.getMessage());
+        assertEquals("payload.url", HttpJobHandler.payloadError(payload("http://[fe80::1%25eth0]/")).orElseThrow().field());
+    }
+
+    @Test
     void aRestrictedHeaderIsAPermanentErrorNamingIt() {
         HttpJobHandler h = handler(List.of("127.0.0.1"));
         PermanentJobException e = assertThrows(PermanentJobException.class, () -> h.handle(job(1, 1,
