@@ -326,6 +326,11 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
                 throw new PermanentJobException("url: scheme must be http or https, got "
                         + (scheme == null ? "none" : "'" + excerpt(url.getScheme()) + "'"));
             }
+            if (url.getHost() == null && url.getRawAuthority() != null) {
+                // java.net.URI parses no host out of a name with '_' or non-ASCII letters: say so, not "no host"
+                throw new PermanentJobException("url: the host is not a valid host name (letters, digits, '-' and '.' "
+                        + "only; no '_'; write an internationalized name in its xn-- form)");
+            }
             if (url.getHost() == null || url.getHost().isEmpty()) {
                 throw new PermanentJobException("url: no host (a server-based http(s) URL is required)");
             }

@@ -138,6 +138,8 @@ class HttpJobHandlerTest extends ReceiverTest {
                 Map.entry("{\"url\": \"file:///etc/passwd\"}", "url: scheme"),
                 Map.entry("{\"url\": \"h.example.com/x\"}", "url: scheme"),
                 Map.entry("{\"url\": \"http:///x\"}", "url: no host"),
+                Map.entry("{\"url\": \"https://my_hook.example.com/x\"}", "url: the host is not a valid host name"),
+                Map.entry("{\"url\": \"https://bücher.example/x\"}", "url: the host is not a valid host name"),
                 Map.entry("{\"url\": \"http://h.example.com:99999/x\"}", "url: the port"),
                 Map.entry("{\"url\": \"http://h.example.com:65536\"}", "url: the port"),
                 Map.entry("{\"url\": \"http://h.example.com:0/x\"}", "url: the port"),
