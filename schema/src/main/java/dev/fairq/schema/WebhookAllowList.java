@@ -44,7 +44,8 @@ public final class WebhookAllowList {
     /** Longest entry accepted (a 253-character name, a wildcard and a port fit). */
     public static final int MAX_ENTRY_LENGTH = 270;
 
-    private static final Pattern LABEL = Pattern.compile("[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?");
+    /** No '_': java.net.URI finds no host in a URL whose name has one, so such an entry could never match. */
+    private static final Pattern LABEL = Pattern.compile("[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?");
     private static final Pattern DIGITS = Pattern.compile("[0-9]{1,5}");
     private static final Pattern NUMERIC_LABEL = Pattern.compile("[0-9]+|0x[0-9a-f]*");
 

@@ -86,6 +86,8 @@ class WebhookAllowListTest {
                 Map.entry("*acme.example", "'*' is allowed only as the first label"),
                 Map.entry("-hooks.acme.example", "not a host name"),
                 Map.entry("hooks..acme.example", "not a host name"),
+                Map.entry("my_hook.acme.example", "not a host name"),
+                Map.entry("*._hooks.acme.example", "not a host name"),
                 Map.entry("999.1.1.1", "not a valid IP address"),
                 Map.entry("127.1", "not a valid IP address"),
                 Map.entry("010.0.0.1", "not a valid IP address"),
