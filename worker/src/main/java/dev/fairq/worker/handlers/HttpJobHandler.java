@@ -64,6 +64,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import java.util.regex.Matcher;
@@ -173,6 +175,13 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
     private final Resolver resolver;
     private final Supplier<Instant> clock;
     private final HttpClient client;
+    /**
+     * A tenant's lookups still running, the ones its jobs gave up on included: the system resolver cannot be
+     * interrupted, so a tenant whose DNS never answers (its own names, its own DNS) would otherwise leave one
+     * thread per attempt behind, at its full job rate, until each lookup gives up on its own.
+     */
+    private final Map<String, AtomicInteger> lookupsInFlight = new java.util.concurrent.ConcurrentHashMap<>();
+    static final int MAX_LOOKUPS_PER_TENANT = 16;
     /** Runs the blocking lookups, so that a job waits for one no longer than its time budget. */
     private final ExecutorService lookups = Executors.newCachedThreadPool(r -> {
         Thread t = new Thread(r, "fairq-http-dns");
@@ -514,7 +523,7 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
                     + tenantId + "'" + hint);
         }
         InetAddress literal = AddressRanges.literal(host);
-        InetAddress[] answer = literal != null ? new InetAddress[]{literal} : lookup(host, deadlineNanos);
+        InetAddress[] answer = literal != null ? new InetAddress[]{literal} : lookup(tenantId, host, deadlineNanos);
         Set<InetAddress> vetted = new LinkedHashSet<>();
         String firstRefusal = null;
         for (InetAddress a : answer) {
@@ -528,25 +537,57 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
         return new Vetted(tenantId, vetted);
     }
 
-    private InetAddress[] lookup(String host, long deadlineNanos) throws RetryableJobException, InterruptedException {
+    private InetAddress[] lookup(String tenantId, String host, long deadlineNanos)
+            throws RetryableJobException, InterruptedException {
         long left = deadlineNanos - System.nanoTime();
         if (left <= 0) throw new RetryableJobException("timed out before the DNS lookup of '" + host + "'", null);
-        Future<InetAddress[]> f = lookups.submit(() -> resolver.resolve(host));
+        AtomicInteger inFlight = lookupsInFlight.computeIfAbsent(tenantId, t -> new AtomicInteger());
+        if (inFlight.incrementAndGet() > MAX_LOOKUPS_PER_TENANT) {
+            inFlight.decrementAndGet();
+            throw new RetryableJobException("DNS lookup of '" + host + "' not started: " + MAX_LOOKUPS_PER_TENANT
+                    + " lookups of this tenant's hosts are still running (its DNS answers slowly)", null);
+        }
+        // counted until the lookup ends, or until it is cancelled before it started (then it never runs)
+        AtomicBoolean counted = new AtomicBoolean(true);
+        AtomicBoolean started = new AtomicBoolean();
+        Runnable uncount = () -> {
+            if (counted.compareAndSet(true, false)) inFlight.decrementAndGet();
+        };
+        Future<InetAddress[]> f;
+        try {
+            f = lookups.submit(() -> {
+                started.set(true);
+                try {
+                    return resolver.resolve(host);
+                } finally {
+                    uncount.run();
+                }
+            });
+        } catch (RuntimeException e) {
+            uncount.run(); // not started (the handler is closing)
+            throw e;
+        }
         try {
             InetAddress[] a = f.get(left, TimeUnit.NANOSECONDS);
             if (a == null || a.length == 0) throw new RetryableJobException("host '" + host + "' resolved to no address", null);
             return a;
         } catch (TimeoutException e) {
-            f.cancel(true);
+            cancel(f, started, uncount);
             throw new RetryableJobException("DNS lookup of '" + host + "' timed out (the job's timeout_ms ran out)", null);
         } catch (InterruptedException e) {
-            f.cancel(true);
+            cancel(f, started, uncount);
             throw e;
         } catch (ExecutionException e) {
             Throwable cause = e.getCause();
             String why = cause instanceof UnknownHostException ? "" : " (" + cause.getClass().getSimpleName() + ")";
             throw new RetryableJobException("cannot resolve host '" + host + "'" + why, null);
         }
+    }
+
+    /** Cancels a lookup; one that had not started never will, so it is uncounted here (a running one uncounts itself). */
+    private static void cancel(Future<?> lookup, AtomicBoolean started, Runnable uncount) {
+        lookup.cancel(true);
+        if (!started.get()) uncount.run();
     }
 
     /**

@@ -256,6 +256,39 @@ class HttpJobHandlerTest extends ReceiverTest {
     }
 
     @Test
+    void aTenantWhoseDnsNeverAnswersHoldsAtMostItsShareOfLookupThreads() throws Exception {
+        AtomicInteger started = new AtomicInteger();
+        HttpJobHandler h = handler(List.of("127.0.0.1"), host -> { // an address entry: every name is looked up
+            if (host.startsWith("slow")) {
+                started.incrementAndGet();
+                while (true) {
+                    try {
+                        release.await(); // like the system resolver: an interrupt does not end it
+                        break;
+                    } catch (InterruptedException ignored) {
+                        // keep waiting
+                    }
+                }
+            }
+            return new InetAddress[]{ip("127.0.0.1")};
+        });
+        for (int i = 0; i < HttpJobHandler.MAX_LOOKUPS_PER_TENANT + 10; i++) {
+            String url = "http://slow" + i + ".tenant.example:" + receiver.port() + "/";
+            RetryableJobException e = assertThrows(RetryableJobException.class,
+                    () -> h.handle(job(1, 1, "{\"url\": \"" + url + "\", \"timeout_ms\": 20}")));
+            assertTrue(e.getMessage().contains(i < HttpJobHandler.MAX_LOOKUPS_PER_TENANT ? "timed out" : "not started"),
+                    i + ": " + e.getMessage());
+        }
+        assertEquals(HttpJobHandler.MAX_LOOKUPS_PER_TENANT, started.get(), "lookups started");
+        // another tenant's lookups are not held up
+        h.handle(new JobContext(2, "other", "default", "http", payload("http://fast.tenant.example:" + receiver.port() + "/"),
+                1, 25, null, null, OffsetDateTime.now(), "w1"));
+        release.countDown();
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).untilAsserted(() ->
+                h.handle(job(3, 1, payload("http://again.tenant.example:" + receiver.port() + "/"))));
+    }
+
+    @Test
     void aSlowDnsLookupIsBoundedByTheJobsTimeout() {
         AtomicInteger lookups = new AtomicInteger();
         HttpJobHandler h = handler(List.of("hooks.example.com:" + receiver.port()), host -> {
