@@ -182,6 +182,15 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
      */
     private final Map<String, AtomicInteger> lookupsInFlight = new java.util.concurrent.ConcurrentHashMap<>();
     static final int MAX_LOOKUPS_PER_TENANT = 16;
+    /**
+     * Per tenant, the destinations (scheme, host, port and vetted addresses) it called last, most recent last. A
+     * request keeps its connection open for the next one only when its destination is among the tenant's
+     * {@value #KEPT_ORIGINS_PER_TENANT} last; any other request asks for {@code Connection: close}. Connections are
+     * pooled per destination, so without this a tenant calling many names (a wildcard entry, its own DNS) left one
+     * idle socket per name open for the client's idle timeout: at its job rate, thousands of file descriptors.
+     */
+    private final Map<String, LinkedHashMap<String, Boolean>> recentOrigins = new java.util.concurrent.ConcurrentHashMap<>();
+    static final int KEPT_ORIGINS_PER_TENANT = 32;
     /** Runs the blocking lookups, so that a job waits for one no longer than its time budget. */
     private final ExecutorService lookups = Executors.newCachedThreadPool(r -> {
         Thread t = new Thread(r, "fairq-http-dns");
@@ -649,12 +658,15 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
         } catch (IllegalArgumentException e) {
             throw new PermanentJobException("url: not accepted by the HTTP client"); // its message would repeat the URL
         }
+        boolean keepAlive = calledRecently(job.tenantId(), call.target().getScheme() + "://" + call.target().getHost()
+                + ":" + call.port() + vetted.addresses());
         request.method(call.method())
                 .tag(vetted)
                 .followRedirects(false)
                 .timeout(leftMs, TimeUnit.MILLISECONDS)
                 .headers(h -> {
                     call.headers().forEach(h::put);
+                    if (!keepAlive) h.put(HttpHeader.CONNECTION, "close");
                     h.put(IDEMPOTENCY_KEY, job.idempotencyKey());
                     h.put(JOB_ID, Long.toString(job.jobId()));
                     h.put(ATTEMPT, Integer.toString(job.attempt()));
@@ -679,6 +691,20 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
             throw e;
         } catch (ExecutionException e) {
             throw failed(what, call, e.getCause());
+        }
+    }
+
+    /** Whether the tenant called this destination among its last {@value #KEPT_ORIGINS_PER_TENANT}; records the call. */
+    private boolean calledRecently(String tenantId, String origin) {
+        LinkedHashMap<String, Boolean> recent = recentOrigins.computeIfAbsent(tenantId, t ->
+                new LinkedHashMap<>(16, 0.75f, true) {
+                    @Override
+                    protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
+                        return size() > KEPT_ORIGINS_PER_TENANT;
+                    }
+                });
+        synchronized (recent) {
+            return recent.put(origin, Boolean.TRUE) != null;
         }
     }
 

@@ -651,4 +651,25 @@ class HttpJobHandlerTest extends ReceiverTest {
             local.handle(job(1, 1, "{\"url\": \"http://127.0.0.1:" + raw.getLocalPort() + "/\", \"timeout_ms\": 20000}"));
         }
     }
+
+    @Test
+    void aTenantCallingManyNamesDoesNotKeepAConnectionOpenForEach() throws Exception {
+        HttpJobHandler h = handler(List.of("127.0.0.1"), host -> new InetAddress[]{ip("127.0.0.1")});
+        for (int i = 0; i < 100; i++) {
+            h.handle(job(i, 1, payload("http://h" + i + ".tenant.example:" + receiver.port() + "/")));
+        }
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).untilAsserted(() ->
+                assertTrue(openConnections(h) <= HttpJobHandler.KEPT_ORIGINS_PER_TENANT, openConnections(h) + " open"));
+        assertEquals(100, receiver.requests.size());
+
+        for (int i = 0; i < 5; i++) h.handle(job(200 + i, 1, payload(receiver.url("/again"))));
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).untilAsserted(() ->
+                assertEquals(1, openConnections(h), "a destination called again keeps its connection"));
+    }
+
+    private static int openConnections(HttpJobHandler h) {
+        return h.client().getDestinations().stream()
+                .mapToInt(d -> ((org.eclipse.jetty.client.AbstractConnectionPool) d.getConnectionPool()).getConnectionCount())
+                .sum();
+    }
 }
