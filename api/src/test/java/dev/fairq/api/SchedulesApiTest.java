@@ -105,6 +105,22 @@ class SchedulesApiTest extends AppTest {
     }
 
 
+    @Test
+    void anHttpTemplateWhosePayloadItsJobsWouldRefuseIsA422NamingTheField() {
+        String key = app.newTenantKey(TestApp.uniqueTenant("hooksched"));
+        long schedules = app.db.count("SELECT count(*) FROM schedules");
+        app.call("PUT", "/v1/schedules/ping", key, "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", \"job\": {\"type\": "
+                + "\"http\", \"payload\": {\"url\": \"file:///etc/passwd\"}}}").assertRefused(422, "job.payload.url");
+        app.call("PUT", "/v1/schedules/ping", key, "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", \"job\": {\"type\": "
+                + "\"http\"}}").assertRefused(422, "job.payload.url");
+        assertEquals(schedules, app.db.count("SELECT count(*) FROM schedules"));
+
+        assertEquals(201, app.call("PUT", "/v1/schedules/ping", key, "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", "
+                + "\"job\": {\"type\": \"http\", \"payload\": {\"url\": \"https://h.example/ping\"}}}").status());
+        app.call("PATCH", "/v1/schedules/ping", key, "{\"job\": {\"payload\": {\"url\": \"gopher://h.example/\"}}}")
+                .assertRefused(422, "job.payload.url");
+    }
+
     /** Times PostgreSQL cannot store (years past 9999 or before 1) had answered 500 after the cron walk. */
     @Test
     void aStartOrEndOutsideTheStorableYearsIsA422NamingItAndChangesNothing() {

@@ -51,15 +51,27 @@ public final class ScheduleService {
     private final JobStore store;
     private final Schedules schedules;
     private final int maxPayloadBytes;
+    private final java.util.function.BiFunction<String, String, Optional<FieldError>> templateCheck;
 
     public ScheduleService(JobStore store) {
         this(store, DEFAULT_MAX_PAYLOAD_BYTES);
     }
 
     public ScheduleService(JobStore store, int maxPayloadBytes) {
+        this(store, maxPayloadBytes, (type, payloadJson) -> Optional.empty());
+    }
+
+    /**
+     * @param templateCheck what is wrong with a template's payload for its type (field relative to the payload,
+     *                      e.g. {@code payload.url}), checked on every write: the API gives it the built-in
+     *                      {@code http} type's payload rules, so a schedule does not fire a job that dies at once
+     */
+    public ScheduleService(JobStore store, int maxPayloadBytes,
+                           java.util.function.BiFunction<String, String, Optional<FieldError>> templateCheck) {
         this.store = store;
         this.schedules = new Schedules(store.clock());
         this.maxPayloadBytes = maxPayloadBytes;
+        this.templateCheck = templateCheck;
     }
 
     /** The stored schedule and whether this write created it. */
@@ -75,6 +87,9 @@ public final class ScheduleService {
         List<FieldError> nameErrors = ScheduleDefinition.checkName(name);
         if (!nameErrors.isEmpty()) throw new InvalidScheduleException(nameErrors);
         ScheduleDefinition.Resolved r = definition.resolve(maxPayloadBytes);
+        templateCheck.apply(r.jobType(), r.jobPayloadJson()).ifPresent(e -> {
+            throw new InvalidScheduleException(List.of(e.prefixed("job.")));
+        });
         return ctx.transactionResult(c -> {
             DSLContext tx = c.dsl();
             Instant now = schedules.now(tx).toInstant();
