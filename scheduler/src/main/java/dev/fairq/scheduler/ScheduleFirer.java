@@ -307,7 +307,15 @@ public final class ScheduleFirer {
             return p;
         }
         Instant end = instant(s.getEndAt());
-        Instant f = instant(s.getNextFireAt());
+        // the stored next fire, as the cron reads it now: one computed under other rules (a JDK's new tz rules, or
+        // this version's Vixie reading of a day field starting with '*') fired once at an instant the schedule no
+        // longer names; for a stored fire that is one, this is the same instant (one cron step a batch, shared)
+        Instant stored = instant(s.getNextFireAt());
+        Instant f = steps.firstAtOrAfter(cron, stored, end);
+        if (f == null) {
+            p.next = null;
+            return p;
+        }
         Instant onTimeFrom = now.minus(missedAfter);
         if (f.isBefore(onTimeFrom)) {
             Instant firstOnTime = steps.firstAtOrAfter(cron, onTimeFrom, end);

@@ -386,6 +386,24 @@ class ScheduleFirerTest extends ScheduleTenantsTest {
         assertTrue(service.delete(dsl, "acme", "gone"));
     }
 
+    /**
+     * A stored next fire the cron no longer names (computed under other tz rules, or under the reading of
+     * '0 0 *' + '/2 * MON' before it followed Vixie cron) is not fired: the firer fires the schedule's first real
+     * instant at or after it. It had fired once at the stored instant, then corrected itself.
+     */
+    @Test
+    void aStoredNextFireTheCronDoesNotNameIsNotFired() {
+        put("acme", "hourly", every("0 * * * *").build());
+        dsl.execute("UPDATE schedules SET next_fire_at = '2026-06-01T12:07:00Z' WHERE name = 'hourly'");
+        at("2026-06-01T12:06:45Z");
+        assertEquals(0, firer.fire(dsl));
+        assertEquals(List.of(), keys("acme"));
+        assertEquals(Instant.parse("2026-06-01T13:00:00Z"), service.get(dsl, "acme", "hourly").orElseThrow().nextFires().get(0));
+        at("2026-06-01T12:59:45Z");
+        assertEquals(1, firer.fire(dsl));
+        assertEquals(List.of("schedule:hourly:2026-06-01T13:00:00Z"), keys("acme"));
+    }
+
     @Test
     void aTenantAtMaxQueuedHasItsFireSkippedAndTheOthersStillFire() {
         dsl.execute("UPDATE tenants SET max_queued = 1 WHERE id = 'acme'");
