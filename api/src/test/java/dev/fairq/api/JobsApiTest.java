@@ -135,6 +135,11 @@ class JobsApiTest extends AppTest {
         assertFalse(header.toString().contains("s3cr3t"), header.toString());
         app.call("POST", "/v1/jobs", key, "{\"type\": \"http\", \"payload\": {\"url\": \"https://h.example/\", "
                 + "\"timeout_ms\": 0}}").assertRefused(422, "payload.timeout_ms");
+        // credentials in the URL are never sent (the receiver answered 401 and the job died): where to put them instead
+        TestApp.Res userInfo = app.call("POST", "/v1/jobs", key, "{\"type\": \"http\", \"payload\": {\"url\": "
+                + "\"https://hooker:pa55w0rd@h.example/\"}}").assertRefused(422, "payload.url");
+        assertTrue(userInfo.toString().contains("put the credentials in payload.headers"), userInfo.toString());
+        assertFalse(userInfo.toString().contains("pa55w0rd"), userInfo.toString());
         app.call("POST", "/v1/jobs/batch", key, "{\"jobs\": [{\"type\": \"http\", \"payload\": {\"url\": \"https://h.example/\"}}, "
                 + "{\"type\": \"http\", \"payload\": {\"url\": \"file:///x\"}}]}").assertRefused(422, "jobs[1].payload.url");
         assertEquals(before, app.snapshot());

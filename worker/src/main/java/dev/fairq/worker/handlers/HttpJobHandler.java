@@ -65,7 +65,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import java.util.regex.Matcher;
@@ -180,7 +179,7 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
      * interrupted, so a tenant whose DNS never answers (its own names, its own DNS) would otherwise leave one
      * thread per attempt behind, at its full job rate, until each lookup gives up on its own.
      */
-    private final Map<String, AtomicInteger> lookupsInFlight = new java.util.concurrent.ConcurrentHashMap<>();
+    final Map<String, Integer> lookupsInFlight = new java.util.concurrent.ConcurrentHashMap<>();
     static final int MAX_LOOKUPS_PER_TENANT = 16;
     /**
      * Per tenant, the destinations (scheme, host, port and vetted addresses) it called last, most recent last. A
@@ -189,7 +188,12 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
      * pooled per destination, so without this a tenant calling many names (a wildcard entry, its own DNS) left one
      * idle socket per name open for the client's idle timeout: at its job rate, thousands of file descriptors.
      */
-    private final Map<String, LinkedHashMap<String, Boolean>> recentOrigins = new java.util.concurrent.ConcurrentHashMap<>();
+    final Map<String, LinkedHashMap<String, Boolean>> recentOrigins = lru(MAX_TENANTS_REMEMBERED);
+    /**
+     * Tenants whose recent destinations are remembered, the most recent: every tenant that ever sent a webhook
+     * through this worker had kept its list (up to 32 names each) for the life of the process.
+     */
+    static final int MAX_TENANTS_REMEMBERED = 10_000;
     static final int KEPT_ORIGINS_PER_TENANT = 32;
     /** Runs the blocking lookups, so that a job waits for one no longer than its time budget. */
     private final ExecutorService lookups = Executors.newCachedThreadPool(r -> {
@@ -301,7 +305,13 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
      */
     public static java.util.Optional<dev.fairq.schema.FieldError> payloadError(String payloadJson) {
         try {
-            Call.parse(payloadJson);
+            Call call = Call.parse(payloadJson);
+            // user info is never sent (Jetty would put it in the Host header), so https://user:pass@host/ reached
+            // the receiver without its credentials and the job died of the 401; a job already stored still runs so
+            if (call.url().getRawUserInfo() != null) {
+                return java.util.Optional.of(new dev.fairq.schema.FieldError("payload.url", "user info ('user:password@') "
+                        + "is not sent: put the credentials in payload.headers, e.g. \"Authorization\": \"Basic ...\""));
+            }
             return java.util.Optional.empty();
         } catch (PermanentJobException e) {
             String m = e.getMessage();
@@ -550,9 +560,10 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
             throws RetryableJobException, InterruptedException {
         long left = deadlineNanos - System.nanoTime();
         if (left <= 0) throw new RetryableJobException("timed out before the DNS lookup of '" + host + "'", null);
-        AtomicInteger inFlight = lookupsInFlight.computeIfAbsent(tenantId, t -> new AtomicInteger());
-        if (inFlight.incrementAndGet() > MAX_LOOKUPS_PER_TENANT) {
-            inFlight.decrementAndGet();
+        // counted per key in compute(), and the entry removed at 0: a map of every tenant that ever looked a name up
+        // would grow with the tenants
+        if (lookupsInFlight.merge(tenantId, 1, Integer::sum) > MAX_LOOKUPS_PER_TENANT) {
+            lookupsInFlight.computeIfPresent(tenantId, (t, n) -> n <= 1 ? null : n - 1);
             throw new RetryableJobException("DNS lookup of '" + host + "' not started: " + MAX_LOOKUPS_PER_TENANT
                     + " lookups of this tenant's hosts are still running (its DNS answers slowly)", null);
         }
@@ -560,7 +571,7 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
         AtomicBoolean counted = new AtomicBoolean(true);
         AtomicBoolean started = new AtomicBoolean();
         Runnable uncount = () -> {
-            if (counted.compareAndSet(true, false)) inFlight.decrementAndGet();
+            if (counted.compareAndSet(true, false)) lookupsInFlight.computeIfPresent(tenantId, (t, n) -> n <= 1 ? null : n - 1);
         };
         Future<InetAddress[]> f;
         try {
@@ -696,16 +707,19 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
 
     /** Whether the tenant called this destination among its last {@value #KEPT_ORIGINS_PER_TENANT}; records the call. */
     private boolean calledRecently(String tenantId, String origin) {
-        LinkedHashMap<String, Boolean> recent = recentOrigins.computeIfAbsent(tenantId, t ->
-                new LinkedHashMap<>(16, 0.75f, true) {
-                    @Override
-                    protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
-                        return size() > KEPT_ORIGINS_PER_TENANT;
-                    }
-                });
-        synchronized (recent) {
-            return recent.put(origin, Boolean.TRUE) != null;
+        synchronized (recentOrigins) { // a few map operations beside an HTTP exchange
+            return recentOrigins.computeIfAbsent(tenantId, t -> lru(KEPT_ORIGINS_PER_TENANT)).put(origin, Boolean.TRUE) != null;
         }
+    }
+
+    /** A map in access order that drops its least recently used entry past {@code max}. */
+    static <V> LinkedHashMap<String, V> lru(int max) {
+        return new LinkedHashMap<>(16, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<String, V> eldest) {
+                return size() > max;
+            }
+        };
     }
 
     private static RetryableJobException timedOut(String what, Call call) {

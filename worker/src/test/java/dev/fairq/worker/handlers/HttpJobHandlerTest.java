@@ -286,6 +286,18 @@ class HttpJobHandlerTest extends ReceiverTest {
         release.countDown();
         org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).untilAsserted(() ->
                 h.handle(job(3, 1, payload("http://again.tenant.example:" + receiver.port() + "/"))));
+        // and the count of a tenant with nothing in flight is gone, not a 0 kept for every tenant ever seen
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).until(h.lookupsInFlight::isEmpty);
+    }
+
+    /** What the handler remembers per tenant is bounded by tenants too: the least recently seen go first. */
+    @Test
+    void theDestinationsRememberedAreBoundedByTenants() {
+        var tenants = HttpJobHandler.<Integer>lru(3);
+        for (int i = 0; i < 5; i++) tenants.put("t" + i, i);
+        tenants.get("t2"); // used: kept over t3
+        tenants.put("t5", 5);
+        assertEquals(List.of("t4", "t2", "t5"), List.copyOf(tenants.keySet()));
     }
 
     @Test
