@@ -104,7 +104,7 @@ class SchedulesApiTest extends AppTest {
                 "{\"type\": \"record\", \"payload\": {}, \"job_key\": \"schedule:x:2026-01-01T00:00:00Z\"}").assertRefused(422, "job_key");
     }
 
-
+    /** A schedule's http template is checked as an http job's payload is: its jobs would all die at their first attempt. */
     @Test
     void anHttpTemplateWhosePayloadItsJobsWouldRefuseIsA422NamingTheField() {
         String key = app.newTenantKey(TestApp.uniqueTenant("hooksched"));
