@@ -205,6 +205,32 @@ class DashboardStoreTest extends StoreTestSupport {
     }
 
     /**
+     * The start rate divides the starts the rollup counted by the time they cover, up to the run that counted them
+     * (its rows' updated_at), not up to now: a steady 1 start/s read 78 starts over 86 s, 0.91/s, eight seconds
+     * after the run. A tenant no recent run counted (nothing since) decays over the time up to now.
+     */
+    @Test
+    void theStartRateIsOverTheTimeItsCountsCover() {
+        DashboardStore rollup = new DashboardStore(clock);
+        Instant m = clock.instant().truncatedTo(ChronoUnit.MINUTES).plus(Duration.ofMinutes(1));
+        clock.set(m.plusSeconds(26));
+        String sql = "INSERT INTO tenant_minute_stats (tenant_id, minute, started, succeeded, failed, dead, busy_ms, "
+                + "updated_at) VALUES (?, ?::timestamptz, ?, 0, 0, 0, 0, ?::timestamptz)";
+        // counted by the run at m+20 s, through m+18 s: 60 starts in the previous minute, 18 in this one
+        dsl.execute(sql, T1, m.minus(Duration.ofMinutes(1)).toString(), 60, m.plusSeconds(18).toString());
+        dsl.execute(sql, T1, m.toString(), 18, m.plusSeconds(18).toString());
+        // counted last at m-20 s, through m-22 s: 38 starts, none since
+        dsl.execute(sql, T2, m.minus(Duration.ofMinutes(1)).toString(), 38, m.minusSeconds(22).toString());
+        for (String t : List.of(T1, T2)) {
+            double head = rollup.tenantHead(dsl, t, Duration.ofHours(1), Duration.ofMinutes(5)).orElseThrow().totals().startRatePerSecond();
+            double overview = rollup.rollupTotals(dsl, List.of(t), Duration.ofHours(1), Duration.ofMinutes(5)).get(t).startRatePerSecond();
+            double expected = t.equals(T1) ? 78.0 / 78 : 38.0 / 86;
+            assertEquals(expected, head, 1e-9, t);
+            assertEquals(expected, overview, 1e-9, t);
+        }
+    }
+
+    /**
      * A catch-up that cannot finish within the statement timeout (here a gap minute's row is locked; in production,
      * more completions in the gap than one statement counts in time: 8 s for 1,000,000) gives the gap up and counts
      * from the previous minute on, as a steady run. It had failed at every run after, each over a longer gap: the
