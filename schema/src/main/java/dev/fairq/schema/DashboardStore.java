@@ -363,6 +363,23 @@ public final class DashboardStore {
         public static final RollupTotals NONE = new RollupTotals(0, 0, 0, 0, 0, 0, 0, 0);
     }
 
+    private static final String START_OF_PREVIOUS = "date_trunc('minute', :now) - interval '1 minute'";
+    private static final String COUNTED_THROUGH = "max(updated_at) FILTER (WHERE minute >= " + START_OF_PREVIOUS + ")";
+    private static final String START_OF_RECENT = "date_trunc('minute', :now - :recent_ms * interval '1 millisecond')";
+    /**
+     * A tenant's sums over its rows of the window, in {@link RollupTotals}'s order: one text for {@link #TOTALS}
+     * and {@link #TENANT_HEAD}, which had each written them (and the start rate's denominator twice each).
+     */
+    static final String SUMS = "\n"
+            + "  sum(started) AS started, sum(succeeded) AS succeeded, sum(failed) AS failed, sum(dead) AS dead,\n"
+            + "  sum(busy_ms) AS busy_ms,\n"
+            + "  coalesce(sum(busy_ms) FILTER (WHERE minute >= " + START_OF_RECENT + "), 0) AS busy_ms_recent,\n"
+            + "  coalesce(sum(started) FILTER (WHERE minute >= " + START_OF_RECENT + "), 0) AS started_recent,\n"
+            + "  coalesce(sum(started) FILTER (WHERE minute >= " + START_OF_PREVIOUS + "), 0)\n"
+            + "    / greatest(1, fairq_epoch(CASE WHEN " + COUNTED_THROUGH + " >= :now - interval '15 seconds'\n"
+            + "                                   THEN " + COUNTED_THROUGH + " ELSE :now END)\n"
+            + "                  - fairq_epoch(" + START_OF_PREVIOUS + ")) AS start_rate\n";
+
     /**
      * Per tenant, sums over the window (the current minute and the ones before it, as many as the window has:
      * the chart's minutes, {@link #MINUTES}): at most one row per minute of the window per tenant named, on the
@@ -373,15 +390,7 @@ public final class DashboardStore {
      * since, so the rate decays). Up to now always, a steady 10 starts/s read 8.0/s just after a minute turned.
      */
     static final NamedSql TOTALS = NamedSql.of("""
-            SELECT tenant_id, sum(started), sum(succeeded), sum(failed), sum(dead), sum(busy_ms),
-                   coalesce(sum(busy_ms) FILTER (WHERE minute >= date_trunc('minute', :now - :recent_ms * interval '1 millisecond')), 0),
-                   coalesce(sum(started) FILTER (WHERE minute >= date_trunc('minute', :now - :recent_ms * interval '1 millisecond')), 0),
-                   coalesce(sum(started) FILTER (WHERE minute >= date_trunc('minute', :now) - interval '1 minute'), 0)
-                       / greatest(1, fairq_epoch(CASE WHEN max(updated_at) FILTER (WHERE minute >= date_trunc('minute', :now) - interval '1 minute')
-                                                     >= :now - interval '15 seconds'
-                                                THEN max(updated_at) FILTER (WHERE minute >= date_trunc('minute', :now) - interval '1 minute')
-                                                ELSE :now END)
-                                   - fairq_epoch(date_trunc('minute', :now) - interval '1 minute'))
+            SELECT tenant_id, """ + SUMS + """
             FROM tenant_minute_stats
             WHERE tenant_id = ANY(:tenant_ids::text[])
               AND minute > date_trunc('minute', :now - :window_ms * interval '1 millisecond')
@@ -401,16 +410,7 @@ public final class DashboardStore {
                    h.busy_ms_recent AS h_busy_ms_recent, h.started_recent AS h_started_recent, h.start_rate AS h_start_rate,
                    EXISTS (SELECT 1 FROM schedules s WHERE s.tenant_id = :tenant) AS has_schedules
             FROM tenants t CROSS JOIN LATERAL (
-                SELECT sum(started) AS started, sum(succeeded) AS succeeded, sum(failed) AS failed, sum(dead) AS dead,
-                       sum(busy_ms) AS busy_ms,
-                       coalesce(sum(busy_ms) FILTER (WHERE minute >= date_trunc('minute', :now - :recent_ms * interval '1 millisecond')), 0) AS busy_ms_recent,
-                       coalesce(sum(started) FILTER (WHERE minute >= date_trunc('minute', :now - :recent_ms * interval '1 millisecond')), 0) AS started_recent,
-                       coalesce(sum(started) FILTER (WHERE minute >= date_trunc('minute', :now) - interval '1 minute'), 0)
-                           / greatest(1, fairq_epoch(CASE WHEN max(updated_at) FILTER (WHERE minute >= date_trunc('minute', :now) - interval '1 minute')
-                                                     >= :now - interval '15 seconds'
-                                                THEN max(updated_at) FILTER (WHERE minute >= date_trunc('minute', :now) - interval '1 minute')
-                                                ELSE :now END)
-                                   - fairq_epoch(date_trunc('minute', :now) - interval '1 minute')) AS start_rate
+                SELECT """ + SUMS + """
                 FROM tenant_minute_stats
                 WHERE tenant_id = :tenant AND minute > date_trunc('minute', :now - :window_ms * interval '1 millisecond')
             ) h
