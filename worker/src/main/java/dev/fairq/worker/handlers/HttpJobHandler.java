@@ -560,10 +560,10 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
             throws RetryableJobException, InterruptedException {
         long left = deadlineNanos - System.nanoTime();
         if (left <= 0) throw new RetryableJobException("timed out before the DNS lookup of '" + host + "'", null);
-        // counted per key in compute(), and the entry removed at 0: a map of every tenant that ever looked a name up
-        // would grow with the tenants
+        // counted per key (merge, computeIfPresent) and the entry removed at 0: a map of every tenant that ever
+        // looked a name up would grow with the tenants
         if (lookupsInFlight.merge(tenantId, 1, Integer::sum) > MAX_LOOKUPS_PER_TENANT) {
-            lookupsInFlight.computeIfPresent(tenantId, (t, n) -> n <= 1 ? null : n - 1);
+            uncountLookup(tenantId);
             throw new RetryableJobException("DNS lookup of '" + host + "' not started: " + MAX_LOOKUPS_PER_TENANT
                     + " lookups of this tenant's hosts are still running (its DNS answers slowly)", null);
         }
@@ -571,7 +571,7 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
         AtomicBoolean counted = new AtomicBoolean(true);
         AtomicBoolean started = new AtomicBoolean();
         Runnable uncount = () -> {
-            if (counted.compareAndSet(true, false)) lookupsInFlight.computeIfPresent(tenantId, (t, n) -> n <= 1 ? null : n - 1);
+            if (counted.compareAndSet(true, false)) uncountLookup(tenantId);
         };
         Future<InetAddress[]> f;
         try {
@@ -602,6 +602,11 @@ public final class HttpJobHandler implements JobHandler, AutoCloseable {
             String why = cause instanceof UnknownHostException ? "" : " (" + cause.getClass().getSimpleName() + ")";
             throw new RetryableJobException("cannot resolve host '" + host + "'" + why, null);
         }
+    }
+
+    /** One lookup of the tenant's fewer in flight; at none, its entry goes. */
+    private void uncountLookup(String tenantId) {
+        lookupsInFlight.computeIfPresent(tenantId, (t, n) -> n <= 1 ? null : n - 1);
     }
 
     /** Cancels a lookup; one that had not started never will, so it is uncounted here (a running one uncounts itself). */
