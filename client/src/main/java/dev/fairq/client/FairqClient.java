@@ -204,8 +204,7 @@ public final class FairqClient {
 
     /** One page of tenants by id after {@code after} (null: the first); its {@code next} is the next page's after. */
     public Model.Tenants tenants(String after, int limit) {
-        String query = "?limit=" + limit + (after == null ? "" : "&after=" + java.net.URLEncoder.encode(after, java.nio.charset.StandardCharsets.UTF_8));
-        return read(get("/v1/admin/tenants" + query).body(), Model.Tenants.class);
+        return read(get("/v1/admin/tenants" + pageQuery(after, limit)).body(), Model.Tenants.class);
     }
 
     public Model.Tenant tenant(String id) {
