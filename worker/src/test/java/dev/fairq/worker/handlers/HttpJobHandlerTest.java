@@ -675,8 +675,12 @@ class HttpJobHandlerTest extends ReceiverTest {
         assertEquals(100, receiver.requests.size());
 
         for (int i = 0; i < 5; i++) h.handle(job(200 + i, 1, payload(receiver.url("/again"))));
-        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).untilAsserted(() ->
-                assertEquals(1, openConnections(h), "a destination called again keeps its connection"));
+        // kept open, and reused: a 2xx is done at its headers, so a call may start before the previous one's
+        // connection is back in the pool and open a second (CI saw 2 once); never one per call
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
+            int open = openConnections(h);
+            assertTrue(open >= 1 && open <= 2, "a destination called again keeps its connection: " + open + " open");
+        });
     }
 
     private static int openConnections(HttpJobHandler h) {
