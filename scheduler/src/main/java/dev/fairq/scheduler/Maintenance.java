@@ -28,8 +28,21 @@ final class Maintenance implements AutoCloseable {
         void run(DSLContext ctx) throws Exception;
     }
 
-    /** A named duty and how often it runs. */
-    record Duty(String name, Duration every, Work work) {}
+    /** A duty's work that says whether it stopped short of done (a batch cap): then it runs again sooner. */
+    @FunctionalInterface
+    interface PacedWork {
+        boolean runBehind(DSLContext ctx) throws Exception;
+    }
+
+    /** A named duty, how often it runs, and how soon after a run that reports itself behind. */
+    record Duty(String name, Duration every, PacedWork work, Duration whenBehind) {
+        Duty(String name, Duration every, Work work) {
+            this(name, every, ctx -> {
+                work.run(ctx);
+                return false;
+            }, every);
+        }
+    }
 
     private final SchedulerService.ConnectionFactory connections;
     private final Duration statementTimeout;
@@ -61,8 +74,8 @@ final class Maintenance implements AutoCloseable {
             long nextDue = Long.MAX_VALUE;
             for (int i = 0; i < duties.size() && !stopped; i++) {
                 if (nextRun[i] <= now) {
-                    runOne(duties.get(i));
-                    nextRun[i] = System.nanoTime() + duties.get(i).every().toNanos();
+                    Duty d = duties.get(i);
+                    nextRun[i] = System.nanoTime() + (runOne(d) ? d.whenBehind() : d.every()).toNanos();
                 }
                 nextDue = Math.min(nextDue, nextRun[i]);
             }
@@ -77,13 +90,15 @@ final class Maintenance implements AutoCloseable {
         }
     }
 
-    private void runOne(Duty duty) {
+    /** Runs a duty; whether it reported itself behind (a failed run is not: it runs again at its next turn). */
+    private boolean runOne(Duty duty) {
         try {
-            duty.work().run(Database.dsl(connection()));
+            return duty.work().runBehind(Database.dsl(connection()));
         } catch (Exception e) {
-            if (stopped) return;
+            if (stopped) return false;
             log.warn("maintenance duty '{}' failed; it runs again in {}", duty.name(), duty.every(), e);
             dropBrokenConnection();
+            return false;
         }
     }
 

@@ -111,9 +111,6 @@ public final class SchedulerService implements AutoCloseable {
     /** What was published last per tenant, and when (null: nothing yet this term): unchanged states are not written again. */
     private Map<String, Scheduler.Snapshot> published;
     private Map<String, Long> publishedAt;
-    /** When retention last ran (System.nanoTime; 0: not in this process), and whether it stopped at its batch cap. */
-    private long retentionRanAt;
-    private boolean retentionBehind;
     /** Whether the rollup ran in this term (its first run counts every tenant that finished jobs). */
     private volatile boolean rolledUpAsLeader;
 
@@ -302,10 +299,10 @@ public final class SchedulerService implements AutoCloseable {
         List<Maintenance.Duty> duties = new ArrayList<>();
         duties.add(new Maintenance.Duty("publish scheduler state", PUBLISH_EVERY, this::publishState));
         duties.add(new Maintenance.Duty("dashboard rollup", ROLLUP_EVERY, this::rollup));
-        // asked every second at most; it runs every maintenance interval, or at once while it is behind
-        Duration retentionTurn = config.maintenanceEvery().compareTo(RETENTION_BEHIND_EVERY) < 0
+        // every maintenance interval, and again within a second while a run stopped at its batch cap
+        Duration behind = config.maintenanceEvery().compareTo(RETENTION_BEHIND_EVERY) < 0
                 ? config.maintenanceEvery() : RETENTION_BEHIND_EVERY;
-        duties.add(new Maintenance.Duty("retention", retentionTurn, this::retention));
+        duties.add(new Maintenance.Duty("retention", config.maintenanceEvery(), this::retention, behind));
         duties.add(new Maintenance.Duty("vacuum hot tables", VACUUM_EVERY, ctx -> store.retention().vacuumHotTables(ctx)));
         duties.addAll(extraDuties);
         return duties;
@@ -382,11 +379,8 @@ public final class SchedulerService implements AutoCloseable {
         } while (firer.behind() && !stopped && System.nanoTime() < until);
     }
 
-    private void retention(DSLContext ctx) {
-        long now = System.nanoTime();
-        if (retentionRanAt != 0 && !retentionBehind && now - retentionRanAt < config.maintenanceEvery().toNanos()) return;
-        retentionRanAt = now;
-        retentionBehind = false; // a failed run is retried a maintenance interval later, as before
+    /** One retention run; whether it stopped at a batch cap with more past retention left. */
+    private boolean retention(DSLContext ctx) {
         List<String> tenants = store.retention().tenantsWithFinished(ctx);
         int deleted = 0;
         boolean behind = false;
@@ -403,11 +397,11 @@ public final class SchedulerService implements AutoCloseable {
             if (n < RETENTION_BATCH) break;
             if (i == RETENTION_BATCHES_PER_RUN - 1) behind = true;
         }
-        retentionBehind = behind;
         store.leases().pruneWorkers(ctx, WORKER_REGISTRY_KEEP);
         dashboards.pruneRollup(ctx, ROLLUP_RETENTION);
         if (deleted > 0) log.info("retention: deleted {} finished jobs", deleted);
         if (effects > 0) log.info("retention: deleted {} side-effect keys", effects);
+        return behind;
     }
 
     private void pause(Duration d) {
