@@ -124,7 +124,9 @@ public final class SchedulerService implements AutoCloseable {
         this.scheduler = scheduler;
         this.firer = firer;
         this.store = store;
-        this.dashboards = new DashboardStore(store.clock());
+        // a catch-up recounts no minute retention may have emptied (the shorter retention, succeeded or dead)
+        this.dashboards = new DashboardStore(store.clock(),
+                config.retention().compareTo(config.deadRetention()) < 0 ? config.retention() : config.deadRetention());
         this.config = config;
         this.connections = connections;
         this.thread = new Thread(this::run, "fairq-scheduler");

@@ -208,6 +208,16 @@ public final class DashboardStore {
      * probed every tenant that ever finished a job.
      */
     static Window window(OffsetDateTime now, OffsetDateTime current, OffsetDateTime finalThrough) {
+        return window(now, current, finalThrough, MAX_CATCH_UP);
+    }
+
+    /**
+     * As {@link #window(OffsetDateTime, OffsetDateTime, OffsetDateTime)}, catching up only over the whole minutes
+     * within {@code reach} of now: the finished jobs a minute is counted from are kept that long (the shorter
+     * retention), so a catch-up that reached past it recounted minutes retention had emptied and wrote zeros over
+     * the counts they had (with a one-hour retention and a two-hour gap, the minutes before the gap).
+     */
+    static Window window(OffsetDateTime now, OffsetDateTime current, OffsetDateTime finalThrough, Duration reach) {
         OffsetDateTime previous = current.minusMinutes(1);
         // a cursor past the previous minute was left by runs on a clock that was ahead (the database's clock was set
         // back since): the minutes from here on were not counted on this clock, so count as if the previous minute
@@ -219,7 +229,9 @@ public final class DashboardStore {
         if (finalThrough == null || !finalThrough.isBefore(previous.minusMinutes(1))) {
             since = finalThrough != null && !finalThrough.isBefore(previous) ? current : previous;
         } else {
-            OffsetDateTime oldest = current.minus(MAX_CATCH_UP);
+            // the first minute wholly within reach: the one before it has lost its first seconds to retention
+            OffsetDateTime oldest = now.minus(reach).truncatedTo(java.time.temporal.ChronoUnit.MINUTES).plusMinutes(1);
+            if (oldest.isAfter(previous)) oldest = previous;
             since = finalThrough.isBefore(oldest) ? oldest : finalThrough;
             catchUp = true;
         }
@@ -231,13 +243,21 @@ public final class DashboardStore {
     }
 
     private final QueueClock clock;
+    /** How far back a catch-up recounts: {@link #MAX_CATCH_UP}, or the shorter retention of finished jobs. */
+    private final Duration catchUpReach;
 
     public DashboardStore() {
         this(QueueClock.SYSTEM);
     }
 
     public DashboardStore(QueueClock clock) {
+        this(clock, MAX_CATCH_UP);
+    }
+
+    /** {@code retention}: how long the finished jobs the rollup counts are kept (the shorter retention, if two). */
+    public DashboardStore(QueueClock clock, Duration retention) {
         this.clock = clock;
+        this.catchUpReach = retention.compareTo(MAX_CATCH_UP) < 0 ? retention : MAX_CATCH_UP;
     }
 
     /**
@@ -257,7 +277,7 @@ public final class DashboardStore {
     public int rollup(DSLContext ctx, Collection<String> activeTenants, boolean everyTenant) {
         Record cursor = READ_CURSOR.bind().clock(clock).fetch(ctx).get(0);
         Window w = window(cursor.get("db_now", OffsetDateTime.class), cursor.get("cur", OffsetDateTime.class),
-                cursor.get("rolled_through", OffsetDateTime.class));
+                cursor.get("rolled_through", OffsetDateTime.class), catchUpReach);
         Set<String> tenants = new HashSet<>(activeTenants);
         if (w.catchUp() || everyTenant) tenants.addAll(TENANTS_WITH_FINISHED.bind().fetch(ctx).getValues(0, String.class));
         addTenantsWithWaitingJobs(ctx, tenants);

@@ -77,9 +77,39 @@ class DashboardStoreTest extends StoreTestSupport {
         // a cursor ahead of the clock (the clock was set back): the previous minute is recounted, the cursor moves back
         assertEquals(new DashboardStore.Window(M.minusMinutes(1), false, M.minusMinutes(2)),
                 DashboardStore.window(M.plusSeconds(5), M, M.plusMinutes(60)));
-        // never more than MAX_CATCH_UP back
-        assertEquals(new DashboardStore.Window(M.minus(DashboardStore.MAX_CATCH_UP), true, M.minusMinutes(2)),
+        // never more than MAX_CATCH_UP back, from the first minute wholly within it
+        assertEquals(new DashboardStore.Window(M.minus(DashboardStore.MAX_CATCH_UP).plusMinutes(1), true, M.minusMinutes(2)),
                 DashboardStore.window(M.plusSeconds(1), M, M.minusDays(3)));
+        // nor further back than a shorter retention keeps the finished jobs
+        assertEquals(new DashboardStore.Window(M.minusMinutes(59), true, M.minusMinutes(1)),
+                DashboardStore.window(M.plusSeconds(30), M, M.minusHours(2), Duration.ofHours(1)));
+    }
+
+    /**
+     * A gap longer than the retention of finished jobs (one hour here): the minutes before the gap keep their counts.
+     * The catch-up had recounted from the cursor, over minutes whose jobs retention had deleted meanwhile, and wrote
+     * zeros over them (the minute of the last run before the gap, and the one before it until it had settled).
+     */
+    @Test
+    void aCatchUpLongerThanTheRetentionLeavesTheMinutesRetentionEmptied() {
+        Duration retention = Duration.ofHours(1);
+        DashboardStore rollup = new DashboardStore(clock, retention);
+        dsl.execute("DELETE FROM rollup_cursor");
+        Instant m0 = clock.instant().truncatedTo(ChronoUnit.MINUTES).plus(Duration.ofMinutes(1));
+        clock.set(m0.plusSeconds(2));
+        finishOne(T1);
+        clock.set(m0.plusSeconds(20));
+        rollup.rollup(dsl, List.of(T1));
+        assertEquals(1, succeeded(T1, m0));
+
+        clock.set(m0.plus(Duration.ofHours(2)).plusSeconds(30)); // no scheduler for two hours; then retention ran
+        store.deleteFinished(dsl, retention, retention, 1000);
+        assertEquals(0L, scalar(Long.class, "SELECT count(*) FROM jobs WHERE tenant_id = ?", T1));
+        finishOne(T1);
+        clock.set(m0.plus(Duration.ofHours(2)).plusSeconds(40)); // past the run's COMMIT_LAG
+        rollup.rollup(dsl, List.of(T1));
+        assertEquals(1, succeeded(T1, m0), "the minute before the gap keeps its count");
+        assertEquals(1, succeeded(T1, m0.plus(Duration.ofHours(2))), "the current minute is counted");
     }
 
     /**
