@@ -55,7 +55,8 @@ import java.util.function.Supplier;
  *
  * <p>Latencies: {@code fairq_admission_latency_seconds} is enqueue (created_at) to admission on a job's first
  * attempt (it includes a delay_ms / run_at the job asked for); {@code fairq_claim_latency_seconds} is admission
- * to a worker starting it (the time in the ready buffer); {@code fairq_claim_statement_seconds} the claim
+ * to a worker starting it (the time in the ready buffer: to the claim on the database's clock, then the wait for a
+ * thread on the worker's monotonic clock); {@code fairq_claim_statement_seconds} the claim
  * statement's round trip.
  */
 final class FairqMetrics implements WorkerObserver, ScheduleObserver {
@@ -421,9 +422,17 @@ final class FairqMetrics implements WorkerObserver, ScheduleObserver {
 
     @Override
     public void started(ClaimedJob job) {
+        started(job, 0);
+    }
+
+    @Override
+    public void started(ClaimedJob job, long waitedNanos) {
         // only numbers in the closure: a held-back event must not keep the job (its payload) alive
-        OffsetDateTime now = OffsetDateTime.now();
-        double claimed = job.admittedAt() == null ? -1 : seconds(job.admittedAt(), now);
+        // admission to the claim on the database's clock, then the wait for a thread on this JVM's monotonic one:
+        // this JVM's wall clock against the database's admitted_at was off by the hosts' clock skew
+        double claimed = job.admittedAt() == null ? -1 : job.startedAt() != null
+                ? Math.max(0, seconds(job.admittedAt(), job.startedAt())) + waitedNanos / 1e9
+                : seconds(job.admittedAt(), OffsetDateTime.now());
         double admitted = job.admittedAt() == null || job.attempt() != 1 || job.createdAt() == null ? -1
                 : seconds(job.createdAt(), job.admittedAt());
         record(job.tenantId(), tenant -> {

@@ -519,7 +519,7 @@ public final class Enqueue {
         return new ClaimedJob(j.getId(), j.getTenantId(), j.getQueue(), j.getType(), j.getPayload() == null ? null : j.getPayload().data(),
                 j.getAttempts(), j.getMaxAttempts(), j.getJobKey(), j.getOrderingKey(), j.getCreatedAt(), j.getAdmittedAt(),
                 j.getReadyRank() == null ? Double.NEGATIVE_INFINITY : j.getReadyRank(), j.getTimeoutMs(),
-                j.getPayloadVersion(), j.getSnoozes());
+                j.getPayloadVersion(), j.getSnoozes(), j.getStartedAt());
     }
 
     /**

@@ -45,7 +45,8 @@ public final class Leases {
                   ORDER BY ready_rank, id LIMIT :limit FOR UPDATE SKIP LOCKED) c
             WHERE j.id = c.id
             RETURNING j.id, j.tenant_id, j.queue, j.type, j.payload::text, j.attempts, j.max_attempts, j.job_key,
-                      j.ordering_key, j.created_at, j.admitted_at, j.ready_rank, j.timeout_ms, j.payload_version, j.snoozes
+                      j.ordering_key, j.created_at, j.admitted_at, j.ready_rank, j.timeout_ms, j.payload_version, j.snoozes,
+                      j.started_at
             """);
 
     /**
@@ -233,7 +234,8 @@ public final class Leases {
                         out.add(new ClaimedJob(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getString(4),
                                 rs.getString(5), rs.getInt(6), rs.getInt(7), rs.getString(8), rs.getString(9),
                                 rs.getObject(10, OffsetDateTime.class), rs.getObject(11, OffsetDateTime.class),
-                                rs.getDouble(12), rs.getObject(13, Integer.class), rs.getInt(14), rs.getInt(15)));
+                                rs.getDouble(12), rs.getObject(13, Integer.class), rs.getInt(14), rs.getInt(15),
+                                rs.getObject(16, OffsetDateTime.class)));
                     }
                 }
                 return out;

@@ -79,6 +79,7 @@ class WorkerSqlTest extends StoreTestSupport {
         assertEquals("w1", r.getLockedBy());
         assertEquals(1, r.getAttempts());
         assertNotNull(r.getStartedAt());
+        assertEquals(r.getStartedAt().toInstant(), job.startedAt().toInstant(), "the claim's time on the database's clock");
         assertTrue(r.getLockedUntil().isAfter(dbNow()), "lease in the future");
         assertFalse(r.getLockedUntil().isBefore(before.plus(LEASE)), "lease is as long as asked");
 

@@ -28,6 +28,8 @@ final class Attempt {
     private Thread thread;
     private boolean begun;
 
+    /** When the claim's (or the enqueue's) answer reached this process, on the queue clock's nanoTime. */
+    volatile long receivedNanos;
     volatile long startedNanos;
     volatile long deadlineNanos = Long.MAX_VALUE;
     volatile Duration timeout;

@@ -325,8 +325,10 @@ public final class Worker implements AutoCloseable {
      */
     private void dispatch(List<ClaimedJob> jobs, long t0) {
         outstanding.addAndGet(jobs.size());
+        long received = clock.nanoTime();
         for (ClaimedJob job : jobs) {
             Attempt attempt = new Attempt(job, t0 + config.lease().toNanos());
+            attempt.receivedNanos = received;
             JobTask task = new JobTask(attempt);
             attempt.task = task;
             Attempt previous = held.put(job.id(), attempt);
@@ -810,7 +812,7 @@ public final class Worker implements AutoCloseable {
         running.add(a);
         Throwable failure = null;
         try {
-            observer.started(job);
+            observer.started(job, t0 - a.receivedNanos);
             if (registration.isPresent()) {
                 PayloadVersions.Read payload = registration.get().versions().read(job.type(), job.payloadVersion(),
                         job.payloadJson());

@@ -11,6 +11,14 @@ public interface WorkerObserver {
 
     default void started(ClaimedJob job) {}
 
+    /**
+     * As {@link #started(ClaimedJob)}, with how long the job waited in this process between the claim's (or the
+     * enqueue's) answer and its handler's first line, on this JVM's monotonic clock.
+     */
+    default void started(ClaimedJob job, long waitedNanos) {
+        started(job);
+    }
+
     /** An attempt's outcome, once it is recorded (an outcome the fence dropped is {@link #leaseLost} instead). */
     default void finished(ClaimedJob job, JobOutcome outcome, long nanos) {}
 
