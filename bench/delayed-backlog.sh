@@ -28,14 +28,15 @@ submit() { local end=$((SECONDS + $1)); while [ $SECONDS -lt $end ]; do
   curl -sf -o /dev/null -X POST -H "Authorization: Bearer $key" -H 'Content-Type: application/json' -d "$batch" localhost:18490/v1/jobs/batch
   sleep 0.2; done; }
 ticks() { curl -s localhost:18491/metrics | awk '/^fairq_scheduler_tick_seconds_sum/ {s = $2} /^fairq_scheduler_tick_seconds_count/ {c = $2} END {print s, c}'; }
-cpu() { awk '{print $14 + $15}' /proc/$server/stat; ps -o pid= -u postgres | xargs -I{} cat /proc/{}/stat 2>/dev/null | awk '{s += $14 + $15} END {print s}'; }
+. "$(dirname "$0")/pg-cpu.sh" # PostgreSQL: this database's backends only
 submit 15
-read -r s0 c0 <<< "$(ticks)"; t0=$(date +%s.%N); cpu0=($(cpu))
+read -r s0 c0 <<< "$(ticks)"; t0=$(date +%s.%N); jvm0=$(awk '{print $14 + $15}' /proc/$server/stat); pg0=$(db_ticks "$db")
 submit 30
-read -r s1 c1 <<< "$(ticks)"; t1=$(date +%s.%N); cpu1=($(cpu))
+read -r s1 c1 <<< "$(ticks)"; t1=$(date +%s.%N); jvm1=$(awk '{print $14 + $15}' /proc/$server/stat); pg1=$(db_ticks "$db")
+pg_spent=$(ticks_between "$pg0" "$pg1")
 python3 -c "
 s0, c0, s1, c1, t0, t1 = $s0, $c0, $s1, $c1, $t0, $t1
 hz = 100.0
 print('$label: %.1f ticks/s, mean tick %.2f ms, server %.3f cores, PostgreSQL %.3f cores'
-      % ((c1 - c0) / (t1 - t0), 1000 * (s1 - s0) / max(c1 - c0, 1), (${cpu1[0]} - ${cpu0[0]}) / hz / (t1 - t0),
-         (${cpu1[1]} - ${cpu0[1]}) / hz / (t1 - t0)))"
+      % ((c1 - c0) / (t1 - t0), 1000 * (s1 - s0) / max(c1 - c0, 1), ($jvm1 - $jvm0) / hz / (t1 - t0),
+         $pg_spent / hz / (t1 - t0)))"

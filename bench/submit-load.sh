@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # POST /v1/jobs and POST /v1/jobs/batch under 16 callers (wrk), on a fresh scratch database, with the CPU each side
-# spent per single submit. For A/B runs of two builds: run it with each jar in turn, alternating, and compare within
+# spent per single submit (PostgreSQL: this database's backends, bench/pg-cpu.sh). For A/B runs of two builds: run it with each jar in turn, alternating, and compare within
 # a pair (the figures drift from one pair to the next). Needs wrk and a PostgreSQL reachable as below.
 # Usage: bench/submit-load.sh JAR LABEL   (PGHOST/PGPORT/PGUSER, default 127.0.0.1:5432 postgres; ports 18480-18481)
 # Prints two lines: "LABEL single: p50 p99 requests/s jvm_cpu_ms_per_req pg_cpu_ms_per_req" and "LABEL batch: requests/s".
@@ -27,16 +27,17 @@ wrk.body = os.getenv("BODY")
 LUA
 export BODY='{"type": "noop", "payload": {"hello": "world"}}'
 wrk -t2 -c16 -d60s -s "$work/post.lua" http://localhost:18480/v1/jobs > /dev/null # warm-up: the JIT, the pools
-pg_ticks() { ps -o pid= -u postgres | xargs -I{} cat /proc/{}/stat 2>/dev/null | awk '{s += $14 + $15} END {print s}'; }
-pg0=$(pg_ticks) jvm0=$(awk '{print $14 + $15}' /proc/$server/stat)
+. "$(dirname "$0")/pg-cpu.sh"
+pg0=$(db_ticks "$db") jvm0=$(awk '{print $14 + $15}' /proc/$server/stat)
 single=$(wrk --latency -t2 -c16 -d30s -s "$work/post.lua" http://localhost:18480/v1/jobs)
-pg1=$(pg_ticks) jvm1=$(awk '{print $14 + $15}' /proc/$server/stat)
+pg1=$(db_ticks "$db") jvm1=$(awk '{print $14 + $15}' /proc/$server/stat)
+pg_spent=$(ticks_between "$pg0" "$pg1")
 export BODY=$(python3 -c 'print("{\"jobs\": [" + ", ".join(["{\"type\": \"noop\", \"payload\": {}}"] * 100) + "]}")')
 batch=$(wrk -t2 -c16 -d30s -s "$work/post.lua" http://localhost:18480/v1/jobs/batch)
 rps=$(echo "$single" | awk '/Requests\/sec/ {print $2}')
 hz=$(getconf CLK_TCK)
 echo "$label single: p50 $(echo "$single" | awk '$1 == "50%" {print $2}') p99 $(echo "$single" | awk '$1 == "99%" {print $2}')" \
   "requests/s $rps jvm_cpu_ms_per_req $(python3 -c "print(round(($jvm1 - $jvm0) / $hz * 1000 / ($rps * 30), 2))")" \
-  "pg_cpu_ms_per_req $(python3 -c "print(round(($pg1 - $pg0) / $hz * 1000 / ($rps * 30), 2))")" \
+  "pg_cpu_ms_per_req $(python3 -c "print(round($pg_spent / $hz * 1000 / ($rps * 30), 2))")" \
   "non_2xx $(echo "$single" | awk '/Non-2xx/ {print $4}')"
 echo "$label batch: requests/s $(echo "$batch" | awk '/Requests\/sec/ {print $2}') non_2xx $(echo "$batch" | awk '/Non-2xx/ {print $4}')"
