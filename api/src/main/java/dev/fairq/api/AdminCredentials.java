@@ -30,8 +30,8 @@ final class AdminCredentials {
         AdminTokenStore tokens = new AdminTokenStore(db);
         if (tokens.anyLive()) return null;
         String name = "initial";
-        AdminTokenStore.Created created = tokens.create(name, "fairq")
-                .or(() -> tokens.create(name + "-" + Tokens.shortId("").substring(0, 6), "fairq")) // 'initial' was revoked
+        AdminTokenStore.Created created = tokens.create(name, AdminTokenStore.GENERATED_BY)
+                .or(() -> tokens.create(name + "-" + Tokens.shortId("").substring(0, 6), AdminTokenStore.GENERATED_BY)) // 'initial' was revoked
                 .orElseThrow();
         out.println();
         out.println("==========================================================================================");

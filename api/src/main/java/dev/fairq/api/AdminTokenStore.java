@@ -17,8 +17,16 @@ final class AdminTokenStore {
     /** The name of FAIRQ_ADMIN_TOKEN, the audit actor of what it does. */
     static final String BOOTSTRAP = "bootstrap";
     static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_.@-]{0,62}");
+    /** The creator fairq itself names for the token an embedded database prints ({@link AdminCredentials}). */
+    static final String GENERATED_BY = "fairq";
+    /**
+     * Names fairq writes as an actor itself: a token named after one would make its entries (tenants.yml's creations in
+     * the audit log, the generated token's created_by) indistinguishable from fairq's own.
+     */
+    static final java.util.Set<String> RESERVED = java.util.Set.of(BOOTSTRAP, dev.fairq.schema.TenantStore.TENANTS_FILE_ACTOR,
+            GENERATED_BY);
     static final String NAME_RULE = "must be 1-63 lower-case letters, digits, '_', '.', '@' or '-', starting with a letter "
-            + "or digit (e.g. alice@example.com or deploy-bot), and not 'bootstrap'";
+            + "or digit (e.g. alice@example.com or deploy-bot), and not 'bootstrap', 'tenants.yml' or 'fairq' (fairq's own actors)";
 
     private final DSLContext db;
 
@@ -32,7 +40,7 @@ final class AdminTokenStore {
                 String revokedBy) {}
 
     static boolean validName(String name) {
-        return name != null && NAME.matcher(name).matches() && !name.equals(BOOTSTRAP);
+        return name != null && NAME.matcher(name).matches() && !RESERVED.contains(name);
     }
 
     /** A new token named {@code name}; empty when the name was ever used (names are never reused). */

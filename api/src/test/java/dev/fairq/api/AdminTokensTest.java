@@ -127,7 +127,7 @@ class AdminTokensTest extends AppTest {
         List<Object> before = app.snapshot("no-jobs-here"); // keys, audit, admin tokens, tenants
         TestApp.Res again = app.admin("POST", "/v1/admin/tokens", "{\"name\": \"" + name + "\"}");
         assertEquals(409, again.status());
-        for (String bad : List.of("\"bootstrap\"", "\"Bob\"", "\"\"", "\"a b\"", "\"x\\u0000\"", "5", "null")) {
+        for (String bad : List.of("\"bootstrap\"", "\"tenants.yml\"", "\"fairq\"", "\"Bob\"", "\"\"", "\"a b\"", "\"x\\u0000\"", "5", "null")) {
             app.admin("POST", "/v1/admin/tokens", "{\"name\": " + bad + "}").assertRefused(422, "name", bad + ": ");
         }
         assertEquals(422, app.admin("POST", "/v1/admin/tokens", "{\"name\": \"carol\", \"role\": \"root\"}").status());
