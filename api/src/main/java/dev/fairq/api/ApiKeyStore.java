@@ -94,6 +94,7 @@ final class ApiKeyStore {
         String key = Tokens.generate(PREFIX);
         String id = Tokens.shortId("key_");
         OffsetDateTime created = db.transactionResult(c -> {
+            AUDIT.lockAudit(c.dsl()); // first, so audit ids follow commit order (TenantStore.AUDIT_LOCK)
             OffsetDateTime at = c.dsl().resultQuery(
                     "INSERT INTO api_keys (id, tenant_id, key_hash) VALUES (?, ?, ?) RETURNING created_at",
                     id, tenantId, Tokens.sha256(key)).fetchOne(0, OffsetDateTime.class);
@@ -192,6 +193,7 @@ final class ApiKeyStore {
     /** Revokes a key of the tenant, audited ({@code key_revoke}); false when the tenant has no such key. Revoking twice is fine (one audit row). */
     boolean revoke(String tenantId, String keyId, String actor) {
         boolean found = db.transactionResult(c -> {
+            AUDIT.lockAudit(c.dsl()); // first, so audit ids follow commit order (TenantStore.AUDIT_LOCK)
             // the row lock orders two revokes of one key: only the one that revoked it writes an audit row
             Record r = c.dsl().resultQuery("""
                     SELECT revoked_at IS NULL FROM api_keys WHERE id = ? AND tenant_id = ? FOR UPDATE""",

@@ -131,6 +131,59 @@ class AdminApiTest extends AppTest {
         assertEquals(7, audit.get(0).get("new_values").get("weight").asInt(), audit.toString());
     }
 
+    /**
+     * A reader of the newest entries (a SIEM polling the audit log, remembering the newest id it saw) misses none: an
+     * entry's id is taken in commit order, so once an id is visible every smaller one is too. Ids had come from the
+     * sequence at the insert, before the commit: a write that took id n and committed after one that took n + 1 was
+     * never in the newest page that showed n + 1, nor in any page "newer than n + 1". The window between the insert and
+     * the commit (a round trip, or the tenants file's whole seed) is widened here by a trigger that holds one tenant's
+     * audit insert until the test lets go.
+     */
+    @Test
+    void auditIdsFollowCommitOrderSoAReaderOfTheNewestMissesNone() throws Exception {
+        String slow = TestApp.uniqueTenant("auslow"), fast = TestApp.uniqueTenant("aufast");
+        assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + slow, "{}").status());
+        assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + fast, "{}").status());
+        long hold = 0x6661697271L; // the test's own advisory lock: no fairq lock has classid 0
+        String fn = "hold_audit_" + slow.replace('-', '_');
+        var sql = app.db.dsl();
+        sql.execute("CREATE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_xact_lock("
+                + hold + "); RETURN NULL; END $$");
+        sql.execute("CREATE TRIGGER " + fn + " AFTER INSERT ON tenant_audit FOR EACH ROW WHEN (NEW.tenant_id = '" + slow
+                + "') EXECUTE FUNCTION " + fn + "()");
+        String waiting = "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database "
+                + "WHERE d.datname = current_database() AND l.locktype = 'advisory' AND NOT l.granted";
+        try (java.sql.Connection holder = java.sql.DriverManager.getConnection(app.db.jdbcUrl, app.db.user, app.db.password);
+             var st = holder.createStatement()) {
+            st.execute("SELECT pg_advisory_lock(" + hold + ")");
+            var slowPatch = java.util.concurrent.CompletableFuture.supplyAsync(
+                    () -> app.admin("PATCH", "/v1/admin/tenants/" + slow, "{\"weight\": 2}"));
+            await().atMost(Duration.ofSeconds(30)).until(() -> sql.resultQuery(waiting).fetchOne(0, Long.class) >= 1);
+            var fastPatch = java.util.concurrent.CompletableFuture.supplyAsync(
+                    () -> app.admin("PATCH", "/v1/admin/tenants/" + fast, "{\"weight\": 3}"));
+            // the fast write either commits or waits for the slow one's commit
+            await().atMost(Duration.ofSeconds(30)).until(() -> fastPatch.isDone() || sql.resultQuery(waiting).fetchOne(0, Long.class) >= 2);
+            JsonNode seen = app.admin("GET", "/v1/admin/audit?limit=1000", null).body().get("entries");
+            st.execute("SELECT pg_advisory_unlock(" + hold + ")");
+            assertEquals(200, slowPatch.get(30, java.util.concurrent.TimeUnit.SECONDS).status());
+            assertEquals(200, fastPatch.get(30, java.util.concurrent.TimeUnit.SECONDS).status());
+
+            long newestSeen = seen.get(0).get("id").asLong();
+            java.util.Set<Long> seenIds = new java.util.HashSet<>();
+            for (JsonNode e : seen) seenIds.add(e.get("id").asLong());
+            for (String t : List.of(slow, fast)) {
+                JsonNode patch = app.admin("GET", "/v1/admin/audit?tenant=" + t, null).body().get("entries").get(0);
+                assertEquals("patch", patch.get("action").asText(), patch.toString());
+                long id = patch.get("id").asLong();
+                assertTrue(id > newestSeen || seenIds.contains(id), t + "'s patch " + patch + " is older than the newest entry "
+                        + newestSeen + " a reader saw before it, yet was not among what that reader saw: " + seen);
+            }
+        } finally {
+            sql.execute("DROP TRIGGER IF EXISTS " + fn + " ON tenant_audit");
+            sql.execute("DROP FUNCTION IF EXISTS " + fn + "()");
+        }
+    }
+
     /** A write that changes nothing is not a change: no audit row, and updated_at stays (it had moved). */
     @Test
     void aWriteThatChangesNothingLeavesUpdatedAtAndTheAuditAlone() {

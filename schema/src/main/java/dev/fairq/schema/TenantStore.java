@@ -94,6 +94,25 @@ public final class TenantStore {
             VALUES (:tenant_id, :actor, :action, :old_values::jsonb, :new_values::jsonb)
             """);
 
+    /**
+     * Held by every transaction that writes an audit row, from before its first write to its commit, so audit ids are
+     * taken in commit order: once an id is visible, every smaller one is committed (or rolled back) too, and a reader
+     * of the newest entries ({@code after} pages back from them) never passes one that commits later. The identity's
+     * ids alone are taken at the insert: a write that took id n and committed after the one that took n + 1 was missed
+     * by whoever had read n + 1 meanwhile. Admin writes are few, so serialising them costs nothing that matters. Two
+     * ints, "fairq" and "audit" (the scheduler's leader lock is "fairq" and 1).
+     */
+    static final NamedSql AUDIT_LOCK = NamedSql.of("SELECT pg_advisory_xact_lock(1717658993, 2)");
+
+    /**
+     * Takes the audit lock ({@link #AUDIT_LOCK}) for the rest of the transaction. Call it first in a transaction that
+     * will audit, before it locks or writes anything else: taken after another lock, it could deadlock with a
+     * transaction that holds it and waits for that one (the seed's insert of a tenant a PUT is creating).
+     */
+    public void lockAudit(DSLContext tx) {
+        AUDIT_LOCK.bind().fetch(tx);
+    }
+
     /** Newest first, keyset pages on id (tenant_audit_tenant_idx with a tenant, the primary key without). */
     static final NamedSql AUDIT_PAGE = NamedSql.of("""
             SELECT id, tenant_id, actor, action, old_values, new_values, changed_at FROM tenant_audit
@@ -111,6 +130,7 @@ public final class TenantStore {
      */
     public int seed(DSLContext ctx, List<TenantLimits> tenants) {
         return ctx.transactionResult(c -> {
+            lockAudit(c.dsl());
             int inserted = 0;
             for (TenantLimits t : tenants) {
                 for (Record r : limits(SEED.bind().set("id", t.id()), t).fetch(c.dsl())) {
@@ -124,7 +144,8 @@ public final class TenantStore {
 
     /**
      * The audit row of a key issued ({@code key_create}) or revoked ({@code key_revoke}), written by the caller in
-     * the transaction that made the change: it names the key's id, never the key.
+     * the transaction that made the change: it names the key's id, never the key. The transaction takes
+     * {@link #lockAudit} first.
      */
     public void auditKey(DSLContext tx, String tenantId, String actor, boolean created, String keyId) {
         Map<String, Object> key = Map.of("key_id", keyId);
@@ -255,6 +276,7 @@ public final class TenantStore {
     public Optional<Change> write(DSLContext ctx, String id, Map<String, Object> given, boolean replace, String actor) {
         return ctx.transactionResult(c -> {
             DSLContext tx = c.dsl();
+            lockAudit(tx); // first: see AUDIT_LOCK
             TenantsRecord old = lock(tx, id);
             if (old == null && !replace) return Optional.<Change>empty();
             Map<String, Object> v = replace ? TenantLimit.defaults() : new LinkedHashMap<>(TenantLimits.of(old).toMap());
