@@ -313,10 +313,13 @@
       function (t, tr) {
         tr.setAttribute('data-tenant', t.tenant);
         if (t.over_share) tr.className = 'noisy';
-        var span = el('span', null, t.tenant);
-        if (t.over_share) { var f = el('span'); f.appendChild(span); f.appendChild(el('span', { 'class': 'badge' }, 'over its share')); return f; }
-        if (t.limits.paused) { var p = el('span'); p.appendChild(span); p.appendChild(el('span', { 'class': 'muted' }, ' (paused)')); return p; }
-        return span;
+        var name = el('span');
+        name.appendChild(el('span', null, t.tenant));
+        if (t.over_share) name.appendChild(el('span', { 'class': 'badge' }, 'over its share'));
+        // both marks: the flooder just paused stays over its share for the window's five minutes, and the badge had
+        // taken the place of the pause's mark, as if the pause had not taken
+        if (t.limits.paused) name.appendChild(el('span', { 'class': 'muted' }, ' (paused)'));
+        return name;
       },
       function (t) {
         var box = el('div', { 'class': 'share' });

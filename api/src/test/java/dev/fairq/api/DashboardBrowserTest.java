@@ -481,6 +481,35 @@ class DashboardBrowserTest {
     }
 
     /**
+     * A tenant over its share that the admin paused says so on its row: the over-share badge took the place of the
+     * "(paused)" mark, so the flooder just paused (the usual answer to a red row) stayed a red row with no sign of
+     * the pause for as long as its last five minutes of worker time kept it over its share.
+     */
+    @Test
+    void aPausedTenantOverItsShareIsMarkedPausedToo() {
+        String run = TestApp.uniqueTenant("hog");
+        String hog = run + "-hog", meek = run + "-meek";
+        for (String t : List.of(hog, meek)) app.db.createTenant(t);
+        // three minutes ago: in the overview's five, and before the minutes the scheduler's rollup recounts
+        app.db.dsl().execute("INSERT INTO tenant_minute_stats (tenant_id, minute, started, succeeded, failed, dead, busy_ms) "
+                + "VALUES (?, date_trunc('minute', now()) - interval '3 minutes', 100, 100, 0, 0, 100000000), "
+                + "(?, date_trunc('minute', now()) - interval '3 minutes', 1, 1, 0, 0, 100)", hog, meek);
+        try {
+            assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + hog, "{\"paused\": true}").status());
+            openSignedIn("/dashboard/admin", "adminToken", TestApp.ADMIN_TOKEN);
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
+            browser.script("document.getElementById('search').value = '" + hog + "';");
+            browser.click("#search-form button[type=submit]");
+            String row = "#tenants tr[data-tenant=\"" + hog + "\"]";
+            await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(row + ".noisy"));
+            String name = browser.text(row + " td:first-child");
+            assertTrue(name.contains("over its share") && name.contains("(paused)"), name);
+        } finally {
+            app.db.dsl().execute("DELETE FROM tenant_minute_stats WHERE tenant_id IN (?, ?)", hog, meek);
+        }
+    }
+
+    /**
      * From the moment this is run, every request of the page gets {@code response} (a JS expression making a
      * Response), and window.__calls holds each request's time (ms since the page loaded).
      */
