@@ -364,12 +364,16 @@
     editing = t;
     $('edit-tenant').textContent = t.tenant;
     var f = $('edit-form');
-    ['weight', 'max_running', 'rate_per_second', 'burst', 'max_queued'].forEach(function (k) { f.elements[k].value = t.limits[k]; });
-    f.elements.paused.checked = !!t.limits.paused;
+    fillEdit(t.limits);
     $('edit-result').textContent = '';
     $('edit-panel').hidden = false;
     // the form is under the table: a keyboard user had to tab past every row's buttons to reach it
     f.elements.weight.focus();
+  }
+  function fillEdit(limits) {
+    var f = $('edit-form');
+    ['weight', 'max_running', 'rate_per_second', 'burst', 'max_queued'].forEach(function (k) { f.elements[k].value = limits[k]; });
+    f.elements.paused.checked = !!limits.paused;
   }
   function closeEdit() {
     var tenant = editing && editing.tenant;
@@ -390,7 +394,13 @@
     if (f.elements.paused.checked !== !!editing.limits.paused) patch.paused = f.elements.paused.checked;
     if (!Object.keys(patch).length) { $('edit-result').textContent = 'nothing changed'; return; }
     api('PATCH', '/v1/admin/tenants/' + encodeURIComponent(editing.tenant), patch)
-      .then(function (t) { $('edit-result').textContent = 'saved: ' + JSON.stringify(patch); editing.limits = t; refreshNow(); })
+      // the form shows the tenant as stored, changes made elsewhere since it opened included: it kept what it was
+      // opened with, and the next save sent those old values back (a pause made elsewhere undone by a change of weight)
+      .then(function (t) {
+        $('edit-result').textContent = 'saved: ' + JSON.stringify(patch);
+        if (editing && editing.tenant === t.id) { editing.limits = t; fillEdit(t); }
+        refreshNow();
+      })
       .catch(function (e) { $('edit-result').textContent = 'not saved: ' + e.message; });
   }
 

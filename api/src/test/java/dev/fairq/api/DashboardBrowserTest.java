@@ -510,6 +510,40 @@ class DashboardBrowserTest {
     }
 
     /**
+     * After a save the form shows the tenant as stored, so the next save sends only what the admin changed: the form
+     * kept what it was opened with, and a tenant paused elsewhere in between (another admin, the API) was unpaused
+     * by the admin's second save, of another field, because the form's unticked box now differed from the stored pause.
+     */
+    @Test
+    void aSecondSaveDoesNotUndoAChangeMadeElsewhereWhileTheFormWasOpen() {
+        String tenant = TestApp.uniqueTenant("twice");
+        assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + tenant, "{}").status());
+        openSignedIn("/dashboard/admin", "adminToken", TestApp.ADMIN_TOKEN);
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
+        browser.script("document.getElementById('search').value = '" + tenant + "';");
+        browser.click("#search-form button[type=submit]");
+        String button = "#tenants tr[data-tenant=\"" + tenant + "\"] button.edit-limits";
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(button));
+        browser.click(button);
+
+        assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"paused\": true}").status()); // elsewhere
+        browser.script("document.getElementById('edit-form').elements.max_running.value = '7';");
+        browser.click("#edit-save");
+        await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> browser.text("#edit-result").startsWith("saved"));
+        browser.script("document.getElementById('edit-result').textContent = '';"
+                + "document.getElementById('edit-form').elements.weight.value = '3';");
+        browser.click("#edit-save");
+        await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> browser.text("#edit-result").startsWith("saved"));
+
+        com.fasterxml.jackson.databind.JsonNode stored = app.admin("GET", "/v1/admin/tenants/" + tenant, null).body();
+        assertEquals(3, stored.get("weight").asInt(), stored.toString());
+        assertEquals(7, stored.get("max_running").asInt(), stored.toString());
+        assertTrue(stored.get("paused").asBoolean(), "unpaused by a save that did not touch the pause: " + stored);
+        assertTrue(browser.script("return document.getElementById('edit-form').elements.paused.checked").asBoolean(),
+                "the form shows the tenant as stored: paused");
+    }
+
+    /**
      * From the moment this is run, every request of the page gets {@code response} (a JS expression making a
      * Response), and window.__calls holds each request's time (ms since the page loaded).
      */
