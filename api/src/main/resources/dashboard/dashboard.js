@@ -298,7 +298,7 @@
     lastOverview = o;
     $('share-note').textContent = 'Worker share: ' + (o.worker_share_basis === 'worker_time' ? 'worker time' : 'attempts started')
       + ' over the last ' + o.share_window_minutes + ' min, against the tenant\'s share of the weights of the active tenants. '
-      + 'Red rows take more than 1.5x their weight share while others are active too. Counts: last '
+      + 'Red rows take more than 1.5x their weight share, and over 10% of the workers, while others are active too. Counts: last '
       + o.window_minutes + ' min.';
     var t = o.totals, pg = o.page;
     $('totals').textContent = num(t.active_tenants) + ' active of ' + num(t.registered_tenants) + ' tenants · '

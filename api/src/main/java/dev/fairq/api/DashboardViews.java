@@ -52,7 +52,7 @@ final class DashboardViews {
 
     @Schema(name = "OverviewRow")
     public record OverviewRow(@JsonUnwrapped Summary summary, boolean active, Double workerShare, Double weightShare,
-                              @Schema(description = "takes more than 1.5 times its weight share while others are active") boolean overShare) {}
+                              @Schema(description = "takes more than 1.5 times its weight share, and more than 10% of the worker share, while others are active") boolean overShare) {}
 
     /** The figures both pages show for one tenant. */
     @Schema(name = "DashboardSummary")
