@@ -155,11 +155,15 @@ final class DashboardFigures {
             rows = new ArrayList<>(active);
         } else {
             // the active tenants it matches, whatever their id (a busy one must not hide behind 1,000 idle ones
-            // that sort before it), then idle ones, the first MAX_SEARCH_MATCHES by id
+            // that sort before it), then idle ones, the first MAX_SEARCH_MATCHES by id: read past as many matches as
+            // are active (the first 1,000 matches less the active ones among them had listed fewer idle tenants,
+            // the more active ones sorted among them); one range of the index, as long as the active matches
             rows = new ArrayList<>();
             for (DashboardStore.Activity x : active) if (x.tenantId().startsWith(search)) rows.add(x);
-            for (TenantsRecord t : tenantStore.byIdPrefix(db, search, MAX_SEARCH_MATCHES)) {
+            int idle = 0;
+            for (TenantsRecord t : tenantStore.byIdPrefix(db, search, MAX_SEARCH_MATCHES + rows.size())) {
                 if (byTenant.containsKey(t.getId())) continue; // listed above
+                if (++idle > MAX_SEARCH_MATCHES) break;
                 rows.add(new DashboardStore.Activity(t.getId(), t.getWeight(), t.getPaused(), 0, 0, 0, 0, 0));
             }
         }

@@ -89,6 +89,31 @@ class AdminOverviewTest {
     }
 
     /**
+     * A search lists the first MAX_SEARCH_MATCHES idle tenants it matches, however many active ones sort among them:
+     * it read the first 1,000 matching tenants, active or idle, and dropped the active ones, so each active tenant
+     * among the first 1,000 ids took an idle one off the list (143 idle tenants of a search over 10,000, where 8,571
+     * were active), and the idle tenant that sorted last was on no page.
+     */
+    @Test
+    void aSearchListsAsManyIdleTenantsWhateverActiveOnesSortAmongThem() {
+        String run = "ovi-" + UUID.randomUUID().toString().substring(0, 8);
+        int busy = 5, idle = DashboardFigures.MAX_SEARCH_MATCHES;
+        for (int i = 0; i < busy; i++) {
+            String key = app.newTenantKey(run + "-0-" + i); // before the idle ones by id
+            assertEquals(201, app.call("POST", "/v1/jobs", key, "{\"type\": \"record\", \"payload\": {}, \"delay_ms\": 3600000}").status());
+        }
+        app.db.dsl().execute("INSERT INTO tenants (id) SELECT ? || '-1-' || lpad(i::text, 5, '0') FROM generate_series(1, ?) i",
+                run, idle);
+        new DashboardStore().rollupMinutes(app.db.dsl(), 2);
+
+        JsonNode first = app.admin("GET", "/v1/admin/overview?search=" + run + "&limit=500", null).body();
+        assertEquals(busy + idle, first.get("page").get("total").asInt(), first.get("page").toString());
+        for (int i = 0; i < busy; i++) assertTrue(first.get("tenants").get(i).get("active").asBoolean(), first.get("tenants").get(i).toString());
+        JsonNode last = app.admin("GET", "/v1/admin/overview?search=" + run + "&limit=1&offset=" + (busy + idle - 1), null).body();
+        assertEquals(run + "-1-" + String.format("%05d", idle), last.get("tenants").get(0).get("tenant").asText(), last.toString());
+    }
+
+    /**
      * totals are over every active tenant (OverviewTotals' contract), a search or not: over_share_tenants had
      * counted the search's matches only.
      */
