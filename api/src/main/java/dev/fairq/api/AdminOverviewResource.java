@@ -1,5 +1,6 @@
 package dev.fairq.api;
 
+import dev.fairq.schema.FieldError;
 import io.swagger.v3.oas.annotations.Operation;
 import io.swagger.v3.oas.annotations.Parameter;
 import io.swagger.v3.oas.annotations.media.Content;
@@ -12,6 +13,9 @@ import jakarta.ws.rs.Path;
 import jakarta.ws.rs.Produces;
 import jakarta.ws.rs.QueryParam;
 import jakarta.ws.rs.core.MediaType;
+
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The JSON behind the admin overview: totals over the active tenants, and one page of tenants (those over their
@@ -41,23 +45,27 @@ public final class AdminOverviewResource {
                     defaultValue = "" + DashboardFigures.DEFAULT_PAGE)) @QueryParam("limit") String limit,
             @Parameter(description = "only tenants whose id starts with this") @QueryParam("search") String search) {
         // a blank parameter is one left out, as GET /v1/jobs?limit= takes it
-        // (blank as ParameterGuard.pageSize reads it: offset=%20 had been a 422 where limit=%20 was left out)
-        int from = offset == null || offset.isBlank() ? 0 : intIn("offset", offset.strip(), 0, Integer.MAX_VALUE);
-        int size = ParameterGuard.pageSize(limit, DashboardFigures.DEFAULT_PAGE, DashboardFigures.MAX_PAGE);
+        // (blank as ParameterGuard.pageSize reads it: offset=%20 had been a 422 where limit=%20 was left out);
+        // every bad one in one 422, as GET /v1/jobs answers (it had named the first only)
+        List<FieldError> errors = new ArrayList<>();
+        int from = offset == null || offset.isBlank() ? 0 : intIn("offset", offset.strip(), 0, Integer.MAX_VALUE, errors);
+        int size = ParameterGuard.pageSize(limit, DashboardFigures.DEFAULT_PAGE, DashboardFigures.MAX_PAGE, errors);
         String prefix = search == null || search.isBlank() ? null : search;
         if (prefix != null && !prefix.matches("[a-z0-9_-]{1,63}")) {
-            throw ApiException.invalid("search", "must be the start of a tenant id: 1-63 lower-case letters, digits, '_' or '-'");
+            errors.add(new FieldError("search", "must be the start of a tenant id: 1-63 lower-case letters, digits, '_' or '-'"));
         }
+        if (!errors.isEmpty()) throw ApiException.invalid(errors);
         return figures.overview(from, size, prefix);
     }
 
-    private static int intIn(String field, String value, int min, int max) {
+    private static int intIn(String field, String value, int min, int max, List<FieldError> errors) {
         try {
             long n = Long.parseLong(value);
             if (n >= min && n <= max) return (int) n;
         } catch (NumberFormatException ignored) {
             // answered below
         }
-        throw ApiException.invalid(field, "must be a whole number between " + min + " and " + max);
+        errors.add(new FieldError(field, "must be a whole number between " + min + " and " + max));
+        return min;
     }
 }

@@ -193,5 +193,12 @@ class AdminOverviewTest {
             assertEquals(422, r.status(), bad[0]);
             assertEquals(bad[1], r.body().get("errors").get(0).get("field").asText(), bad[0]);
         }
+        // every bad parameter in one 422, as GET /v1/jobs and GET /v1/admin/tenants answer: it named the first only,
+        // so a caller learned of the next one by fixing the first and asking again
+        TestApp.Res all = app.admin("GET", "/v1/admin/overview?offset=-1&limit=0&search=Not%20An%20Id", null);
+        assertEquals(422, all.status(), all.toString());
+        List<String> fields = new ArrayList<>();
+        for (JsonNode e : all.body().get("errors")) fields.add(e.get("field").asText());
+        assertEquals(List.of("offset", "limit", "search"), fields, all.toString());
     }
 }
