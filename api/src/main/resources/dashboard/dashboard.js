@@ -304,8 +304,10 @@
     $('totals').textContent = num(t.active_tenants) + ' active of ' + num(t.registered_tenants) + ' tenants · '
       + num(t.over_share_tenants) + ' over their share · ' + num(t.pending) + ' pending, ' + num(t.ready) + ' ready, '
       + num(t.running) + ' running · ' + num(t.started_last_5m) + ' starts in ' + o.share_window_minutes + ' min';
-    $('page-info').textContent = pg.total === 0 ? '' : (pg.offset + 1) + '-' + (pg.offset + o.tenants.length) + ' of ' + pg.total
-      + (pg.search ? ' matching "' + pg.search + '"' : ' active');
+    // not "active": the list also holds paused tenants with waiting jobs, which the totals do not count as active
+    // ("1-50 of 8572 active" beside "8,571 active")
+    $('page-info').textContent = pg.total === 0 ? '' : num(pg.offset + 1) + '-' + num(pg.offset + o.tenants.length) + ' of '
+      + num(pg.total) + (pg.search ? ' matching "' + pg.search + '"' : ' listed');
     $('page-prev').disabled = pg.offset === 0;
     $('page-next').disabled = pg.next_offset === null;
     // the server sorts (over their share first, then by backlog) and pages: the page is shown as it comes
