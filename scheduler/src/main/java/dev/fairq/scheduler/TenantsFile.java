@@ -205,18 +205,31 @@ public final class TenantsFile {
     private static final JsonNodeFactory EXACT = JsonNodeFactory.withExactBigDecimals(true);
 
     private static JsonNode json(Node n, String source, String at) {
+        return json(n, source, at, java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>()));
+    }
+
+    /**
+     * {@code within}: the mappings and lists being read around {@code n}. An alias inside its own anchor
+     * ({@code &p {again: *p}}) is one of them again: it had recursed to a StackOverflowError and its trace.
+     */
+    private static JsonNode json(Node n, String source, String at, Set<Node> within) {
+        if ((n instanceof MappingNode || n instanceof SequenceNode) && !within.add(n)) {
+            throw error(source, n, at, "contains itself (a YAML alias inside its own anchor)");
+        }
         if (n instanceof MappingNode m) {
             noRepeatedKey(m, source, at + ".");
             ObjectNode o = Json.MAPPER.createObjectNode();
             for (NodeTuple t : m.getValue()) {
                 String key = key(t, source, at);
-                o.set(key, json(t.getValueNode(), source, at + "." + key));
+                o.set(key, json(t.getValueNode(), source, at + "." + key, within));
             }
+            within.remove(n);
             return o;
         }
         if (n instanceof SequenceNode s) {
             ArrayNode a = Json.MAPPER.createArrayNode();
-            for (int i = 0; i < s.getValue().size(); i++) a.add(json(s.getValue().get(i), source, at + "[" + i + "]"));
+            for (int i = 0; i < s.getValue().size(); i++) a.add(json(s.getValue().get(i), source, at + "[" + i + "]", within));
+            within.remove(n);
             return a;
         }
         ScalarNode sc = (ScalarNode) n;

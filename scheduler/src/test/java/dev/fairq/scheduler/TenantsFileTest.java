@@ -213,6 +213,20 @@ class TenantsFileTest {
                 "tenants.yml:8: tenants[0].schedules[0].job.priority: must be between -100 and 100");
     }
 
+    /**
+     * A YAML alias inside its own anchor makes a payload that contains itself: reading it as JSON had recursed until
+     * a StackOverflowError, whose thousand-frame trace was all start-up said. An alias used again elsewhere is fine.
+     */
+    @Test
+    void aPayloadThatContainsItselfIsRefused() {
+        assertError(WITH_SCHEDULES.replace("payload: {format: pdf}", "payload: &p {format: pdf, again: [*p]}"),
+                "tenants.yml:8: tenants[0].schedules[0].job.payload.again[0]: contains itself");
+        TenantsFile reused = TenantsFile.parse(WITH_SCHEDULES.replace("payload: {format: pdf}",
+                "payload: {a: &x {format: pdf}, b: *x}"));
+        assertEquals("{\"a\":{\"format\":\"pdf\"},\"b\":{\"format\":\"pdf\"}}",
+                reused.schedules().get("acme").get("nightly-report").job().payload().toString());
+    }
+
     private static void assertError(String yaml, String expectedStart) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> TenantsFile.parse(yaml));
         assertTrue(e.getMessage().startsWith(expectedStart), "got: " + e.getMessage());
