@@ -14,6 +14,14 @@ import org.jooq.DSLContext;
 public final class BuiltInHandlers {
     private BuiltInHandlers() {}
 
+    /**
+     * What is wrong with a schedule template's payload for its built-in type (ScheduleService's templateCheck), as
+     * the API checks a schedule and tenants.yml's: the http type's payload rules; other types are not checked.
+     */
+    public static java.util.Optional<dev.fairq.schema.FieldError> templateError(String type, String payloadJson) {
+        return HttpJobHandler.TYPE.equals(type) ? HttpJobHandler.payloadError(payloadJson) : java.util.Optional.empty();
+    }
+
     /** @param db where the http handler reads each tenant's webhook allow-list (cached for a second) */
     public static void register(HandlerRegistry registry, FairqConfiguration config, DSLContext db) {
         registry.register(HttpJobHandler.TYPE, HttpJobHandler.forDatabase(db), HttpJobHandler.TIME_LIMIT);

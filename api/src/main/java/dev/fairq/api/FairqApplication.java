@@ -184,9 +184,7 @@ public class FairqApplication extends Application<FairqConfiguration> {
         env.jersey().register(new AdminTenantsResource(tenants, keys));
         env.jersey().register(new AdminJobsResource(store, db, tenants));
         env.jersey().register(new AdminTokensResource(adminTokens));
-        ScheduleService schedules = new ScheduleService(store, config.maxPayloadBytes, (type, payload) ->
-                dev.fairq.worker.handlers.HttpJobHandler.TYPE.equals(type)
-                        ? dev.fairq.worker.handlers.HttpJobHandler.payloadError(payload) : java.util.Optional.empty());
+        ScheduleService schedules = new ScheduleService(store, config.maxPayloadBytes, BuiltInHandlers::templateError);
         DashboardFigures dashboards = new DashboardFigures(db, schedules);
         env.jersey().register(new DashboardResource(dashboards));
         env.jersey().register(new AdminOverviewResource(dashboards));

@@ -145,7 +145,8 @@ final class Roles {
             if (config.tenantsFileRequired) throw new IllegalStateException("tenants file " + file + " (FAIRQ_TENANTS) does not exist");
             return null;
         }
-        return TenantsFile.load(file);
+        // its schedules checked as the API checks a PUT: the same largest payload, the http type's payload rules
+        return TenantsFile.load(file, config.maxPayloadBytes, BuiltInHandlers::templateError);
     }
 
     /**

@@ -322,11 +322,19 @@ class CommandLineTest extends AppTest {
         assertFalse(reserved.ok());
         assertTrue(reserved.err().startsWith("fairq: the worker's settings"), reserved.err());
 
+        // an http schedule is checked as the API checks one (422 naming job.payload.url): its jobs had died instead
+        Files.writeString(tenants, "tenants:\n  - id: acme\n    schedules:\n      - name: hook\n        cron: \"@hourly\"\n"
+                + "        time_zone: UTC\n        job: {type: http, payload: {url: \"file:///etc/passwd\"}}\n");
+        Files.writeString(config, "tenantsFile: " + tenants + "\n");
+        Run badHook = check("check", config.toString());
+        assertFalse(badHook.ok(), badHook.out() + badHook.err());
+        assertTrue(badHook.err().startsWith("fairq: " + tenants + ":7: tenants[0].schedules[0].job.payload.url: "), badHook.err());
+
         Files.writeString(tenants, "tenants:\n  - id: acme\n    max_running: 3\n");
         Files.writeString(config, "tenantsFile: " + tenants + "\n");
         Run fine = check("check", config.toString());
         assertTrue(fine.ok(), fine.err());
-        for (Run r : List.of(badTenants, missing, reserved)) assertFalse(r.err().contains("\tat "), "no stack trace: " + r.err());
+        for (Run r : List.of(badTenants, missing, reserved, badHook)) assertFalse(r.err().contains("\tat "), "no stack trace: " + r.err());
     }
 
     /**

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.fairq.schema.FieldError;
 import dev.fairq.schema.JobStore;
 import dev.fairq.schema.Json;
 import dev.fairq.schema.TenantLimit;
@@ -31,7 +32,9 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
+import java.util.function.BiFunction;
 import java.util.regex.Pattern;
 
 /**
@@ -77,10 +80,13 @@ public final class TenantsFile {
     private final List<TenantLimits> tenants;
     /** Per tenant id, its schedules by name, in file order. */
     private final Map<String, Map<String, ScheduleDefinition>> schedules;
+    /** The largest template payload the schedules were checked with, and are seeded with. */
+    private final int maxPayloadBytes;
 
-    private TenantsFile(List<TenantLimits> tenants, Map<String, Map<String, ScheduleDefinition>> schedules) {
+    private TenantsFile(List<TenantLimits> tenants, Map<String, Map<String, ScheduleDefinition>> schedules, int maxPayloadBytes) {
         this.tenants = List.copyOf(tenants);
         this.schedules = schedules;
+        this.maxPayloadBytes = maxPayloadBytes;
     }
 
     /** The schedules declared per tenant id (tenants without any are left out). */
@@ -93,23 +99,38 @@ public final class TenantsFile {
     }
 
     public static TenantsFile load(Path path) throws IOException {
+        return load(path, ScheduleService.DEFAULT_MAX_PAYLOAD_BYTES, (type, payload) -> Optional.empty());
+    }
+
+    /**
+     * The file with its schedules checked as the API checks a schedule: by the process's largest payload
+     * (FAIRQ_MAX_PAYLOAD_BYTES) and the API's template check (the http type's payload rules), so that a schedule
+     * the API would refuse with a 422 stops start-up instead of firing jobs that die.
+     */
+    public static TenantsFile load(Path path, int maxPayloadBytes, BiFunction<String, String, Optional<FieldError>> templateCheck)
+            throws IOException {
         try (Reader reader = Files.newBufferedReader(path)) {
-            return parse(reader, path.toString());
+            return parse(reader, path.toString(), maxPayloadBytes, templateCheck);
         }
     }
 
     public static TenantsFile parse(String yaml) {
-        return parse(new StringReader(yaml), "tenants.yml");
+        return parse(yaml, ScheduleService.DEFAULT_MAX_PAYLOAD_BYTES, (type, payload) -> Optional.empty());
     }
 
-    static TenantsFile parse(Reader reader, String source) {
+    public static TenantsFile parse(String yaml, int maxPayloadBytes, BiFunction<String, String, Optional<FieldError>> templateCheck) {
+        return parse(new StringReader(yaml), "tenants.yml", maxPayloadBytes, templateCheck);
+    }
+
+    static TenantsFile parse(Reader reader, String source, int maxPayloadBytes,
+                             BiFunction<String, String, Optional<FieldError>> templateCheck) {
         Node root;
         try {
             root = new Yaml(new LoaderOptions()).compose(reader);
         } catch (YAMLException e) {
             throw new IllegalArgumentException(source + ": not valid YAML: " + e.getMessage(), e);
         }
-        if (root == null) return new TenantsFile(List.of(), Map.of());
+        if (root == null) return new TenantsFile(List.of(), Map.of(), maxPayloadBytes);
         MappingNode top = mapping(root, source, "(top level)");
         Map<String, Object> defaults = builtInDefaults();
         SequenceNode list = null;
@@ -144,14 +165,17 @@ public final class TenantsFile {
                 }
                 out.add(toLimits(values));
                 Node declared = valueOf(m, "schedules");
-                if (declared != null) schedules.put(id, schedules(declared, source, where + ".schedules"));
+                if (declared != null) {
+                    schedules.put(id, schedules(declared, source, where + ".schedules", maxPayloadBytes, templateCheck));
+                }
             }
         }
-        return new TenantsFile(out, schedules);
+        return new TenantsFile(out, schedules, maxPayloadBytes);
     }
 
     /** A tenant's {@code schedules:} list, each checked as the API checks a schedule (errors name line and field). */
-    private static Map<String, ScheduleDefinition> schedules(Node node, String source, String where) {
+    private static Map<String, ScheduleDefinition> schedules(Node node, String source, String where, int maxPayloadBytes,
+                                                             BiFunction<String, String, Optional<FieldError>> templateCheck) {
         if (!(node instanceof SequenceNode list)) throw error(source, node, where, "must be a list of schedules");
         Map<String, ScheduleDefinition> out = new LinkedHashMap<>();
         for (int i = 0; i < list.getValue().size(); i++) {
@@ -168,7 +192,9 @@ public final class TenantsFile {
             body.remove("name");
             try {
                 ScheduleDefinition d = ScheduleDefinition.fromJson(body);
-                d.resolve(ScheduleService.DEFAULT_MAX_PAYLOAD_BYTES);
+                ScheduleDefinition.Resolved r = d.resolve(maxPayloadBytes);
+                Optional<FieldError> template = templateCheck.apply(r.jobType(), r.jobPayloadJson());
+                if (template.isPresent()) throw new InvalidScheduleException(List.of(template.get().prefixed("job.")));
                 out.put(name, d);
             } catch (InvalidScheduleException e) {
                 dev.fairq.schema.FieldError first = e.errors().get(0);
@@ -259,7 +285,7 @@ public final class TenantsFile {
     /** Inserts the tenants that do not exist yet, then their schedules that do not; returns how many tenants were inserted. */
     public int seed(DSLContext ctx) {
         int inserted = new TenantStore().seed(ctx, tenants);
-        ScheduleService service = new ScheduleService(new JobStore());
+        ScheduleService service = new ScheduleService(new JobStore(), maxPayloadBytes);
         schedules.forEach((tenant, defs) -> service.seed(ctx, tenant, defs));
         return inserted;
     }

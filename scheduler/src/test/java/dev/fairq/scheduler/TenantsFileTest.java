@@ -227,6 +227,36 @@ class TenantsFileTest {
                 reused.schedules().get("acme").get("nightly-report").job().payload().toString());
     }
 
+    /**
+     * A file's schedule is checked as the API checks one: by the process's largest payload (FAIRQ_MAX_PAYLOAD_BYTES),
+     * not a fixed 64 KiB, and by the template check the API applies (the built-in http type's payload rules). The
+     * file had refused a 100 KB payload the API takes and taken one the API refuses, and an http template with a
+     * file: URL started, and each of its fires died.
+     */
+    @Test
+    void schedulesAreCheckedAsTheApiChecksThem() {
+        String big = "x".repeat(100_000);
+        String yaml = WITH_SCHEDULES.replace("payload: {format: pdf}", "payload: {format: pdf, blob: " + big + "}");
+        java.util.function.BiFunction<String, String, java.util.Optional<dev.fairq.schema.FieldError>> noUrl = (type, payload) ->
+                type.equals("hook") && !payload.contains("\"url\"")
+                        ? java.util.Optional.of(new dev.fairq.schema.FieldError("payload.url", "is required"))
+                        : java.util.Optional.empty();
+        TenantsFile file = TenantsFile.parse(yaml, 200_000, noUrl);
+        TestDatabase db = TestDatabase.get();
+        db.reset();
+        file.seed(db.dsl());
+        assertEquals(2, db.count("SELECT count(*) FROM schedules WHERE tenant_id = 'acme'"), "the large payload is seeded");
+        assertThrows(IllegalArgumentException.class, () -> TenantsFile.parse(yaml, 65_536, noUrl));
+        IllegalArgumentException small = assertThrows(IllegalArgumentException.class,
+                () -> TenantsFile.parse(WITH_SCHEDULES, 10, noUrl));
+        assertTrue(small.getMessage().startsWith("tenants.yml:8: tenants[0].schedules[0].job.payload: must be at most 10 bytes"),
+                small.getMessage());
+        IllegalArgumentException hook = assertThrows(IllegalArgumentException.class, () -> TenantsFile.parse(
+                WITH_SCHEDULES.replace("{type: sync}", "{type: hook, payload: {uri: x}}"), 65_536, noUrl));
+        assertTrue(hook.getMessage().startsWith("tenants.yml:13: tenants[0].schedules[1].job.payload.url: is required"),
+                hook.getMessage());
+    }
+
     private static void assertError(String yaml, String expectedStart) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> TenantsFile.parse(yaml));
         assertTrue(e.getMessage().startsWith(expectedStart), "got: " + e.getMessage());
