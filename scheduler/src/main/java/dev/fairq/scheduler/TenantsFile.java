@@ -128,6 +128,14 @@ public final class TenantsFile {
         try {
             root = new Yaml(new LoaderOptions()).compose(reader);
         } catch (YAMLException e) {
+            // a read that failed is not a YAML problem: it had been "not valid YAML: java.io.IOException: Is a directory"
+            // and "...: java.nio.charset.MalformedInputException: Input length = 1"
+            if (e.getCause() instanceof java.nio.charset.CharacterCodingException c) {
+                throw new IllegalArgumentException(source + ": not UTF-8 text", c);
+            }
+            if (e.getCause() instanceof IOException io) {
+                throw new IllegalArgumentException(source + ": cannot be read: " + io.getMessage(), io);
+            }
             throw new IllegalArgumentException(source + ": not valid YAML: " + e.getMessage(), e);
         }
         if (root == null) return new TenantsFile(List.of(), Map.of(), maxPayloadBytes);
@@ -316,8 +324,13 @@ public final class TenantsFile {
             }
             TenantLimit limit = TenantLimit.byField(key);
             if (limit == null) {
-                throw error(source, t.getKeyNode(), field, "unknown key (expected one of id, schedules, "
-                        + String.join(", ", TenantLimit.fields().stream().sorted().toList()) + ")");
+                String limits = String.join(", ", TenantLimit.fields().stream().sorted().toList());
+                // defaults take the limits only: its id and schedules had been refused as unknown, "expected one of id, ..."
+                if (!allowId && (key.equals("id") || key.equals("schedules"))) {
+                    throw error(source, t.getKeyNode(), field, "belongs to a tenant, not to defaults (expected one of " + limits + ")");
+                }
+                throw error(source, t.getKeyNode(), field, "unknown key (expected one of "
+                        + (allowId ? "id, schedules, " : "") + limits + ")");
             }
             try {
                 out.put(key, limit.accept(yamlValue(limit, v, source, field)));

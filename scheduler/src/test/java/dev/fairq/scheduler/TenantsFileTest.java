@@ -257,6 +257,24 @@ class TenantsFileTest {
                 hook.getMessage());
     }
 
+    /**
+     * A file that cannot be read is said as such, not as "not valid YAML: java.io.IOException: ..."; and defaults
+     * that name an id or schedules are told those belong to a tenant (they had been "unknown key (expected one of
+     * id, schedules, ...)", the key itself among those expected).
+     */
+    @Test
+    void unreadableFilesAndMisplacedKeysAreSaidPlainly(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        IllegalArgumentException directory = assertThrows(IllegalArgumentException.class, () -> TenantsFile.load(dir));
+        assertEquals(dir + ": cannot be read: Is a directory", directory.getMessage());
+        Path binary = dir.resolve("tenants.yml");
+        java.nio.file.Files.write(binary, new byte[] {'t', 'e', 'n', 'a', 'n', 't', 's', ':', ' ', (byte) 0xff, '\n'});
+        IllegalArgumentException notText = assertThrows(IllegalArgumentException.class, () -> TenantsFile.load(binary));
+        assertEquals(binary + ": not UTF-8 text", notText.getMessage());
+        assertError("defaults:\n  id: acme\n", "tenants.yml:2: defaults.id: belongs to a tenant, not to defaults (expected one of api_burst,");
+        assertError("defaults:\n  schedules: []\n", "tenants.yml:2: defaults.schedules: belongs to a tenant, not to defaults");
+        assertError("defaults:\n  colour: red\n", "tenants.yml:2: defaults.colour: unknown key (expected one of api_burst,");
+    }
+
     private static void assertError(String yaml, String expectedStart) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> TenantsFile.parse(yaml));
         assertTrue(e.getMessage().startsWith(expectedStart), "got: " + e.getMessage());
