@@ -200,7 +200,8 @@ public final class ScheduleService {
             DSLContext tx = c.dsl();
             Instant now = schedules.now(tx).toInstant();
             List<Schedules.Write> writes = new ArrayList<>();
-            for (Map.Entry<String, ScheduleDefinition> e : definitions.entrySet()) {
+            // by name, as TenantStore.seed inserts by id: two seeds at once must take the rows' locks in one order
+            for (Map.Entry<String, ScheduleDefinition> e : new java.util.TreeMap<>(definitions).entrySet()) {
                 List<FieldError> nameErrors = ScheduleDefinition.checkName(e.getKey());
                 if (!nameErrors.isEmpty()) throw new InvalidScheduleException(nameErrors);
                 ScheduleDefinition.Resolved r = e.getValue().resolve(maxPayloadBytes);

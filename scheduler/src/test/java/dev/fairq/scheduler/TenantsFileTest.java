@@ -106,6 +106,33 @@ class TenantsFileTest {
         assertEquals(0, db.count("SELECT count(*) FROM tenant_audit WHERE tenant_id = 'acme'"));
     }
 
+    /**
+     * Two processes seeding at once (an api and a scheduler starting, or a restart meeting a deploy whose file lists
+     * the tenants in another order) must not deadlock: the file's tenants were inserted in file order, so one that
+     * held 'zeta' waiting for 'alpha' met another holding 'alpha' waiting for 'zeta', and PostgreSQL aborted one of
+     * them, whose start-up failed. Inserted by id, a seed holds no row while it waits for one.
+     */
+    @Test
+    void seedsRacingInAnotherOrderDoNotDeadlock() throws Exception {
+        TestDatabase db = TestDatabase.get();
+        db.reset();
+        TenantsFile file = TenantsFile.parse("tenants:\n  - id: zeta\n  - id: alpha\n");
+        try (java.sql.Connection other = db.dataSource().getConnection()) {
+            other.setAutoCommit(false);
+            try (java.sql.Statement st = other.createStatement()) {
+                st.execute("INSERT INTO tenants (id) VALUES ('alpha')"); // another process's seed, in its own order
+                java.util.concurrent.CompletableFuture<Integer> seeded =
+                        java.util.concurrent.CompletableFuture.supplyAsync(() -> file.seed(db.dsl()));
+                org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(60)).until(() -> db.count(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO tenants%'") == 1);
+                st.execute("INSERT INTO tenants (id) VALUES ('zeta') ON CONFLICT (id) DO NOTHING");
+                other.commit();
+                assertEquals(0, seeded.get(60, java.util.concurrent.TimeUnit.SECONDS), "both were there by then");
+            }
+        }
+        assertEquals(2, db.count("SELECT count(*) FROM tenants WHERE id IN ('alpha', 'zeta')"));
+    }
+
     static final String WITH_SCHEDULES = """
             tenants:
               - id: acme

@@ -129,10 +129,13 @@ public final class TenantStore {
      * returns how many.
      */
     public int seed(DSLContext ctx, List<TenantLimits> tenants) {
+        // by id, not in the file's order: two processes seeding at once (api and scheduler, or files listing the
+        // tenants in other orders) each waited for a row the other held, and PostgreSQL aborted one start-up
+        List<TenantLimits> byId = tenants.stream().sorted(java.util.Comparator.comparing(TenantLimits::id)).toList();
         return ctx.transactionResult(c -> {
             lockAudit(c.dsl());
             int inserted = 0;
-            for (TenantLimits t : tenants) {
+            for (TenantLimits t : byId) {
                 for (Record r : limits(SEED.bind().set("id", t.id()), t).fetch(c.dsl())) {
                     audit(c.dsl(), t.id(), TENANTS_FILE_ACTOR, "create", null, TenantLimits.of(r.into(TENANTS)).toMap());
                     inserted++;
