@@ -87,6 +87,12 @@ class TenantsFileTest {
         // and the defaults it ships are the built-in ones for the API limits
         assertEquals(100.0, demo.apiRatePerSecond());
         assertEquals(200, demo.apiBurst());
+        // its comment is the operator's list of what a tenant may set: every limit is in it (concurrency_limits and
+        // key_weights had been left out)
+        String text = java.nio.file.Files.readString(file);
+        for (String field : dev.fairq.schema.TenantLimit.fields()) {
+            assertTrue(java.util.regex.Pattern.compile("(?m)^# " + field + " ").matcher(text).find(), field + " is not described");
+        }
     }
 
     @Test
