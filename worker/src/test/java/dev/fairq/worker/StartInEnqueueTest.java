@@ -263,6 +263,44 @@ class StartInEnqueueTest extends PlatformTest {
         assertEquals(1, db.count("SELECT attempts FROM jobs WHERE id = ?", id[0]), "the handed-back attempt is not counted");
     }
 
+    /**
+     * The same late commit when the worker that awaited it is gone by then (stopped; a restart of the application's
+     * process is the same): nobody hands the job back, and it was committed running under a lapsed lease, for any
+     * reaper to take with the attempt counted (at max_attempts 1: dead without a run). The commit hands it back
+     * itself (V23), so the reaper finds nothing and another worker runs it, once, on its first attempt.
+     */
+    @Test
+    void aCommitAfterTheLeaseOfAWorkerThatIsGoneHandsTheJobBackAtTheCommitAndNoReaperCountsTheAttempt() throws Exception {
+        Worker w = start(TestPlatform.fastConfig("w1", 2).toBuilder().lease(Duration.ofSeconds(2), Duration.ofMillis(500))
+                .reapInterval(Duration.ofHours(1)).build(), handlers(new CountDownLatch(0)));
+        grant("acme");
+        OpenEnqueue app = openEnqueue(JobRequest.builder("acme", "noop").maxAttempts(1).build(), c -> {
+            w.close(); // the application stops its worker (or its process restarts) while the transaction is open
+            await().atMost(Duration.ofSeconds(30)).until(() -> Boolean.TRUE.equals(c.fetchValue(
+                    "SELECT locked_until < clock_timestamp() FROM jobs WHERE locked_by = 'w1'")));
+        });
+        long id = app.commit();
+        assertEquals(0, platform.store.reapExpired(db.dsl(), 100), "nothing running under a lapsed lease");
+        assertEquals("ready", status(id));
+        assertEquals(0, db.count("SELECT attempts FROM jobs WHERE id = ?", id));
+        start(TestPlatform.fastConfig("w2", 2), handlers(new CountDownLatch(0)));
+        await().atMost(Duration.ofSeconds(20)).until(() -> "succeeded".equals(status(id)));
+        assertEquals(List.of(id), ran);
+        assertEquals(1, db.count("SELECT attempts FROM jobs WHERE id = ?", id));
+    }
+
+    /** A commit within the lease leaves the job to its worker: the commit's check hands back only a lapsed lease. */
+    @Test
+    void aCommitWithinTheLeaseIsNotHandedBack() throws Exception {
+        start(config(2), handlers(new CountDownLatch(0)));
+        grant("acme");
+        OpenEnqueue app = openEnqueue(JobRequest.builder("acme", "noop").build(), c -> { });
+        long id = app.commit();
+        await().atMost(Duration.ofSeconds(10)).until(() -> "succeeded".equals(status(id)));
+        assertEquals(List.of(id), ran);
+        assertEquals(0, claimedJobs.get(), "started at its commit, not handed back and claimed");
+    }
+
     private static String status(org.jooq.DSLContext tx, long id) {
         return tx.fetchValue("SELECT status::text FROM jobs WHERE id = ?", id).toString();
     }
@@ -299,22 +337,33 @@ class StartInEnqueueTest extends PlatformTest {
     private final class OpenEnqueue {
         final CountDownLatch enqueued = new CountDownLatch(1), commit = new CountDownLatch(1);
         final long[] id = new long[1];
-        final Thread app = new Thread(() -> db.dsl().transaction(c -> {
-            id[0] = platform.store.enqueue(c.dsl(), JobRequest.builder("acme", "noop").build()).job().getId();
-            enqueued.countDown();
-            assertTrue(commit.await(30, TimeUnit.SECONDS));
-        }));
+        final Thread app;
+
+        OpenEnqueue(JobRequest request, java.util.function.Consumer<org.jooq.DSLContext> beforeCommit) {
+            app = new Thread(() -> db.dsl().transaction(c -> {
+                id[0] = platform.store.enqueue(c.dsl(), request).job().getId();
+                enqueued.countDown();
+                assertTrue(commit.await(30, TimeUnit.SECONDS));
+                beforeCommit.accept(c.dsl());
+            }));
+        }
 
         /** Commits, and returns the job's id once the transaction has ended. */
         long commit() throws InterruptedException {
             commit.countDown();
-            app.join(30_000);
+            app.join(90_000);
             return id[0];
         }
     }
 
     private OpenEnqueue openEnqueue() throws InterruptedException {
-        OpenEnqueue e = new OpenEnqueue();
+        return openEnqueue(JobRequest.builder("acme", "noop").build(), c -> { });
+    }
+
+    /** An open enqueue of {@code request} that runs {@code beforeCommit} in its transaction once told to commit. */
+    private OpenEnqueue openEnqueue(JobRequest request, java.util.function.Consumer<org.jooq.DSLContext> beforeCommit)
+            throws InterruptedException {
+        OpenEnqueue e = new OpenEnqueue(request, beforeCommit);
         e.app.start();
         assertTrue(e.enqueued.await(30, TimeUnit.SECONDS));
         return e;
