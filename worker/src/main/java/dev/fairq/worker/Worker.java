@@ -534,10 +534,12 @@ public final class Worker implements AutoCloseable {
      * How long, and how many, jobs inserted running here are remembered awaiting their commit. Past their lease too:
      * an application's transaction may commit after the lease ran out, and the job is then handed back (the start
      * check), the attempt not counted; forgotten, it was reaped with the attempt counted, dead without a run at
-     * max_attempts 1. Rolled-back enqueues are never named, so they stay until one of these bounds.
+     * max_attempts 1 (a commit after the lease is handed back by the commit itself since V23). Rolled-back enqueues
+     * are never named, so they stay for the hour; at the count no new job is taken in its enqueue (none awaited is
+     * dropped) until the hour frees room.
      */
     static final long AWAIT_COMMIT_MAX_NANOS = 3_600_000_000_000L;
-    private static final int AWAITING_COMMIT_MAX = 1_024;
+    static final int AWAITING_COMMIT_MAX = 1_024;
 
     /** Whether an enqueue in this process may start a job on this worker now (it listens, it is not stopping). */
     public boolean takesStartsInEnqueue() {
@@ -552,6 +554,13 @@ public final class Worker implements AutoCloseable {
     /** For tests: threads held for starts in an enqueue now. */
     int threadsHeldForStartsInEnqueue() {
         return localStartsHeld(clock.nanoTime());
+    }
+
+    /** For tests: jobs inserted running here whose commit is awaited (rolled-back ones too, until a bound drops them). */
+    int awaitingCommitCount() {
+        synchronized (awaitingCommit) {
+            return awaitingCommit.size();
+        }
     }
 
     /** Room for a job inserted running here now ({@link #roomForStartInEnqueue}); under awaitingCommit's lock. */
@@ -647,7 +656,11 @@ public final class Worker implements AutoCloseable {
             if (!claiming || stopping || !listening || !route.serves(queue, type)) return null;
             long t0 = clock.nanoTime(); // before the statement: t0 + lease is a lower bound of the lease's end
             synchronized (awaitingCommit) {
-                if (localStartsClosed || !roomToStartHere(t0)) return null;
+                // full: no slot, rather than forget the oldest awaited job, whose commit would then start nothing (left
+                // running under a lease nobody renews until the reaper took it back, the attempt counted). The job is
+                // inserted ready instead; rolled-back enqueues, never named, free their entries at the hour
+                if (localStartsClosed || awaitingCommit.size() + slotsOut.get() >= AWAITING_COMMIT_MAX
+                        || !roomToStartHere(t0)) return null;
                 slotsOut.incrementAndGet();
             }
             return new Slot() {
@@ -665,10 +678,7 @@ public final class Worker implements AutoCloseable {
                         slotsOut.decrementAndGet();
                         if (!localStartsClosed) {
                             if (committedEarly.remove(job.id()) != null) startNow(job, t0);
-                            else {
-                                if (awaitingCommit.size() >= AWAITING_COMMIT_MAX) awaitingCommit.remove(awaitingCommit.keySet().iterator().next());
-                                awaitingCommit.put(job.id(), new Awaiting(job, t0));
-                            }
+                            else awaitingCommit.put(job.id(), new Awaiting(job, t0)); // room kept by reserve()
                             return;
                         }
                     }

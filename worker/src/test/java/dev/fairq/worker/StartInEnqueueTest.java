@@ -301,6 +301,39 @@ class StartInEnqueueTest extends PlatformTest {
         assertEquals(0, claimedJobs.get(), "started at its commit, not handed back and claimed");
     }
 
+    /**
+     * The worker remembers at most 1,024 jobs awaiting their commit, and rolled-back enqueues stay among them for an
+     * hour (nobody names them). An open transaction's job must not be the one dropped for room: its commit would then
+     * start nothing, and the job sat running under a lease nobody renewed until a reaper took it back, the attempt
+     * counted. At the bound the worker takes no more jobs in their enqueue (they are inserted ready, as with no thread).
+     */
+    @Test
+    void rolledBackEnqueuesBeyondTheBoundDoNotMakeTheWorkerForgetAnOpenTransactionsJob() throws Exception {
+        Worker w = start(config(64), handlers(new CountDownLatch(0)));
+        grant("acme");
+        OpenEnqueue app = openEnqueue();
+        assertEquals(1, w.awaitingCommitCount());
+        // a spare grant for the others: the open transaction holds the first one locked
+        db.dsl().execute("INSERT INTO admission_grants (tenant_id, slot) VALUES ('acme', 1)");
+        // an application whose transactions fail after their enqueue, over and over (each rollback gives the grant back)
+        JobStatus last = null;
+        for (int i = 0; i < 20_000 && (w.awaitingCommitCount() < Worker.AWAITING_COMMIT_MAX || last == JobStatus.running); i++) {
+            AtomicReference<JobStatus> s = new AtomicReference<>();
+            assertThrows(DataAccessException.class, () -> db.dsl().transaction(c -> {
+                s.set(platform.store.enqueue(c.dsl(), JobRequest.builder("acme", "noop").build()).job().getStatus());
+                throw new SQLException("rolled back");
+            }));
+            last = s.get();
+        }
+        assertEquals(Worker.AWAITING_COMMIT_MAX, w.awaitingCommitCount());
+        assertEquals(JobStatus.ready, last, "at the bound a job is inserted ready, not taken in its enqueue");
+        long id = app.commit();
+        await().atMost(Duration.ofSeconds(20)).until(() -> "succeeded".equals(status(id)));
+        assertEquals(List.of(id), ran);
+        assertEquals(1, db.count("SELECT attempts FROM jobs WHERE id = ?", id));
+        assertEquals(0, db.count("SELECT count(*) FROM jobs WHERE id <> ?", id), "the rolled-back ones left nothing");
+    }
+
     private static String status(org.jooq.DSLContext tx, long id) {
         return tx.fetchValue("SELECT status::text FROM jobs WHERE id = ?", id).toString();
     }
