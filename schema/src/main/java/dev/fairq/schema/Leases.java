@@ -175,7 +175,7 @@ public final class Leases {
      * paused): back to the front of ready, the attempt not counted. Fenced on the attempt, so a job the
      * reaper took back meanwhile is left alone. A job someone asked to cancel meanwhile ends cancelled.
      */
-    static final NamedSql RELEASE = NamedSql.of("""
+    private static final String RELEASE_TEXT = """
             WITH input AS MATERIALIZED (
                 SELECT :ids::bigint[] AS ids, :attempts::integer[] AS attempts
             )
@@ -189,7 +189,18 @@ public final class Leases {
             WHERE j.id = ANY(i.ids) AND j.locked_by = :worker_id
               AND j.attempts = i.attempts[array_position(i.ids, j.id)]
             RETURNING j.id, j.tenant_id, j.ordering_key, j.status = 'cancelled' AS cancelled
-            """);
+            """;
+    static final NamedSql RELEASE = NamedSql.of(RELEASE_TEXT);
+
+    /**
+     * RELEASE of a job started in its enqueue whose commit came too late for its lease, which the worker hands back
+     * without starting it: fenced on started_at = created_at too. The commit may have handed it back already (V23,
+     * the attempt given back), and this worker claimed it since at attempt 1 again: the plain fence would hand back
+     * that claim while it runs, and the job ran twice.
+     */
+    static final NamedSql RELEASE_STARTED_IN_ENQUEUE = NamedSql.of(NamedSql.variant(RELEASE_TEXT,
+            "AND j.attempts = i.attempts[array_position(i.ids, j.id)]",
+            "AND j.attempts = i.attempts[array_position(i.ids, j.id)] AND j.started_at = j.created_at"));
 
     /**
      * A worker found the ready buffer empty while it had free threads: wake the scheduler now rather than at
@@ -378,6 +389,12 @@ public final class Leases {
             KeyHandoff.promoteNext(tx, released);
             return rows.size();
         });
+    }
+
+    /** Hands back a job inserted running under {@code workerId}'s lease that it never started ({@link #RELEASE_STARTED_IN_ENQUEUE}). */
+    public boolean releaseStartedInEnqueue(DSLContext ctx, String workerId, long id) {
+        return RELEASE_STARTED_IN_ENQUEUE.bind().clock(clock).set("ids", new Long[] {id}).set("attempts", new Integer[] {1})
+                .set("worker_id", workerId).fetch(ctx).isNotEmpty();
     }
 
     /** The ids among {@code ids} whose rows are committed and running under {@code workerId}'s lease. */

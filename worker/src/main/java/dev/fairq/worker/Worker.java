@@ -699,20 +699,41 @@ public final class Worker implements AutoCloseable {
 
         @Override
         public void committed(long jobId) {
+            Awaiting late;
             synchronized (awaitingCommit) {
                 if (localStartsClosed) return; // the stop handed back what it held
                 Awaiting a = awaitingCommit.remove(jobId);
                 if (a != null) {
-                    startNow(a.job(), a.t0());
+                    if (!tooLateToStart(a.t0())) {
+                        startNow(a.job(), a.t0());
+                        return;
+                    }
+                    late = a;
+                } else {
+                    // not registered yet (or its slot lapsed): remembered for a moment, at most COMMITTED_EARLY_MAX ids
+                    long now = clock.nanoTime();
+                    committedEarly.values().removeIf(at -> now - at > SLOT_HOLD_NANOS);
+                    if (committedEarly.size() >= COMMITTED_EARLY_MAX) committedEarly.remove(committedEarly.keySet().iterator().next());
+                    committedEarly.put(jobId, now);
                     return;
                 }
-                // not registered yet (or its slot lapsed): remembered for a moment, at most COMMITTED_EARLY_MAX ids
-                long now = clock.nanoTime();
-                committedEarly.values().removeIf(at -> now - at > SLOT_HOLD_NANOS);
-                if (committedEarly.size() >= COMMITTED_EARLY_MAX) committedEarly.remove(committedEarly.keySet().iterator().next());
-                committedEarly.put(jobId, now);
+            }
+            // committed with less than the start margin of its lease left on this worker's clock (the start check would
+            // hand it back): handed back here, never dispatched, so no attempt of it here outlives a hand-back by its
+            // commit (V23) and a claim of it since, at attempt 1 again
+            log.info("job {} committed too late in its lease to start here; handing it back", jobId);
+            observer.handedBack(late.job());
+            try {
+                store.leases().releaseStartedInEnqueue(db, config.workerId(), jobId);
+            } catch (RuntimeException e) {
+                log.warn("could not hand back job {} started in its enqueue; it runs again once its lease lapses", jobId, e);
             }
         }
+    }
+
+    /** Whether a job inserted running at {@code t0} has less than the start margin of its lease left on this clock. */
+    private boolean tooLateToStart(long t0) {
+        return config.lease().toNanos() - (clock.nanoTime() - t0) < config.startMargin().toNanos();
     }
 
     private void cancelRequested(String payload) {

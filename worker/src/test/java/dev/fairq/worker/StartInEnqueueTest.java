@@ -334,6 +334,37 @@ class StartInEnqueueTest extends PlatformTest {
         assertEquals(0, db.count("SELECT count(*) FROM jobs WHERE id <> ?", id), "the rolled-back ones left nothing");
     }
 
+    /**
+     * A commit after the lease hands the job back (V23, the attempt given back), and this worker may claim it, at
+     * attempt 1 again, before the commit's notification reaches it. That notification, however late, must not start
+     * or hand back anything: dispatched, the stale start was handed back under the claim's fence (same worker, same
+     * attempt), which took the running claim back, and the job ran twice.
+     */
+    @Test
+    void aLateCommitsNotificationDoesNotHandBackTheClaimThatTookTheJobAfterTheCommit() {
+        CountDownLatch hold = new CountDownLatch(1);
+        try {
+            Worker w = start(TestPlatform.fastConfig("w1", 2).toBuilder().lease(Duration.ofSeconds(2), Duration.ofMillis(500))
+                    .reapInterval(Duration.ofHours(1)).build(), handlers(hold));
+            grant("acme");
+            EnqueueResult[] r = new EnqueueResult[1];
+            db.dsl().transaction(c -> {
+                r[0] = platform.store.enqueue(c.dsl(), JobRequest.builder("acme", "hold").maxAttempts(1).build());
+                await().atMost(Duration.ofSeconds(30)).until(() -> Boolean.TRUE.equals(c.dsl().fetchValue(
+                        "SELECT locked_until < clock_timestamp() FROM jobs WHERE id = ?", r[0].job().getId())));
+            });
+            long id = r[0].job().getId();
+            await().atMost(Duration.ofSeconds(20)).until(() -> ran.contains(id)); // handed back at the commit, claimed here
+            platform.store.startCommitted(List.of(r[0])); // the commit's notification, once more and late
+            hold.countDown();
+            await().atMost(Duration.ofSeconds(20)).until(() -> "succeeded".equals(status(id)) && w.heldCount() == 0);
+            assertEquals(List.of(id), ran);
+            assertEquals(1, db.count("SELECT attempts FROM jobs WHERE id = ?", id));
+        } finally {
+            hold.countDown();
+        }
+    }
+
     private static String status(org.jooq.DSLContext tx, long id) {
         return tx.fetchValue("SELECT status::text FROM jobs WHERE id = ?", id).toString();
     }
