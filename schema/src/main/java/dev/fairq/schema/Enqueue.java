@@ -211,6 +211,7 @@ public final class Enqueue {
             """ + USED + """
             )
             SELECT input.ord AS input_ord, input.id AS input_id, inserted.*,
+                   CASE WHEN inserted.status = 'running' THEN pg_current_xact_id()::text END AS start_xact,
                    """ + WAKE_IN_STATEMENT + """
              AS woken
             FROM input LEFT JOIN inserted ON inserted.id = input.id
@@ -473,14 +474,15 @@ public final class Enqueue {
         boolean claimed = false;
         try {
             List<EnqueueResult> results = new ArrayList<>(requests.size());
+            String[] startXact = new String[1];
             for (int from = 0; from < requests.size(); from += MAX_BATCH) {
                 results.addAll(insertBatch(tx, requests.subList(from, Math.min(requests.size(), from + MAX_BATCH)), commit, slot,
-                        countInInsert));
+                        countInInsert, startXact));
             }
             if (slot != null) {
                 EnqueueResult r = results.get(0);
                 if (r.created() && r.job().getStatus() == JobStatus.running) {
-                    slot.claimed(claimedJob(r.job()));
+                    slot.claimed(claimedJob(r.job()), startXact[0]);
                     claimed = true;
                 }
             }
@@ -602,7 +604,7 @@ public final class Enqueue {
     }
 
     private List<EnqueueResult> insertBatch(DSLContext tx, List<JobRequest> batch, Commit commit, LocalStarts.Slot slot,
-                                            boolean countInInsert) {
+                                            boolean countInInsert, String[] startXact) {
         int n = batch.size();
         Long[] presetIds = new Long[n];
         boolean[] mayHead = new boolean[n];
@@ -620,7 +622,7 @@ public final class Enqueue {
             if (round == MAX_ROUNDS) throw new IllegalStateException("enqueue did not settle after " + round + " rounds");
             // the first round of a single job may count its tenant's room too; a later round's row was counted then
             List<Integer> notInserted = runInsert(tx, batch, todo, presetIds, mayHead, idByIndex, inserted, commit, slot,
-                    countInInsert && round == 0);
+                    countInInsert && round == 0, startXact);
             existing.putAll(findByJobKey(tx, batch, notInserted));
             todo = new ArrayList<>();
             for (int i : notInserted) {
@@ -648,7 +650,7 @@ public final class Enqueue {
     /** Inserts the rows at {@code indexes}; returns those that were not inserted (a conflict). */
     private List<Integer> runInsert(DSLContext tx, List<JobRequest> batch, List<Integer> indexes, Long[] presetIds,
                                     boolean[] mayHead, Map<Integer, Long> idByIndex, Map<Integer, JobsRecord> inserted,
-                                    Commit commit, LocalStarts.Slot slot, boolean countRoom) {
+                                    Commit commit, LocalStarts.Slot slot, boolean countRoom, String[] startXact) {
         int n = indexes.size();
         Long[] ids = new Long[n];
         String[] tenant = new String[n], queue = new String[n], type = new String[n], payload = new String[n];
@@ -710,8 +712,11 @@ public final class Enqueue {
                     .set("start_at", clock.sqlNow());
         }
         JobRows jobs = JobRows.of(insert);
+        boolean readXact = slot != null && !keyed; // INSERT_JOBS' start_xact: only a job inserted running has one
         for (InsertedRow row : binding.query(tx, rs -> new InsertedRow(rs.getInt("input_ord"), rs.getLong("input_id"), jobs.of(rs),
-                countRoom ? nullableLong(rs, "room_max_queued") : null, countRoom ? nullableLong(rs, "room_queued") : null))) {
+                countRoom ? nullableLong(rs, "room_max_queued") : null, countRoom ? nullableLong(rs, "room_queued") : null,
+                readXact ? rs.getString("start_xact") : null))) {
+            if (row.startXact() != null) startXact[0] = row.startXact();
             if (countRoom) settleCountedRoom(tx, batch.get(indexes.get(row.ord() - 1)), row);
             int i = indexes.get(row.ord() - 1);
             idByIndex.put(i, row.id());
@@ -726,7 +731,7 @@ public final class Enqueue {
      * for a statement that counted its tenant's room ({@link #oneRowCounted}) the tenant's max_queued and its count
      * (null: no such tenant).
      */
-    private record InsertedRow(int ord, long id, JobsRecord job, Long roomMax, Long roomQueued) {}
+    private record InsertedRow(int ord, long id, JobsRecord job, Long roomMax, Long roomQueued, String startXact) {}
 
     /**
      * A result's rows as JobsRecords, read with plain JDBC, each column found once per result. {@code

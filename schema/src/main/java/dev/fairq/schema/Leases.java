@@ -104,6 +104,16 @@ public final class Leases {
             """);
 
     /**
+     * Which of the given enqueuing transactions (pg_current_xact_id, as text) have ended, committed or rolled back
+     * (null: too old to know, ended too). Asked before {@link #COMMITTED_STARTS}, whose later snapshot then sees the
+     * rows of those that committed: a job awaited whose transaction ended and that is not among the committed starts
+     * was rolled back (its transaction, or the savepoint around its enqueue) and is forgotten.
+     */
+    static final NamedSql ENDED_TRANSACTIONS = NamedSql.of("""
+            SELECT x FROM unnest(:xacts::text[]) AS t(x) WHERE pg_xact_status(x::xid8) IS DISTINCT FROM 'in progress'
+            """);
+
+    /**
      * A worker process says what it can run: its threads, the queues it serves (null: all), the types it has
      * handlers for (null: all) and the threads it reserves per queue. The scheduler routes by these rows.
      */
@@ -403,6 +413,13 @@ public final class Leases {
         for (Record r : COMMITTED_STARTS.bind().set("ids", ids.toArray(Long[]::new)).set("worker_id", workerId).fetch(ctx)) {
             out.add(r.get(0, Long.class));
         }
+        return out;
+    }
+
+    /** The ones of {@code xacts} that have ended ({@link #ENDED_TRANSACTIONS}). */
+    public Set<String> endedTransactions(DSLContext ctx, List<String> xacts) {
+        Set<String> out = new HashSet<>();
+        for (Record r : ENDED_TRANSACTIONS.bind().set("xacts", xacts.toArray(String[]::new)).fetch(ctx)) out.add(r.get(0, String.class));
         return out;
     }
 

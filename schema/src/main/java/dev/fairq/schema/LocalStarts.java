@@ -30,8 +30,12 @@ public interface LocalStarts {
 
         long leaseMillis();
 
-        /** The statement inserted the job running under this slot: it starts when {@link #committed} names it. */
-        void claimed(ClaimedJob job);
+        /**
+         * The statement inserted the job running under this slot: it starts when {@link #committed} names it.
+         * {@code transaction}: the enqueuing transaction's id (pg_current_xact_id, as text), by which the worker
+         * learns that it rolled back (nobody names that) and forgets the job.
+         */
+        void claimed(ClaimedJob job, String transaction);
 
         /** The enqueue did not use the slot (no grant, a job_key replay, a failed statement). */
         void release();

@@ -519,7 +519,7 @@ public final class Worker implements AutoCloseable {
     // ------------------------------------------------------------------------------ starts in the enqueue
 
     /** A job inserted running through a slot of this worker; {@code t0}: when the slot was taken, before the statement. */
-    private record Awaiting(ClaimedJob job, long t0) {}
+    private record Awaiting(ClaimedJob job, long t0, String xact) {}
 
     /**
      * How long a job inserted running but not yet committed counts as holding a thread: an API commit follows its
@@ -615,13 +615,31 @@ public final class Worker implements AutoCloseable {
     private void checkAwaitingCommit(long minAgeNanos) {
         long now = clock.nanoTime();
         List<Long> old = new ArrayList<>();
+        Map<Long, String> xacts = new HashMap<>(); // several jobs may share one transaction
         synchronized (awaitingCommit) {
             awaitingCommit.values().removeIf(a -> now - a.t0() >= AWAIT_COMMIT_MAX_NANOS);
-            for (Awaiting a : awaitingCommit.values()) if (now - a.t0() >= minAgeNanos) old.add(a.job().id());
+            for (Awaiting a : awaitingCommit.values()) {
+                if (now - a.t0() < minAgeNanos) continue;
+                old.add(a.job().id());
+                if (a.xact() != null) xacts.put(a.job().id(), a.xact());
+            }
         }
         if (old.isEmpty()) return;
         try {
-            for (long id : store.leases().committedStarts(db, config.workerId(), old)) localStarts.committed(id);
+            // rolled-back enqueues are never named: those whose transaction has ended (asked first, so that the next
+            // statement's snapshot sees the rows of the committed ones) and that did not commit a running row here
+            // are forgotten, else they stayed the hour, and at AWAITING_COMMIT_MAX no job was taken in its enqueue
+            Set<String> ended = xacts.isEmpty() ? Set.of() : store.leases().endedTransactions(db, new ArrayList<>(new HashSet<>(xacts.values())));
+            List<Long> committed = store.leases().committedStarts(db, config.workerId(), old);
+            for (long id : committed) localStarts.committed(id);
+            if (!ended.isEmpty()) {
+                Set<Long> started = new HashSet<>(committed);
+                synchronized (awaitingCommit) {
+                    xacts.forEach((id, x) -> {
+                        if (ended.contains(x) && !started.contains(id)) awaitingCommit.remove(id);
+                    });
+                }
+            }
         } catch (RuntimeException e) {
             log.warn("could not check {} jobs started in their enqueue for their commit", old.size(), e);
         }
@@ -671,14 +689,14 @@ public final class Worker implements AutoCloseable {
                 @Override public long leaseMillis() { return config.lease().toMillis(); }
 
                 @Override
-                public void claimed(ClaimedJob job) {
+                public void claimed(ClaimedJob job, String transaction) {
                     synchronized (awaitingCommit) {
                         if (done) return;
                         done = true;
                         slotsOut.decrementAndGet();
                         if (!localStartsClosed) {
                             if (committedEarly.remove(job.id()) != null) startNow(job, t0);
-                            else awaitingCommit.put(job.id(), new Awaiting(job, t0)); // room kept by reserve()
+                            else awaitingCommit.put(job.id(), new Awaiting(job, t0, transaction)); // room kept by reserve()
                             return;
                         }
                     }

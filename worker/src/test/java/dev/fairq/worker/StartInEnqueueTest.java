@@ -335,6 +335,35 @@ class StartInEnqueueTest extends PlatformTest {
     }
 
     /**
+     * Rolled-back enqueues (a transaction, or the savepoint around the enqueue) are never named by a commit: the
+     * heartbeat forgets those whose transaction has ended, and keeps an open transaction's job, which then starts
+     * at its commit. Remembered for the hour, they filled the 1,024 entries and no job was taken in its enqueue.
+     */
+    @Test
+    void rolledBackEnqueuesAreForgottenAtAHeartbeatAndAnOpenTransactionsJobIsKept() throws Exception {
+        Worker w = start(TestPlatform.fastConfig("w1", 4), handlers(new CountDownLatch(0))); // a heartbeat a second
+        grant("acme");
+        OpenEnqueue app = openEnqueue();
+        db.dsl().execute("INSERT INTO admission_grants (tenant_id, slot) VALUES ('acme', 1)"); // the open one holds the first
+        assertThrows(DataAccessException.class, () -> db.dsl().transaction(c -> {
+            assertEquals(JobStatus.running, platform.store.enqueue(c.dsl(), JobRequest.builder("acme", "noop").build()).job().getStatus());
+            throw new SQLException("rolled back");
+        }));
+        db.dsl().transaction(c -> {
+            assertThrows(DataAccessException.class, () -> c.dsl().transaction(sp -> {
+                assertEquals(JobStatus.running, platform.store.enqueue(sp.dsl(), JobRequest.builder("acme", "noop").build()).job().getStatus());
+                throw new SQLException("back to the savepoint");
+            }));
+        });
+        await().atMost(Duration.ofSeconds(20)).until(() -> w.awaitingCommitCount() == 1);
+        long id = app.commit();
+        await().atMost(Duration.ofSeconds(20)).until(() -> "succeeded".equals(status(id)));
+        assertEquals(List.of(id), ran);
+        assertEquals(0, claimedJobs.get(), "the open transaction's job started at its commit, not by a claim");
+        assertEquals(1, db.count("SELECT count(*) FROM jobs"));
+    }
+
+    /**
      * A commit after the lease hands the job back (V23, the attempt given back), and this worker may claim it, at
      * attempt 1 again, before the commit's notification reaches it. That notification, however late, must not start
      * or hand back anything: dispatched, the stale start was handed back under the claim's fence (same worker, same
