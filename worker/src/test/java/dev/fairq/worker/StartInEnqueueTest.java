@@ -462,15 +462,21 @@ class StartInEnqueueTest extends PlatformTest {
         return e;
     }
 
+    /**
+     * A commit after the worker's stop (its wait for commits, 2 s, ran out and it unregistered): the commit hands the
+     * job back (V23), the attempt not counted. It was left running under the stopped worker's lease, reaped at its end
+     * with the attempt counted (at max_attempts 1: dead without a run).
+     */
     @Test
-    void aStoppedWorkerTakesNoJobInAnEnqueueAndLeavesOneCommittedAfterItsStopToTheLease() throws Exception {
+    void aStoppedWorkerTakesNoJobInAnEnqueueAndOneCommittedAfterItsStopIsHandedBackByTheCommit() throws Exception {
         Worker w = start(config(2), handlers(new CountDownLatch(0)));
         grant("acme");
-        // the commit is held until the worker has stopped (its wait for commits, 2 s, runs out)
+        // the commit is held until the worker has stopped
         OpenEnqueue app = openEnqueue();
         w.close();
         long id = app.commit();
-        assertEquals("running", status(id), "committed after the stop's hand-back, which could not see it: left to its lease");
+        assertEquals("ready", status(id), "committed after the stop's hand-back, which could not see it: handed back by the commit");
+        assertEquals(0, db.count("SELECT attempts FROM jobs WHERE id = ?", id));
         assertTrue(ran.isEmpty());
         grant("acme");
         assertEquals(JobStatus.ready, platform.store.enqueue(db.dsl(), JobRequest.builder("acme", "noop").build()).job().getStatus(),
