@@ -157,6 +157,8 @@ public final class Enqueue {
             ), granted AS (
                 SELECT a.tenant_id, a.slot
                 FROM (SELECT DISTINCT tenant_id FROM input WHERE grantable) t
+                     -- a pause is in force from its commit: the scheduler takes the grants back only at its next look
+                     JOIN tenants p ON p.id = t.tenant_id AND NOT p.paused
                      CROSS JOIN LATERAL (SELECT g.tenant_id, g.slot FROM admission_grants g
                                          WHERE g.tenant_id = t.tenant_id AND g.used_at IS NULL
                                          ORDER BY g.granted_at, g.slot LIMIT 1
@@ -285,6 +287,7 @@ public final class Enqueue {
                 SELECT k.tenant_id, k.fairness_key, k.slot, k.ready_rank FROM key_grants k
                 WHERE (k.tenant_id, k.fairness_key) IN (SELECT tenant_id, fairness_key FROM input
                                                         WHERE grantable AND fairness_key IS NOT NULL)
+                  AND NOT EXISTS (SELECT 1 FROM tenants p WHERE p.id = k.tenant_id AND p.paused) -- as GRANTED
                 FOR UPDATE SKIP LOCKED
             ), new_key_wanted AS (
                 -- the row of each tenant that may take its new-key grant: the first grantable row of a key (a later
@@ -307,6 +310,7 @@ public final class Enqueue {
                 FROM new_key_wanted w
                      CROSS JOIN LATERAL (SELECT k.tenant_id, k.slot, k.ready_rank FROM key_grants k
                                          WHERE k.tenant_id = w.tenant_id AND k.fairness_key = chr(1)
+                                           AND NOT EXISTS (SELECT 1 FROM tenants p WHERE p.id = w.tenant_id AND p.paused)
                                          ORDER BY k.slot LIMIT 1
                                          FOR UPDATE SKIP LOCKED) a
             ), claim_point AS MATERIALIZED (
