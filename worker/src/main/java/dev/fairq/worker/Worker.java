@@ -534,9 +534,8 @@ public final class Worker implements AutoCloseable {
      * How long, and how many, jobs inserted running here are remembered awaiting their commit. Past their lease too:
      * an application's transaction may commit after the lease ran out, and the job is then handed back (the start
      * check), the attempt not counted; forgotten, it was reaped with the attempt counted, dead without a run at
-     * max_attempts 1 (a commit after the lease is handed back by the commit itself since V23). Rolled-back enqueues
-     * are never named, so they stay for the hour; at the count no new job is taken in its enqueue (none awaited is
-     * dropped) until the hour frees room.
+     * max_attempts 1. Rolled-back enqueues are never named: a heartbeat forgets those whose transaction ended
+     * (checkAwaitingCommit). At the count no new job is taken in its enqueue (none awaited is dropped).
      */
     static final long AWAIT_COMMIT_MAX_NANOS = 3_600_000_000_000L;
     static final int AWAITING_COMMIT_MAX = 1_024;
@@ -737,8 +736,8 @@ public final class Worker implements AutoCloseable {
                 }
             }
             // committed with less than the start margin of its lease left on this worker's clock (the start check would
-            // hand it back): handed back here, never dispatched, so no attempt of it here outlives a hand-back by its
-            // commit (V23) and a claim of it since, at attempt 1 again
+            // hand it back): handed back here, never dispatched, fenced on its start in the enqueue, so a claim of it
+            // at attempt 1 again since a hand-back (V23, or this one's notification heard twice) is left alone
             log.info("job {} committed too late in its lease to start here; handing it back", jobId);
             observer.handedBack(late.job());
             try {

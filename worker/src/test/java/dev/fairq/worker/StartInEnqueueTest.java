@@ -364,10 +364,10 @@ class StartInEnqueueTest extends PlatformTest {
     }
 
     /**
-     * A commit after the lease hands the job back (V23, the attempt given back), and this worker may claim it, at
-     * attempt 1 again, before the commit's notification reaches it. That notification, however late, must not start
-     * or hand back anything: dispatched, the stale start was handed back under the claim's fence (same worker, same
-     * attempt), which took the running claim back, and the job ran twice.
+     * A commit after the lease: the worker hands the job back (the attempt given back) and may claim it, at attempt 1
+     * again. The commit's notification heard once more, however late, must not start or hand back anything:
+     * dispatched, the stale start was handed back under the claim's fence (same worker, same attempt), which took the
+     * running claim back, and the job ran twice.
      */
     @Test
     void aLateCommitsNotificationDoesNotHandBackTheClaimThatTookTheJobAfterTheCommit() {
