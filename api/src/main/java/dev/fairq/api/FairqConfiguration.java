@@ -51,8 +51,11 @@ public class FairqConfiguration extends Configuration {
     }
     /** A claim's lease (FAIRQ_LEASE_MS); see {@link dev.fairq.worker.WorkerConfig#lease()}. */
     @JsonProperty @Min(1000) @Max(3600000) public long leaseMs = dev.fairq.worker.WorkerConfig.DEFAULT_LEASE.toMillis();
-    /** How often leases are renewed (FAIRQ_HEARTBEAT_MS); null: a third of the lease. Under half the lease. */
-    @JsonProperty public Long heartbeatMs;
+    /**
+     * How often leases are renewed (FAIRQ_HEARTBEAT_MS); null: a third of the lease. Under half the lease, and in the
+     * variable's range (check had said OK to a file's heartbeatMs: 5, a heartbeat every 5 ms).
+     */
+    @JsonProperty @Min(100) @Max(1800000) public Long heartbeatMs;
     /** The whole stop's bound on SIGTERM (FAIRQ_SHUTDOWN_GRACE_MS); see WorkerConfig#shutdownGrace(). */
     @JsonProperty @Min(0) @Max(3600000) public long shutdownGraceMs = dev.fairq.worker.WorkerConfig.DEFAULT_SHUTDOWN_GRACE.toMillis();
     /** The time limit of a job whose type declares none (FAIRQ_JOB_TIMEOUT_MS). */

@@ -359,13 +359,13 @@ class CommandLineTest extends AppTest {
 
     /**
      * A config file's settings hold to the ranges of their FAIRQ_* variables: check had said "Configuration is OK" to
-     * apiPoolSize: 0 (no connection for any request), maxPayloadBytes: 0 (every job a 413) and workerThreads: 5000.
+     * apiPoolSize: 0 (no connection for any request), maxPayloadBytes: 0 (every job a 413) and workerThreads: 5000, and heartbeatMs: 5.
      */
     @Test
     void checkHoldsAFilesSettingsToTheirVariablesRanges(@TempDir Path dir) throws Exception {
         Path config = dir.resolve("fairq.yml");
         for (String setting : List.of("apiPoolSize: 0", "maxPayloadBytes: 0", "workerThreads: 5000", "retentionHours: 0",
-                "metricsTenants: -1", "leaseMs: 500")) {
+                "metricsTenants: -1", "leaseMs: 500", "heartbeatMs: 5")) {
             Files.writeString(config, setting + "\ntenantsFile: " + dir.resolve("none.yml") + "\n");
             Run r = check("check", config.toString());
             assertFalse(r.ok(), setting + ": " + r.out());
