@@ -214,6 +214,11 @@ public final class OpenApiDocument {
         for (String s : List.of("JobSubmission", "BatchSubmission", "TenantLimitsChange")) {
             schemas.get(s).setAdditionalProperties(false);
         }
+        // the batch's size, as BatchSubmission.check holds it: swagger-core does not read the record component's
+        // @ArraySchema, and the document had offered any number of jobs, where 0 or 1,001 is a 422
+        Schema batch = (Schema) schemas.get("BatchSubmission").getProperties().get("jobs");
+        batch.setMinItems(1);
+        batch.setMaxItems(BatchSubmission.MAX_BATCH);
         schemas.remove("JsonNode"); // Jackson's tree type, once named by the payload fields replaced above
         for (Schema<?> s : schemas.values()) {
             if (s.getProperties() == null) continue;

@@ -308,6 +308,14 @@ class OpenApiContractTest extends AppTest {
         app.admin("GET", "/v1/admin/overview?offset=" + (max + 1), null).assertRefused(422, "offset");
     }
 
+    /** A batch's size bound is declared: the document had offered any number of jobs, and 1,001 is a 422. */
+    @Test
+    void aBatchDeclaresHowManyJobsItTakes() {
+        JsonNode jobs = doc.at("/components/schemas/BatchSubmission/properties/jobs");
+        assertEquals(1, jobs.path("minItems").asInt(-1), jobs.toString());
+        assertEquals(BatchSubmission.MAX_BATCH, jobs.path("maxItems").asInt(-1), jobs.toString());
+    }
+
     /** The admin overview's paging declares its defaults (they were only in the descriptions' text). */
     @Test
     void theOverviewsPagingDeclaresItsDefaults() {
