@@ -104,8 +104,20 @@ final class Roles {
         return worker.start();
     }
 
+    private static void checkQueueName(String setting, String queue) {
+        if (queue == null || !queue.matches(dev.fairq.schema.JobRequest.NAME_REGEX)) {
+            throw new IllegalArgumentException(setting + ": '" + queue + "' " + dev.fairq.schema.JobRequest.NAME_RULE);
+        }
+    }
+
     /** The worker's settings from the configuration (FAIRQ_WORKER_THREADS, _LEASE_MS, _HEARTBEAT_MS, ...). */
     static WorkerConfig workerConfig(FairqConfiguration config) {
+        // a file's queue names hold to FAIRQ_WORKER_QUEUES's rule: workerQueues: ["bad queue"] had started a worker
+        // serving a queue no job can name (every job then waited, no_worker), and check had said OK to it
+        if (config.workerQueues != null) for (String q : config.workerQueues) checkQueueName("workerQueues (FAIRQ_WORKER_QUEUES)", q);
+        if (config.workerReserved != null) {
+            for (String q : config.workerReserved.keySet()) checkQueueName("workerReserved (FAIRQ_WORKER_RESERVED)", q);
+        }
         java.time.Duration lease = java.time.Duration.ofMillis(config.leaseMs);
         try {
             return WorkerConfig.builder().threads(config.workerThreads)
@@ -155,6 +167,7 @@ final class Roles {
      */
     static void checkSettings(FairqConfiguration config) throws IOException {
         AdminCredentials.checkLength(config);
+        config.submitStartsAtCommit(); // server refuses any other value at start-up; check had said OK to submitStart: later
         if (config.runWorker) workerConfig(config);
         if (config.runScheduler) schedulerConfig(config);
         readTenants(config);

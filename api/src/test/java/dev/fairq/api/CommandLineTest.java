@@ -378,6 +378,31 @@ class CommandLineTest extends AppTest {
         assertTrue(fine.ok(), fine.err());
     }
 
+    /**
+     * A file's submitStart and queue names are refused by check as server refuses them, naming the setting: check had
+     * said OK to submitStart: later (server then stopped at start), and both to workerQueues: ["bad queue"], which
+     * FAIRQ_WORKER_QUEUES refuses (server had started a worker serving a queue no job can name).
+     */
+    @Test
+    void checkRefusesAFilesSubmitStartAndQueueNamesAsTheirVariablesDo(@TempDir Path dir) throws Exception {
+        Path config = dir.resolve("fairq.yml");
+        Map<String, String> settings = new java.util.LinkedHashMap<>();
+        settings.put("submitStart: later", "FAIRQ_SUBMIT_START (submitStart) must be commit or flush, not 'later'");
+        settings.put("workerQueues: [\"bad queue\"]", "workerQueues (FAIRQ_WORKER_QUEUES): 'bad queue' must be 1-100 letters");
+        settings.put("workerReserved: {\"bad queue\": 1}", "workerReserved (FAIRQ_WORKER_RESERVED): 'bad queue' must be 1-100 letters");
+        for (Map.Entry<String, String> s : settings.entrySet()) {
+            Files.writeString(config, s.getKey() + "\ntenantsFile: " + dir.resolve("none.yml") + "\n");
+            Run r = check("check", config.toString());
+            assertFalse(r.ok(), s.getKey() + ": " + r.out());
+            assertTrue(r.err().startsWith("fairq: ") && r.err().contains(s.getValue()), r.err());
+            assertFalse(r.err().contains("\tat "), r.err());
+        }
+        Files.writeString(config, "submitStart: flush\nworkerQueues: [urgent, default]\nworkerReserved: {urgent: 2}\ntenantsFile: "
+                + dir.resolve("none.yml") + "\n");
+        Run fine = check("check", config.toString());
+        assertTrue(fine.ok(), fine.err());
+    }
+
     /** A FAIRQ_ADMIN_TOKEN (adminToken) under 32 characters stops the server, so check refuses it too; it had said OK. */
     @Test
     void checkRefusesAShortAdminToken(@TempDir Path dir) throws Exception {
