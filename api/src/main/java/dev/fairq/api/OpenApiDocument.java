@@ -334,7 +334,10 @@ public final class OpenApiDocument {
                 }
                 case HOST_LIST -> {
                     p.setMaxItems(TenantLimit.MAX_ALLOW_LIST_ENTRIES);
-                    if (p instanceof ArraySchema a && a.getItems() != null) a.getItems().setMaxLength((int) l.max());
+                    if (p instanceof ArraySchema a && a.getItems() != null) {
+                        a.getItems().setMaxLength((int) l.max());
+                        a.getItems().setNullable(null); // an entry is never null: webhook_allow: [null] is a 422
+                    }
                 }
                 case KEY_MAP -> {
                     p.setType("object");

@@ -316,6 +316,19 @@ class OpenApiContractTest extends AppTest {
         assertEquals(BatchSubmission.MAX_BATCH, jobs.path("maxItems").asInt(-1), jobs.toString());
     }
 
+    /** An allow-list entry is never null (webhook_allow: [null] is a 422), and the document had declared it nullable. */
+    @Test
+    void anAllowListEntryIsNeverNull() {
+        for (String schema : List.of("TenantLimitsChange", "Tenant", "TenantLimits")) {
+            JsonNode items = doc.at("/components/schemas/" + schema + "/properties/webhook_allow/items");
+            assertEquals("string", items.path("type").asText(), schema + ": " + items);
+            assertFalse(items.path("nullable").asBoolean(false), schema + ": " + items);
+        }
+        String tenant = TestApp.uniqueTenant("oasallow");
+        app.newTenantKey(tenant);
+        app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"webhook_allow\": [null]}").assertRefused(422, "webhook_allow[0]");
+    }
+
     /** The admin overview's paging declares its defaults (they were only in the descriptions' text). */
     @Test
     void theOverviewsPagingDeclaresItsDefaults() {
