@@ -8,7 +8,7 @@ import org.jooq.DSLContext;
 /**
  * THE place where the built-in job types are registered for every process that runs a worker
  * ({@code server} and {@code worker}): the {@code http} webhook handler always, and {@code noop} and
- * {@code sleep} when {@code FAIRQ_DEMO_HANDLERS=true} ({@link FairqConfiguration#demoHandlers}).
+ * {@code sleep} when {@code FAIRQ_DEMO_HANDLERS=true}, or left out with the embedded database ({@link FairqConfiguration#demoHandlersOn}).
  * The handlers themselves live in the worker module (package dev.fairq.worker.handlers).
  */
 public final class BuiltInHandlers {
@@ -25,6 +25,6 @@ public final class BuiltInHandlers {
     /** @param db where the http handler reads each tenant's webhook allow-list (cached for a second) */
     public static void register(HandlerRegistry registry, FairqConfiguration config, DSLContext db) {
         registry.register(HttpJobHandler.TYPE, HttpJobHandler.forDatabase(db), HttpJobHandler.TIME_LIMIT);
-        if (config.demoHandlers) DemoHandlers.register(registry);
+        if (config.demoHandlersOn()) DemoHandlers.register(registry);
     }
 }

@@ -64,7 +64,16 @@ public class FairqConfiguration extends Configuration {
     @JsonProperty @Min(1) @Max(87600) public int retentionHours = 24;
     /** Dead jobs (the dead-letter queue) are kept this long. */
     @JsonProperty @Min(1) @Max(87600) public int deadRetentionHours = 24 * 7;
-    @JsonProperty public boolean demoHandlers;
+    /**
+     * The demo job types noop and sleep (FAIRQ_DEMO_HANDLERS); null: on with the embedded database (a trial on one
+     * machine, where api/README's first walk submits a noop job: it had waited forever, no_worker), off with
+     * FAIRQ_DATABASE_URL.
+     */
+    @JsonProperty public Boolean demoHandlers;
+
+    public boolean demoHandlersOn() {
+        return demoHandlers != null ? demoHandlers : embeddedDatabase();
+    }
     /** The queues this process's worker serves (FAIRQ_WORKER_QUEUES, comma-separated); null: every queue. */
     @JsonProperty public java.util.Set<String> workerQueues;
     /** Worker threads kept for a queue's jobs (FAIRQ_WORKER_RESERVED, "urgent=2,emails=1"). */

@@ -125,6 +125,20 @@ class EnvironmentOverridesTest {
         eachRefusedNamingItsVariable(Map.of("FAIRQ_SUBMIT_START", "fsync"));
     }
 
+    /**
+     * The demo types (noop, sleep) are on by default with the embedded database, where api/README's first walk runs
+     * a noop job (it had waited forever, no_worker), and off by default with FAIRQ_DATABASE_URL.
+     */
+    @Test
+    void demoHandlersAreOnByDefaultOnlyWithTheEmbeddedDatabase() {
+        assertTrue(EnvironmentOverrides.apply(new FairqConfiguration(), Map.of()).demoHandlersOn());
+        String url = "jdbc:postgresql://127.0.0.1:5432/fairq";
+        assertEquals(false, EnvironmentOverrides.apply(new FairqConfiguration(), Map.of("FAIRQ_DATABASE_URL", url)).demoHandlersOn());
+        assertTrue(EnvironmentOverrides.apply(new FairqConfiguration(),
+                Map.of("FAIRQ_DATABASE_URL", url, "FAIRQ_DEMO_HANDLERS", "true")).demoHandlersOn());
+        assertEquals(false, EnvironmentOverrides.apply(new FairqConfiguration(), Map.of("FAIRQ_DEMO_HANDLERS", "false")).demoHandlersOn());
+    }
+
     @Test
     void sharesAreByWorkerTimeUnlessFairShareSaysJobs() {
         assertEquals(SchedulerConfig.FairShare.TIME, scheduler(Map.of()).fairShare(), "the server's default (issue 14)");

@@ -35,7 +35,7 @@ class FullRunIT {
 
     private Running start(Path dir, int port, int adminPort) throws Exception {
         JarProcess jar = JarProcess.start(dir, "-Xmx384m", java.util.Map.of("FAIRQ_PORT", Integer.toString(port),
-                "FAIRQ_ADMIN_PORT", Integer.toString(adminPort), "FAIRQ_DEMO_HANDLERS", "true"), "server");
+                "FAIRQ_ADMIN_PORT", Integer.toString(adminPort)), "server"); // noop: a demo handler, on with the embedded database
         Process p = jar.process();
         List<String> lines = jar.lines();
         started.add(p);

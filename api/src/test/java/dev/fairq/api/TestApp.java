@@ -46,7 +46,7 @@ final class TestApp {
         protected void registerHandlers(HandlerRegistry registry, FairqConfiguration config, DSLContext db) {
             super.registerHandlers(registry, config, db);
             registry.register("record", job -> { });
-            if (!config.demoHandlers) dev.fairq.worker.handlers.DemoHandlers.register(registry); // noop, sleep
+            if (!config.demoHandlersOn()) dev.fairq.worker.handlers.DemoHandlers.register(registry); // noop, sleep
             registry.register("fail", job -> {
                 throw new PermanentJobException("failing on purpose");
             });
