@@ -12,6 +12,7 @@ import io.swagger.v3.oas.annotations.tags.Tag;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.DELETE;
 import jakarta.ws.rs.GET;
+import jakarta.ws.rs.HeaderParam;
 import jakarta.ws.rs.PATCH;
 import jakarta.ws.rs.POST;
 import jakarta.ws.rs.PUT;
@@ -102,13 +103,22 @@ public final class AdminTenantsResource {
                     headers = @Header(name = "Location", description = "the tenant's URL", schema = @Schema(type = "string", format = "uri")),
                     content = @Content(schema = @Schema(implementation = TenantView.class))),
             @ApiResponse(responseCode = "200", description = "replaced", content = @Content(schema = @Schema(implementation = TenantView.class))),
+            @ApiResponse(responseCode = "400", description = "an If-None-Match other than *"),
+            @ApiResponse(responseCode = "412", description = "If-None-Match: * and the tenant exists: nothing changed"),
             @ApiResponse(responseCode = "422", description = "a bad tenant id or limit")})
     public Response put(@Parameter(description = "1-63 lower-case letters, digits, '_' or '-'") @PathParam("id") String id,
+                        @Parameter(description = "* to create only: 412 if the tenant exists (a replace would overwrite a concurrent create)",
+                                schema = @Schema(type = "string", allowableValues = "*")) @HeaderParam("If-None-Match") String ifNoneMatch,
                         @Context SecurityContext sc, @Context UriInfo uri, TenantLimitsChange body) {
         JsonBodyReader.required(body).checkId(id);
         checkId(id);
-        TenantAdminStore.Change change = tenants.write(id, body.given(), true,
-                BearerAuthFilter.actor(sc)).orElseThrow();
+        TenantAdminStore.Change change;
+        if (ApiException.createOnly(ifNoneMatch)) {
+            change = tenants.create(id, body.given(), BearerAuthFilter.actor(sc))
+                    .orElseThrow(() -> ApiException.preconditionFailed("tenant " + id + " exists (If-None-Match: *): nothing changed"));
+        } else {
+            change = tenants.write(id, body.given(), true, BearerAuthFilter.actor(sc)).orElseThrow();
+        }
         keys.forget(id); // its verified keys carry the old API limits
         if (change.created()) return Response.created(uri.getAbsolutePath()).entity(change.tenant()).build();
         return Response.ok(change.tenant()).build();

@@ -35,6 +35,20 @@ public class ApiException extends RuntimeException {
         return of(Response.Status.CONFLICT, message);
     }
 
+    static ApiException preconditionFailed(String message) {
+        return of(Response.Status.PRECONDITION_FAILED, message);
+    }
+
+    /**
+     * Whether a PUT's {@code If-None-Match} asks to create only: {@code *} does (RFC 9110 13.1.2); absent does not.
+     * An entity tag is a 400: fairq sends no ETags, so the condition could never be what the caller meant.
+     */
+    static boolean createOnly(String ifNoneMatch) {
+        if (ifNoneMatch == null) return false;
+        if (ifNoneMatch.strip().equals("*")) return true;
+        throw badRequest("If-None-Match: only * (create only, 412 if it exists) is supported: fairq has no ETags");
+    }
+
     static ApiException invalid(List<FieldError> errors) {
         return new ApiException(422, "invalid fields: " + errors, errors, Map.of());
     }

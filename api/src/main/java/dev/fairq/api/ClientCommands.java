@@ -149,7 +149,14 @@ final class ClientCommands {
                     // not there yet: created below
                 }
             }
-            return client.send("PUT", path, body, true);
+            if (replace) return client.send("PUT", path, body, true);
+            // create only: an admin who created it between our PATCH and now keeps what they set (a plain PUT had
+            // replaced it with the defaults plus our fields); then ours is a change of theirs, as if it had existed
+            try {
+                return client.send("PUT", path, body, true, Map.of("If-None-Match", "*"));
+            } catch (FairqException.PreconditionFailedException e) {
+                return client.send("PATCH", path, body, false);
+            }
         }
 
         /** A list's ?limit=&after= from --limit and --after. */

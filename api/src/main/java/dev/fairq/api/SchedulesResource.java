@@ -19,6 +19,7 @@ import io.swagger.v3.oas.annotations.tags.Tag;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.DELETE;
 import jakarta.ws.rs.GET;
+import jakarta.ws.rs.HeaderParam;
 import jakarta.ws.rs.PATCH;
 import jakarta.ws.rs.POST;
 import jakarta.ws.rs.PUT;
@@ -83,12 +84,20 @@ public final class SchedulesResource {
             @ApiResponse(responseCode = "201", description = "created", headers = @Header(name = "Location", description = "the schedule's URL", schema = @Schema(type = "string", format = "uri")),
                     content = @Content(schema = @Schema(implementation = ScheduleInfo.class))),
             @ApiResponse(responseCode = "200", description = "replaced", content = @Content(schema = @Schema(implementation = ScheduleInfo.class))),
-            @ApiResponse(responseCode = "409", description = "the tenant is at max_schedules")})
+            @ApiResponse(responseCode = "400", description = "an If-None-Match other than *"),
+            @ApiResponse(responseCode = "409", description = "the tenant is at max_schedules"),
+            @ApiResponse(responseCode = "412", description = "If-None-Match: * and the schedule exists: nothing changed")})
     public Response put(@Context SecurityContext sc, @Context UriInfo uri, @PathParam("name") String name,
+                        @Parameter(description = "* to create only: 412 if the schedule exists (a replace would overwrite a concurrent create)",
+                                schema = @Schema(type = "string", allowableValues = "*")) @HeaderParam("If-None-Match") String ifNoneMatch,
                         @io.swagger.v3.oas.annotations.parameters.RequestBody(required = true, content = @Content(schema = @Schema(implementation = ScheduleDefinition.class))) java.io.InputStream body) {
         JsonNode json = body(body);
         ScheduleDefinition definition = checked(() -> ScheduleDefinition.fromJson(json));
-        ScheduleService.Written w = checked(() -> schedules.put(db, BearerAuthFilter.tenant(sc), name, definition));
+        String tenant = BearerAuthFilter.tenant(sc);
+        ScheduleService.Written w = ApiException.createOnly(ifNoneMatch)
+                ? checked(() -> schedules.create(db, tenant, name, definition)).orElseThrow(() -> ApiException.preconditionFailed(
+                        "schedule " + name + " exists (If-None-Match: *): nothing changed"))
+                : checked(() -> schedules.put(db, tenant, name, definition));
         if (w.created()) return Response.created(uri.getAbsolutePath()).entity(w.schedule()).build();
         return Response.ok(w.schedule()).build();
     }

@@ -33,6 +33,11 @@ final class TenantAdminStore {
         return store.write(db, id, given, replace, actor).map(c -> new Change(TenantView.of(c.tenant()), c.created()));
     }
 
+    /** PUT with If-None-Match: *: creates only; empty when the tenant exists. See {@link TenantStore#create}. */
+    Optional<Change> create(String id, Map<String, Object> given, String actor) {
+        return store.create(db, id, given, actor).map(c -> new Change(TenantView.of(c.tenant()), c.created()));
+    }
+
     /** One change; old_values is null for a create and a key_create. */
     record AuditEntry(long id, String tenant,
                       @io.swagger.v3.oas.annotations.media.Schema(description = "the admin token's name, or 'tenants.yml' for a tenant it created") String actor,

@@ -132,6 +132,63 @@ class AdminApiTest extends AppTest {
     }
 
     /**
+     * PUT with If-None-Match: * creates only: a new tenant is 201 (audited "create"); an existing one is a 412 with the
+     * error body, its limits and the audit untouched. Without it the PUT had replaced the tenant (200, "replace"):
+     * the command line's "tenants set" overwrote a tenant another admin had just created. An etag is a 400.
+     */
+    @Test
+    void aCreateOnlyPutOfAnExistingTenantIs412AndChangesNothing() {
+        String t = TestApp.uniqueTenant("ifnone");
+        java.util.Map<String, String> createOnly = java.util.Map.of("If-None-Match", "*");
+        TestApp.Res created = app.call("PUT", "/v1/admin/tenants/" + t, TestApp.ADMIN_TOKEN, "{\"weight\": 6}", createOnly);
+        assertEquals(201, created.status(), created.toString());
+        assertEquals(6, created.body().get("weight").asInt());
+        assertTrue(created.header("Location").endsWith("/v1/admin/tenants/" + t), created.toString());
+
+        List<Object> before = app.snapshot();
+        TestApp.Res again = app.call("PUT", "/v1/admin/tenants/" + t, TestApp.ADMIN_TOKEN, "{\"max_running\": 7}", createOnly);
+        assertEquals(412, again.status(), again.toString());
+        assertTrue(again.body().get("error").asText().contains("exists"), again.toString());
+        TestApp.Res etag = app.call("PUT", "/v1/admin/tenants/" + t, TestApp.ADMIN_TOKEN, "{\"max_running\": 7}",
+                java.util.Map.of("If-None-Match", "\"abc\""));
+        assertEquals(400, etag.status(), etag.toString());
+        assertTrue(etag.body().get("error").asText().contains("If-None-Match"), etag.toString());
+        assertEquals(before, app.snapshot(), "the tenant row and the audit log unchanged");
+        TestApp.Res stored = app.admin("GET", "/v1/admin/tenants/" + t, null);
+        assertEquals(6, stored.body().get("weight").asInt(), stored.toString());
+        assertEquals(TenantLimit.defaults().get("max_running"), stored.body().get("max_running").asInt(), stored.toString());
+        JsonNode audit = app.admin("GET", "/v1/admin/audit?tenant=" + t, null).body().get("entries");
+        assertEquals(1, audit.size(), audit.toString());
+        assertEquals("create", audit.get(0).get("action").asText(), audit.toString());
+    }
+
+    /**
+     * A create-only PUT racing another create is decided in its own transaction, not by a read before it: the PUT
+     * waits on the other insert and, once that commits, answers 412 and leaves its limits (weight 6) as they are.
+     */
+    @Test
+    void aCreateOnlyPutThatLosesARaceToAnotherCreateIs412() throws Exception {
+        String t = TestApp.uniqueTenant("ifrace");
+        try (java.sql.Connection c = java.sql.DriverManager.getConnection(app.db.jdbcUrl, app.db.user, app.db.password)) {
+            c.setAutoCommit(false);
+            try (var ps = c.prepareStatement("INSERT INTO tenants (id, weight) VALUES (?, 6)")) {
+                ps.setString(1, t);
+                ps.executeUpdate();
+            }
+            var put = java.util.concurrent.CompletableFuture.supplyAsync(() -> app.call("PUT", "/v1/admin/tenants/" + t,
+                    TestApp.ADMIN_TOKEN, "{\"weight\": 7}", java.util.Map.of("If-None-Match", "*")));
+            await().atMost(Duration.ofSeconds(10)).until(() -> app.db.dsl().resultQuery(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO tenants%'")
+                    .fetchOne(0, Long.class) > 0);
+            c.commit();
+            TestApp.Res r = put.get(10, java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals(412, r.status(), "the tenant existed by the time the PUT wrote it: " + r);
+        }
+        assertEquals(6, app.admin("GET", "/v1/admin/tenants/" + t, null).body().get("weight").asInt());
+        assertEquals(0, app.admin("GET", "/v1/admin/audit?tenant=" + t, null).body().get("entries").size());
+    }
+
+    /**
      * A reader of the newest entries (a SIEM polling the audit log, remembering the newest id it saw) misses none: an
      * entry's id is taken in commit order, so once an id is visible every smaller one is too. Ids had come from the
      * sequence at the insert, before the commit: a write that took id n and committed after one that took n + 1 was

@@ -67,6 +67,87 @@ class CommandLineTest extends AppTest {
         return r;
     }
 
+    /**
+     * A forwarding proxy to the application that runs {@code between} once, after the first PATCH it forwards is
+     * answered 404 and before that answer reaches the command line: another admin's create staged exactly between
+     * the command's PATCH and its PUT.
+     */
+    private static com.sun.net.httpserver.HttpServer createdAfterTheFirst404(Runnable between) throws Exception {
+        java.net.http.HttpClient http = java.net.http.HttpClient.newBuilder().version(java.net.http.HttpClient.Version.HTTP_1_1).build();
+        java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
+        com.sun.net.httpserver.HttpServer s = com.sun.net.httpserver.HttpServer.create(new java.net.InetSocketAddress("127.0.0.1", 0), 0);
+        s.createContext("/", ex -> {
+            try (ex) {
+                byte[] body = ex.getRequestBody().readAllBytes();
+                java.net.http.HttpRequest.Builder b = java.net.http.HttpRequest.newBuilder(
+                                java.net.URI.create("http://127.0.0.1:" + app.support.getLocalPort() + ex.getRequestURI()))
+                        .method(ex.getRequestMethod(), java.net.http.HttpRequest.BodyPublishers.ofByteArray(body));
+                for (String h : List.of("Authorization", "Content-Type", "Accept", "If-None-Match")) {
+                    String v = ex.getRequestHeaders().getFirst(h);
+                    if (v != null) b.header(h, v);
+                }
+                java.net.http.HttpResponse<byte[]> r = http.send(b.build(), java.net.http.HttpResponse.BodyHandlers.ofByteArray());
+                if (ex.getRequestMethod().equals("PATCH") && r.statusCode() == 404 && done.compareAndSet(false, true)) between.run();
+                r.headers().firstValue("Content-Type").ifPresent(v -> ex.getResponseHeaders().add("Content-Type", v));
+                r.headers().firstValue("Location").ifPresent(v -> ex.getResponseHeaders().add("Location", v));
+                ex.sendResponseHeaders(r.statusCode(), r.body().length == 0 ? -1 : r.body().length);
+                if (r.body().length > 0) ex.getResponseBody().write(r.body());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new java.io.IOException(e);
+            }
+        });
+        s.start();
+        return s;
+    }
+
+    /**
+     * "tenants set" and "schedules set" of something another admin creates between the command's PATCH (404) and its
+     * PUT: the command changes only the fields it names, and the other admin's keep their values. Its PUT had replaced
+     * the new tenant (the other admin's weight back to the default, audited as a replace) and the new schedule (its
+     * paused and job priority back to the defaults); now it is create-only (If-None-Match: *) and a 412 sends it back
+     * to PATCH.
+     */
+    @Test
+    void setKeepsWhatAnotherAdminCreatedBetweenItsPatchAndItsPut() throws Exception {
+        String tenant = TestApp.uniqueTenant("cli-race");
+        var proxy = createdAfterTheFirst404(() -> assertEquals(201,
+                app.admin("PUT", "/v1/admin/tenants/" + tenant, "{\"weight\": 6}").status()));
+        Map<String, String> env = new HashMap<>(Map.of("FAIRQ_URL", "http://127.0.0.1:" + proxy.getAddress().getPort()));
+        try {
+            env.put("FAIRQ_TOKEN", TestApp.ADMIN_TOKEN);
+            Run set = run(env, "tenants", "set", tenant, "--json", "{\"max_running\": 7}");
+            assertTrue(set.ok(), set.err());
+            assertTrue(set.out().startsWith("tenant " + tenant + " updated"), set.out());
+        } finally {
+            proxy.stop(0);
+        }
+        JsonNode stored = app.admin("GET", "/v1/admin/tenants/" + tenant, null).body();
+        assertEquals(6, stored.get("weight").asInt(), "the other admin's weight stays: " + stored);
+        assertEquals(7, stored.get("max_running").asInt(), stored.toString());
+        assertEquals(List.of("patch", "create"), app.admin("GET", "/v1/admin/audit?tenant=" + tenant, null).body()
+                .get("entries").findValuesAsText("action"));
+
+        String key = app.newTenantKey(TestApp.uniqueTenant("cli-race-sched"));
+        proxy = createdAfterTheFirst404(() -> assertEquals(201, app.call("PUT", "/v1/schedules/nightly", key,
+                "{\"cron\": \"@weekly\", \"time_zone\": \"UTC\", \"paused\": true, \"job\": {\"type\": \"record\", \"priority\": 3}}").status()));
+        try {
+            env.put("FAIRQ_URL", "http://127.0.0.1:" + proxy.getAddress().getPort());
+            env.put("FAIRQ_TOKEN", key);
+            Run set = run(env, "schedules", "set", "nightly", "--json",
+                    "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}}");
+            assertTrue(set.ok(), set.err());
+            assertTrue(set.out().startsWith("schedule nightly updated"), set.out());
+        } finally {
+            proxy.stop(0);
+        }
+        JsonNode schedule = app.call("GET", "/v1/schedules/nightly", key, null).body();
+        assertEquals("@daily", schedule.get("cron").asText(), schedule.toString());
+        assertTrue(schedule.get("paused").asBoolean(), "the other admin's pause stays: " + schedule);
+        assertEquals(3, schedule.at("/job/priority").asInt(), "the other admin's priority stays: " + schedule);
+        assertEquals(204, app.call("DELETE", "/v1/schedules/nightly", key, null).status());
+    }
+
     @Test
     void theWalkThroughFromATenantToItsJobsAndBack() {
         String tenant = TestApp.uniqueTenant("cli");

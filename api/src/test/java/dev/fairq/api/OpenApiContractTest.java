@@ -106,6 +106,11 @@ class OpenApiContractTest extends AppTest {
         JsonNode put = doc.at("/paths/~1v1~1admin~1tenants~1{id}/put");
         assertEquals("adminToken", put.at("/security/0").fieldNames().next());
         assertFalse(put.at("/responses/201").isMissingNode());
+        // a create-only PUT: the If-None-Match header and its 412, on both PUTs that create
+        for (JsonNode creates : List.of(put, doc.at("/paths/~1v1~1schedules~1{name}/put"))) {
+            assertEquals("#/components/schemas/Error", creates.at("/responses/412/content/application~1json/schema/$ref").asText(), creates.toString());
+            assertTrue(creates.get("parameters").toString().contains("\"name\":\"If-None-Match\",\"in\":\"header\""), creates.toString());
+        }
         assertTrue(doc.at("/paths/~1openapi.json/get/security").isMissingNode()
                 || doc.at("/paths/~1openapi.json/get/security").isEmpty(), "the document needs no credential");
 

@@ -75,6 +75,72 @@ class SchedulesApiTest extends AppTest {
         return out;
     }
 
+    /**
+     * PUT with If-None-Match: * creates only: 201 for a new schedule, 412 for one that exists, with its row and its
+     * jobs untouched (without the header the PUT had replaced it, as the command line's "schedules set" did to a
+     * schedule created meanwhile). An etag is a 400.
+     */
+    @Test
+    void aCreateOnlyPutOfAnExistingScheduleIs412AndChangesNothing() {
+        String tenant = TestApp.uniqueTenant("schedifnone");
+        String key = app.newTenantKey(tenant);
+        java.util.Map<String, String> createOnly = java.util.Map.of("If-None-Match", "*");
+        // no fire while the test runs (one could change the row between the two reads below)
+        String later = "{\"cron\": \"30 2 * * *\", \"time_zone\": \"UTC\", \"start_at\": \"8000-01-01T00:00:00Z\", \"job\": {\"type\": \"record\"}}";
+        TestApp.Res created = app.call("PUT", "/v1/schedules/nightly", key, later, createOnly);
+        assertEquals(201, created.status(), created.toString());
+        assertTrue(created.header("Location").endsWith("/v1/schedules/nightly"), created.toString());
+        assertEquals("30 2 * * *", created.body().get("cron").asText());
+
+        java.util.function.Supplier<List<Object>> state = () -> List.of(app.db.dsl().resultQuery(
+                "SELECT (SELECT s::text FROM schedules s WHERE tenant_id = ? AND name = 'nightly'), (SELECT count(*) FROM jobs WHERE tenant_id = ?)",
+                tenant, tenant).fetchOne().intoArray());
+        List<Object> before = state.get();
+        String other = "{\"cron\": \"@hourly\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}}";
+        TestApp.Res again = app.call("PUT", "/v1/schedules/nightly", key, other, createOnly);
+        assertEquals(412, again.status(), again.toString());
+        assertTrue(again.body().get("error").asText().contains("exists"), again.toString());
+        TestApp.Res etag = app.call("PUT", "/v1/schedules/nightly", key, other, java.util.Map.of("If-None-Match", "W/\"1\""));
+        assertEquals(400, etag.status(), etag.toString());
+        assertEquals(before, state.get(), "the schedule and its jobs unchanged");
+        assertEquals("30 2 * * *", app.call("GET", "/v1/schedules/nightly", key, null).body().get("cron").asText());
+    }
+
+    /**
+     * A create-only PUT racing another create is decided in its own transaction: it finds no schedule, waits on the
+     * tenant row the other create holds, and once that commits its upsert would replace it: a 412 instead, and the
+     * other create's schedule (@weekly, paused) stays as it was.
+     */
+    @Test
+    void aCreateOnlyPutThatLosesARaceToAnotherCreateIs412() throws Exception {
+        String tenant = TestApp.uniqueTenant("schedifrace");
+        String key = app.newTenantKey(tenant);
+        try (java.sql.Connection c = java.sql.DriverManager.getConnection(app.db.jdbcUrl, app.db.user, app.db.password)) {
+            c.setAutoCommit(false);
+            try (var lock = c.prepareStatement("SELECT 1 FROM tenants WHERE id = ? FOR NO KEY UPDATE");
+                 var insert = c.prepareStatement("INSERT INTO schedules (tenant_id, name, cron, time_zone, job_type, paused) "
+                         + "VALUES (?, 'raced', '@weekly', 'UTC', 'record', true)")) {
+                lock.setString(1, tenant);
+                lock.executeQuery().close();
+                insert.setString(1, tenant);
+                insert.executeUpdate();
+            }
+            var put = java.util.concurrent.CompletableFuture.supplyAsync(() -> app.call("PUT", "/v1/schedules/raced", key,
+                    "{\"cron\": \"@daily\", \"time_zone\": \"UTC\", \"job\": {\"type\": \"record\"}}",
+                    java.util.Map.of("If-None-Match", "*")));
+            await().atMost(Duration.ofSeconds(10)).until(() -> app.db.dsl().resultQuery(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FROM tenants%FOR NO KEY UPDATE%'")
+                    .fetchOne(0, Long.class) > 0);
+            c.commit();
+            TestApp.Res r = put.get(10, java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals(412, r.status(), "the schedule existed by the time the PUT wrote it: " + r);
+        }
+        JsonNode stored = app.call("GET", "/v1/schedules/raced", key, null).body();
+        assertEquals("@weekly", stored.get("cron").asText(), stored.toString());
+        assertTrue(stored.get("paused").asBoolean(), stored.toString());
+        assertEquals(204, app.call("DELETE", "/v1/schedules/raced", key, null).status());
+    }
+
     @Test
     void anInvalidCronOrTimeZoneIsA422NamingTheFieldAndChangesNothing() {
         String tenant = TestApp.uniqueTenant("badsched");

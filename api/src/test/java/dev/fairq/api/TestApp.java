@@ -111,6 +111,12 @@ final class TestApp {
         return call(support.getLocalPort(), method, path, token, body);
     }
 
+    /** With request headers of the test's (If-None-Match, say). */
+    Res call(String method, String path, String token, String body, java.util.Map<String, String> headers) {
+        return callPort(support.getLocalPort(), method, path, token,
+                body == null ? null : HttpRequest.BodyPublishers.ofString(body), headers);
+    }
+
     Res admin(String method, String path, String body) {
         return call(method, path, ADMIN_TOKEN, body);
     }
@@ -136,9 +142,15 @@ final class TestApp {
     }
 
     private static Res callPort(int port, String method, String path, String token, HttpRequest.BodyPublisher body) {
+        return callPort(port, method, path, token, body, java.util.Map.of());
+    }
+
+    private static Res callPort(int port, String method, String path, String token, HttpRequest.BodyPublisher body,
+                                java.util.Map<String, String> headers) {
         HttpClient http = CLIENT;
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
                 .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : body);
+        headers.forEach(b::header);
         if (body != null) b.header("Content-Type", "application/json");
         if (token != null) b.header("Authorization", "Bearer " + token);
         try {

@@ -294,6 +294,14 @@ public final class FairqClient {
      * when its answer is lost (GET, PUT and DELETE always are).
      */
     public Answer send(String method, String path, Object body, boolean safeToRepeat) {
+        return send(method, path, body, safeToRepeat, Map.of());
+    }
+
+    /**
+     * {@link #send(String, String, Object, boolean)} with request headers of the caller's, e.g.
+     * {@code If-None-Match: *} to create only (a 412, {@link FairqException.PreconditionFailedException}, if it exists).
+     */
+    public Answer send(String method, String path, Object body, boolean safeToRepeat, Map<String, String> headers) {
         boolean idempotent = safeToRepeat || method.equals("GET") || method.equals("PUT") || method.equals("DELETE");
         String json = null;
         if (body != null) {
@@ -308,7 +316,7 @@ public final class FairqClient {
             boolean last = attempt >= retries.maxAttempts();
             Duration wait;
             try {
-                Answer a = exchange(method, path, json);
+                Answer a = exchange(method, path, json, headers);
                 if (a.status() < 300) return a; // a redirect is not followed: an error naming its target
                 FairqException e = error(a);
                 if (last) throw e;
@@ -350,10 +358,11 @@ public final class FairqClient {
         return send("GET", path, null, true);
     }
 
-    private Answer exchange(String method, String path, String json) throws IOException {
+    private Answer exchange(String method, String path, String json, Map<String, String> extra) throws IOException {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path)).timeout(timeout)
                 .header("Accept", "application/json")
                 .method(method, json == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(json));
+        extra.forEach(b::header);
         if (json != null) b.header("Content-Type", "application/json");
         if (token != null) b.header("Authorization", "Bearer " + token);
         HttpResponse<String> r;

@@ -32,6 +32,7 @@ public class FairqException extends RuntimeException {
             case 403 -> new ForbiddenException(message);
             case 404 -> new NotFoundException(message);
             case 409 -> new ConflictException(message, errors);
+            case 412 -> new PreconditionFailedException(message);
             case 413 -> new PayloadTooLargeException(message, errors);
             case 422 -> new ValidationException(message, errors);
             case 429 -> new QueueFullException(message, retryAfter);
@@ -62,6 +63,11 @@ public class FairqException extends RuntimeException {
     /** 409: a job_key used with a different request, or a job in a status the action does not apply to. */
     public static class ConflictException extends FairqException {
         public ConflictException(String message, List<Model.FieldError> errors) { super(409, message, errors, null); }
+    }
+
+    /** 412: a conditional request's condition was false (a create-only PUT of something that exists); nothing changed. */
+    public static class PreconditionFailedException extends FairqException {
+        public PreconditionFailedException(String message) { super(412, message, List.of(), null); }
     }
 
     /** 413: a payload larger than the server's FAIRQ_MAX_PAYLOAD_BYTES. */

@@ -84,6 +84,31 @@ public final class ScheduleService {
      * {@link UnknownTenantException}; nothing is written then.
      */
     public Written put(DSLContext ctx, String tenantId, String name, ScheduleDefinition definition) {
+        return put(ctx, tenantId, name, definition, false).orElseThrow();
+    }
+
+    /**
+     * A PUT with {@code If-None-Match: *}: creates the schedule like {@link #put}, only if the tenant has none of that
+     * name; empty when it has (nothing written). Decided in the write's own transaction: of two creates at once one
+     * creates, the other is empty, never a replace of the first one's definition.
+     */
+    public Optional<Written> create(DSLContext ctx, String tenantId, String name, ScheduleDefinition definition) {
+        try {
+            return put(ctx, tenantId, name, definition, true);
+        } catch (Exists e) {
+            return Optional.empty(); // its transaction rolled back: the other create's row stays as it was
+        }
+    }
+
+    /** A create-only write that found the schedule created meanwhile: thrown to roll its upsert back. */
+    private static final class Exists extends RuntimeException {
+        Exists() {
+            super(null, null, false, false);
+        }
+    }
+
+    private Optional<Written> put(DSLContext ctx, String tenantId, String name, ScheduleDefinition definition,
+                                  boolean createOnly) {
         List<FieldError> nameErrors = ScheduleDefinition.checkName(name);
         if (!nameErrors.isEmpty()) throw new InvalidScheduleException(nameErrors);
         ScheduleDefinition.Resolved r = definition.resolve(maxPayloadBytes);
@@ -94,6 +119,7 @@ public final class ScheduleService {
             DSLContext tx = c.dsl();
             Instant now = schedules.now(tx).toInstant();
             SchedulesRecord old = schedules.lock(tx, tenantId, name).orElse(null);
+            if (old != null && createOnly) return Optional.<Written>empty();
             Schedules.TenantRoom room = schedules.tenantRoom(tx, tenantId, old == null)
                     .orElseThrow(() -> new UnknownTenantException(tenantId));
             if (old == null && room.schedules() >= room.maxSchedules()) {
@@ -107,12 +133,14 @@ public final class ScheduleService {
             if (old != null && sameDefinition(storedResolved(old), r)) {
                 // a write that changes nothing changes nothing: a tool that applies its configuration again (every
                 // deploy, every minute) had its job created ahead withdrawn and made again, under a new id
-                return new Written(info(tx, tenantId, name, now).orElseThrow(), false);
+                return Optional.of(new Written(info(tx, tenantId, name, now).orElseThrow(), false));
             }
             Instant firedUpTo = old == null ? null : withdrawAhead(tx, old, now);
             Schedules.Upserted u = schedules.upsert(tx, r.write(tenantId, name, firstFire(r.schedule(), r.startAt(),
                     r.endAt(), now, firedUpTo)));
-            return new Written(info(tx, tenantId, name, now).orElseThrow(), u.created());
+            // a create that committed after this one's lock found nothing: the upsert replaced it, undone here
+            if (createOnly && !u.created()) throw new Exists();
+            return Optional.of(new Written(info(tx, tenantId, name, now).orElseThrow(), u.created()));
         });
     }
 

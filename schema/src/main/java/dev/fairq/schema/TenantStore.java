@@ -277,11 +277,26 @@ public final class TenantStore {
      * returns them. The audit row is written only when a value changed.
      */
     public Optional<Change> write(DSLContext ctx, String id, Map<String, Object> given, boolean replace, String actor) {
+        return write(ctx, id, given, replace, false, actor);
+    }
+
+    /**
+     * A PUT with {@code If-None-Match: *}: creates the tenant (fields left out take the defaults) only if it does not
+     * exist; empty when it does (nothing written, nothing audited). Decided in the write's own transaction, so of two
+     * creates at once exactly one creates and the other is empty, never a replace of the first one's limits.
+     */
+    public Optional<Change> create(DSLContext ctx, String id, Map<String, Object> given, String actor) {
+        return write(ctx, id, given, true, true, actor);
+    }
+
+    private Optional<Change> write(DSLContext ctx, String id, Map<String, Object> given, boolean replace,
+                                   boolean createOnly, String actor) {
         return ctx.transactionResult(c -> {
             DSLContext tx = c.dsl();
             lockAudit(tx); // first: see AUDIT_LOCK
             TenantsRecord old = lock(tx, id);
             if (old == null && !replace) return Optional.<Change>empty();
+            if (old != null && createOnly) return Optional.<Change>empty();
             Map<String, Object> v = replace ? TenantLimit.defaults() : new LinkedHashMap<>(TenantLimits.of(old).toMap());
             v.putAll(given);
             TenantLimits limits = TenantLimits.of(id, v);
@@ -295,6 +310,8 @@ public final class TenantStore {
                     audit(tx, id, actor, "create", null, TenantLimits.of(row).toMap());
                     return Optional.of(new Change(row, true));
                 }
+                // another transaction's insert committed first: a create-only write leaves it as it is
+                if (createOnly) return Optional.<Change>empty();
                 old = lock(tx, id); // null only if it was deleted meanwhile: then the upsert below creates it
             }
             Map<String, Object> before = old == null ? null : TenantLimits.of(old).toMap();
