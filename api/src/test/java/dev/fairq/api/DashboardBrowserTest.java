@@ -166,11 +166,7 @@ class DashboardBrowserTest {
     }
 
     private void pauseFromTheAdminPage(String tenant) {
-        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
-        browser.script("document.getElementById('search').value = '" + tenant + "';");
-        browser.click("#search-form button[type=submit]");
-        String row = "#tenants tr[data-tenant=\"" + tenant + "\"]";
-        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(row));
+        String row = searchAdminPage(tenant);
         browser.click(row + " button.edit-limits");
         browser.click("#edit-form input[name=paused]");
         browser.click("#edit-save");
@@ -250,11 +246,7 @@ class DashboardBrowserTest {
         assertTrue(browser.text("#limits").contains("0 / 0.0005"), browser.text("#limits"));
 
         browser.open(url("/dashboard/admin"));
-        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
-        browser.script("document.getElementById('search').value = '" + tenant + "';");
-        browser.click("#search-form button[type=submit]");
-        String row = "#tenants tr[data-tenant=\"" + tenant + "\"]";
-        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(row));
+        String row = searchAdminPage(tenant);
         assertTrue(browser.text(row).contains("0 / 0.0005"), browser.text(row));
     }
 
@@ -372,11 +364,7 @@ class DashboardBrowserTest {
         String tenant = TestApp.uniqueTenant("typo");
         assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + tenant, "{}").status());
         openSignedIn("/dashboard/admin", "adminToken", TestApp.ADMIN_TOKEN);
-        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
-        browser.script("document.getElementById('search').value = '" + tenant + "';");
-        browser.click("#search-form button[type=submit]");
-        String row = "#tenants tr[data-tenant=\"" + tenant + "\"]";
-        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(row));
+        String row = searchAdminPage(tenant);
 
         browser.script("document.getElementById('search').value = '" + tenant + " corp';");
         browser.click("#search-form button[type=submit]");
@@ -405,11 +393,7 @@ class DashboardBrowserTest {
                 browser.label("#chart-throughput svg"));
 
         browser.open(url("/dashboard/admin"));
-        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
-        browser.script("document.getElementById('search').value = '" + tenant + "';");
-        browser.click("#search-form button[type=submit]");
-        String button = "#tenants tr[data-tenant=\"" + tenant + "\"] button.edit-limits";
-        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(button));
+        String button = searchAdminPage(tenant) + " button.edit-limits";
         assertEquals("Edit limits of " + tenant, browser.label(button));
     }
 
@@ -461,11 +445,7 @@ class DashboardBrowserTest {
         String tenant = TestApp.uniqueTenant("keys");
         assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + tenant, "{}").status());
         openSignedIn("/dashboard/admin", "adminToken", TestApp.ADMIN_TOKEN);
-        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
-        browser.script("document.getElementById('search').value = '" + tenant + "';");
-        browser.click("#search-form button[type=submit]");
-        String button = "#tenants tr[data-tenant=\"" + tenant + "\"] button.edit-limits";
-        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(button));
+        String button = searchAdminPage(tenant) + " button.edit-limits";
         String focusedRow = "var a = document.activeElement;"
                 + "return a.classList.contains('edit-limits') ? a.getAttribute('data-tenant') : a.tagName";
         browser.script("document.querySelector('" + button + "').focus();");
@@ -519,11 +499,7 @@ class DashboardBrowserTest {
         String tenant = TestApp.uniqueTenant("twice");
         assertEquals(201, app.admin("PUT", "/v1/admin/tenants/" + tenant, "{}").status());
         openSignedIn("/dashboard/admin", "adminToken", TestApp.ADMIN_TOKEN);
-        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
-        browser.script("document.getElementById('search').value = '" + tenant + "';");
-        browser.click("#search-form button[type=submit]");
-        String button = "#tenants tr[data-tenant=\"" + tenant + "\"] button.edit-limits";
-        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(button));
+        String button = searchAdminPage(tenant) + " button.edit-limits";
         browser.click(button);
 
         assertEquals(200, app.admin("PATCH", "/v1/admin/tenants/" + tenant, "{\"paused\": true}").status()); // elsewhere
@@ -594,5 +570,15 @@ class DashboardBrowserTest {
         assertEquals("could not refresh: over its API request limit (next try in 7 s)", browser.text("#error"));
         double gap = browser.script("return window.__calls[1] - window.__calls[0]").asDouble();
         assertTrue(gap >= 6900, "the second request came " + gap + " ms after the refused one, before its Retry-After");
+    }
+
+    /** On the admin page: searches for the tenant and waits for its row; returns the row's selector. */
+    private String searchAdminPage(String tenant) {
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists("#search"));
+        browser.script("document.getElementById('search').value = '" + tenant + "';");
+        browser.click("#search-form button[type=submit]");
+        String row = "#tenants tr[data-tenant=\"" + tenant + "\"]";
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> browser.exists(row));
+        return row;
     }
 }
