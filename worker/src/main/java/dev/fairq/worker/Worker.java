@@ -675,7 +675,7 @@ public final class Worker implements AutoCloseable {
             synchronized (awaitingCommit) {
                 // full: no slot, rather than forget the oldest awaited job, whose commit would then start nothing (left
                 // running under a lease nobody renews until the reaper took it back, the attempt counted). The job is
-                // inserted ready instead; rolled-back enqueues, never named, free their entries at the hour
+                // inserted ready instead; a heartbeat frees the entries of enqueues that rolled back
                 if (localStartsClosed || awaitingCommit.size() + slotsOut.get() >= AWAITING_COMMIT_MAX
                         || !roomToStartHere(t0)) return null;
                 slotsOut.incrementAndGet();
