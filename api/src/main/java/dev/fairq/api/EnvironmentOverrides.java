@@ -89,9 +89,11 @@ final class EnvironmentOverrides {
             }
         }
         if (c.getLoggingFactory() instanceof DefaultLoggingFactory logging) {
-            String format = get(env, "FAIRQ_LOG_FORMAT");
+            String given = get(env, "FAIRQ_LOG_FORMAT");
+            // read as FAIRQ_FAIR_SHARE and FAIRQ_SUBMIT_START are (JSON had been refused where FAIR_SHARE took JOBS)
+            String format = given == null ? null : given.trim().toLowerCase(java.util.Locale.ROOT);
             if (format != null && !format.equals("json") && !format.equals("text")) {
-                throw new IllegalArgumentException("FAIRQ_LOG_FORMAT must be json or text, not '" + format + "'");
+                throw new IllegalArgumentException("FAIRQ_LOG_FORMAT must be json or text, not '" + given + "'");
             }
             for (AppenderFactory<?> a : logging.getAppenders()) {
                 if (a instanceof ConsoleAppenderFactory<?> console) {

@@ -139,6 +139,20 @@ class EnvironmentOverridesTest {
         assertEquals(false, EnvironmentOverrides.apply(new FairqConfiguration(), Map.of("FAIRQ_DEMO_HANDLERS", "false")).demoHandlersOn());
     }
 
+    /** FAIRQ_LOG_FORMAT is read as the other enumerated variables are: JSON or " json " is json (JSON had been refused). */
+    @Test
+    void theLogFormatIgnoresCaseAndSpaces() {
+        for (String json : java.util.List.of("json", "JSON", " Json ")) {
+            FairqConfiguration c = EnvironmentOverrides.apply(new FairqConfiguration(), Map.of("FAIRQ_LOG_FORMAT", json));
+            var logging = (io.dropwizard.logging.common.DefaultLoggingFactory) c.getLoggingFactory();
+            var console = (io.dropwizard.logging.common.ConsoleAppenderFactory<?>) logging.getAppenders().get(0);
+            assertTrue(console.getLayout() instanceof io.dropwizard.logging.json.EventJsonLayoutBaseFactory, json);
+        }
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> EnvironmentOverrides.apply(new FairqConfiguration(), Map.of("FAIRQ_LOG_FORMAT", "xml")));
+        assertTrue(e.getMessage().startsWith("FAIRQ_LOG_FORMAT"), e.getMessage());
+    }
+
     @Test
     void sharesAreByWorkerTimeUnlessFairShareSaysJobs() {
         assertEquals(SchedulerConfig.FairShare.TIME, scheduler(Map.of()).fairShare(), "the server's default (issue 14)");
